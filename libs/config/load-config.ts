@@ -1,0 +1,122 @@
+/**
+ * The only reader of process.env. `loadConfig` validates every variable once and returns a
+ * frozen, typed object; entry points pass it (or parts of it) down. A bad value is reported
+ * with the variable's name and what it accepts, and nothing starts.
+ */
+export interface BatonConfig {
+  /** Postgres connection string; undefined means "none configured" (the demo embeds one). */
+  readonly databaseUrl: string | undefined;
+  /** Redis connection string; undefined means "none configured" (the demo starts one). */
+  readonly redisUrl: string | undefined;
+  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string };
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Prefix of every Redis key and BullMQ queue Baton owns (no ':' allowed). */
+  readonly redisPrefix: string;
+  /** Delivery queues per provider; agents hash onto them. Fixed per deployment. */
+  readonly queueShards: number;
+  /** Providers this worker process runs adapters for. */
+  readonly workerProviders: readonly string[];
+  /** Jobs one worker process runs at once per shard queue. */
+  readonly workerConcurrency: number;
+  /** Per-agent turn lock: time to live; it is extended every ttl/3 while the turn runs. */
+  readonly turnLockTtlMs: number;
+  /** BullMQ job lock and stall check: how fast a killed worker's job is taken over. */
+  readonly jobLockMs: number;
+  readonly stalledIntervalMs: number;
+  /** How often the reconciler sweeps Postgres for work Redis lost. */
+  readonly reconcileIntervalMs: number;
+  /** On SIGTERM, how long running turns may take to finish before they are handed back. */
+  readonly shutdownGraceMs: number;
+  readonly dbPoolSize: number;
+  /** Where simulated (demo) agents live when not in this process. */
+  readonly demoHostUrl: string | undefined;
+  /** Project used when a request names none. */
+  readonly defaultProject: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const v = optional(env, name);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(`${name} is not a URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return v;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export function loadConfig(env: Env = process.env): BatonConfig {
+  const host = str(env, 'BATON_API_HOST', '127.0.0.1');
+  const port = int(env, 'BATON_API_PORT', 8787, 0, 65535);
+  const logLevel = str(env, 'BATON_LOG_LEVEL', 'info');
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`BATON_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const redisPrefix = str(env, 'BATON_REDIS_PREFIX', 'baton');
+  if (!/^[A-Za-z0-9_.-]{1,40}$/.test(redisPrefix)) {
+    throw new ConfigError('BATON_REDIS_PREFIX may hold only letters, digits, ".", "_" and "-" (no ":")');
+  }
+  const providers = str(env, 'BATON_WORKER_PROVIDERS', 'demo')
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
+  const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 6_000, 300, 600_000);
+  const config: BatonConfig = {
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    api: {
+      host,
+      port,
+      publicUrl: url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    },
+    logLevel: logLevel as BatonConfig['logLevel'],
+    redisPrefix,
+    queueShards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 256),
+    workerProviders: providers,
+    workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY', 64, 1, 10_000),
+    turnLockTtlMs,
+    jobLockMs: int(env, 'BATON_JOB_LOCK_MS', 4_000, 500, 600_000),
+    stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_500, 200, 600_000),
+    reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 2_000, 50, 3_600_000),
+    shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
+    dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
+    demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),
+    defaultProject,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,113 @@
+import type { DeliveryState } from '../domain/delivery-states.ts';
+import type { ActorKind } from '../domain/transitions.ts';
+
+/** The row shapes repositories return. Plain data; the API decides what callers see. */
+
+export type ProviderName = 'demo' | 'command' | 'webhook' | 'codex' | 'claude_code' | 'manual';
+export const PROVIDER_NAMES: readonly ProviderName[] = ['demo', 'command', 'webhook', 'codex', 'claude_code', 'manual'];
+
+export interface ProjectRecord {
+  id: string;
+  workspaceId: string;
+  slug: string;
+  name: string;
+}
+
+export interface AgentRecord {
+  id: string;
+  projectId: string;
+  handle: string;
+  displayName: string;
+  provider: ProviderName;
+  providerSettings: Record<string, unknown>;
+  deliveryTarget: string | null;
+  generation: number;
+  removedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface HandoffRecord {
+  id: string;
+  seq: bigint;
+  projectId: string;
+  senderId: string;
+  recipientId: string | null;
+  recipientGeneration: number | null;
+  provider: ProviderName | null;
+  deliveryTarget: string | null;
+  sessionId: string | null;
+  title: string | null;
+  message: string;
+  focus: string | null;
+  doneWhen: string | null;
+  contextSummary: string | null;
+  openQuestions: string[];
+  nextSteps: string[];
+  dueAt: Date | null;
+  idempotencyKey: string | null;
+  contentHash: string;
+  duplicateOfId: string | null;
+  deliveryState: DeliveryState;
+  deliveryDetail: string | null;
+  revision: number;
+  attemptCount: number;
+  refusals: number;
+  errorResends: number;
+  interruptResends: number;
+  notBefore: Date | null;
+  resultSummary: string | null;
+  result: unknown;
+  createdAt: Date;
+  updatedAt: Date;
+  settledAt: Date | null;
+}
+
+/** A handoff with the sender's and recipient's handles resolved, as lists and reads show it. */
+export interface HandoffView extends HandoffRecord {
+  senderHandle: string;
+  recipientHandle: string | null;
+}
+
+export type AttemptStatus =
+  | 'sending'
+  | 'busy'
+  | 'rejected'
+  | 'not_sent'
+  | 'lost'
+  | 'accepted'
+  | 'running'
+  | 'returned'
+  | 'failed'
+  | 'interrupted'
+  | 'cancelled';
+
+export interface AttemptRecord {
+  id: string;
+  handoffId: string;
+  number: number;
+  requestId: string;
+  status: AttemptStatus;
+  workerId: string | null;
+  deliveryTarget: string | null;
+  error: string | null;
+  absentScans: number;
+  startedAt: Date;
+  acceptedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface EventRecord {
+  id: bigint;
+  handoffId: string;
+  fromState: DeliveryState | null;
+  toState: DeliveryState;
+  event: string;
+  actorKind: ActorKind;
+  actorId: string | null;
+  reason: string | null;
+  detail: unknown;
+  revision: number;
+  attemptId: string | null;
+  createdAt: Date;
+}

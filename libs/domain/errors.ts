@@ -1,0 +1,62 @@
+/**
+ * The error catalog: every error Baton shows a caller has a stable code, an HTTP status and
+ * whether retrying the same call can help. docs/ERRORS.md lists the same codes; a unit test
+ * holds the two together. Match on `code`, never on `instanceof`, across process boundaries.
+ */
+export const ERROR_CATALOG = {
+  validation_failed: { status: 400, retryable: false, summary: 'The request does not match the schema of the route.' },
+  invalid_json: { status: 400, retryable: false, summary: 'The request body is not valid JSON.' },
+  field_too_long: { status: 400, retryable: false, summary: 'A string or list is longer than its documented limit.' },
+  invalid_cursor: { status: 400, retryable: false, summary: 'The pagination cursor was not issued by Baton.' },
+  unsupported_media_type: { status: 415, retryable: false, summary: 'The body is not application/json.' },
+  body_too_large: { status: 413, retryable: false, summary: 'The request body is larger than the byte limit.' },
+  route_not_found: { status: 404, retryable: false, summary: 'No route matches the method and path.' },
+  project_not_found: { status: 404, retryable: false, summary: 'The project named by the request does not exist.' },
+  agent_not_found: { status: 404, retryable: false, summary: 'No active agent with that id in the project.' },
+  handoff_not_found: { status: 404, retryable: false, summary: 'No handoff with that id is visible to the caller.' },
+  unknown_sender: { status: 422, retryable: false, summary: 'The sender is not an active agent of the project.' },
+  unknown_recipient: { status: 422, retryable: false, summary: 'The recipient is not an active agent of the project.' },
+  unknown_provider: { status: 422, retryable: false, summary: 'No adapter exists for that provider name.' },
+  agent_exists: { status: 409, retryable: false, summary: 'An active agent with that id already exists in the project.' },
+  invalid_transition: { status: 409, retryable: false, summary: 'The handoff is not in a state that allows this move.' },
+  transition_not_permitted: { status: 403, retryable: false, summary: 'The caller may not cause this move.' },
+  stale_revision: { status: 409, retryable: true, summary: 'The handoff changed since the caller read it; read it again.' },
+  database_unavailable: { status: 503, retryable: true, summary: 'Postgres cannot be reached; nothing was recorded.' },
+  queue_unavailable: { status: 503, retryable: true, summary: 'Redis cannot be reached.' },
+  internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
+} as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export const ERROR_CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];
+
+/** A failure the caller can act on. `details` must never hold secrets or internal traces. */
+export class BatonError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BatonError';
+    this.code = code;
+    this.status = ERROR_CATALOG[code].status;
+    this.retryable = ERROR_CATALOG[code].retryable;
+    this.details = details;
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CATALOG, value);
+}
+
+/** True when `err` carries the given stable code (works for errors rebuilt from JSON too). */
+export function hasErrorCode(err: unknown, code: ErrorCode): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
+
+/** Closes a switch over a union: a new member becomes a compile error here. */
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
+}

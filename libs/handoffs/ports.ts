@@ -1,0 +1,29 @@
+import type { Clock } from '../domain/clock.ts';
+import type { ActorKind } from '../domain/transitions.ts';
+import type { AgentRepository } from '../db/agent-repository.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
+import type { Logger } from '../logging/create-logger.ts';
+import type { DispatchJob } from '../queue/dispatch-job.ts';
+
+/** Who is acting. `id` is an agent handle, a worker id, or a person; `tokenId` arrives with issue 6. */
+export interface Actor {
+  readonly kind: ActorKind;
+  readonly id: string | null;
+  readonly tokenId?: string | null;
+}
+
+export const SYSTEM_ACTOR: Actor = { kind: 'system', id: null };
+
+/** Puts dispatch jobs on the delivery queues. Called only after the Postgres commit. */
+export interface DispatchScheduler {
+  enqueue(job: DispatchJob, jobId: string, delayMs?: number): Promise<void>;
+}
+
+/** What every use case needs. Passed in by each process's entry point; nothing is global. */
+export interface CoreDeps {
+  readonly handoffs: HandoffRepository;
+  readonly agents: AgentRepository;
+  readonly scheduler: DispatchScheduler;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}

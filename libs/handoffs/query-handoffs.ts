@@ -1,0 +1,96 @@
+import { BatonError } from '../domain/errors.ts';
+import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { isUuid } from '../domain/ids.ts';
+import type { AttemptRecord, EventRecord, HandoffView } from '../db/records.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+export interface HandoffDetail {
+  handoff: HandoffView;
+  attempts: AttemptRecord[];
+  events: EventRecord[];
+}
+
+/**
+ * One handoff with its attempts and its event timeline (oldest first).
+ * @throws BatonError project_not_found, handoff_not_found
+ */
+export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string): Promise<HandoffDetail> {
+  const project = await resolveProject(deps, projectSlug);
+  const handoff = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
+  if (!handoff) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
+  const [attempts, events] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id)]);
+  return { handoff, attempts, events };
+}
+
+export interface ListHandoffsInput {
+  project: string;
+  recipient?: string | undefined;
+  sender?: string | undefined;
+  states?: readonly DeliveryState[] | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface HandoffPage {
+  items: HandoffView[];
+  /** Pass back as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: string | null;
+}
+
+function encodeCursor(seq: bigint): string {
+  return Buffer.from(JSON.stringify({ v: 1, seq: seq.toString() })).toString('base64url');
+}
+
+function decodeCursor(cursor: string): bigint {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; seq?: unknown };
+    if (parsed.v === 1 && typeof parsed.seq === 'string' && /^\d{1,19}$/.test(parsed.seq)) return BigInt(parsed.seq);
+  } catch {
+    // fall through
+  }
+  throw new BatonError('invalid_cursor', 'the cursor is not one Baton issued');
+}
+
+/**
+ * Handoffs of a project, newest first, filtered by recipient, sender and states, one page at
+ * a time. An unknown agent handle in a filter matches nothing (it is not an error).
+ * @throws BatonError project_not_found, invalid_cursor
+ */
+export async function listHandoffs(deps: CoreDeps, input: ListHandoffsInput): Promise<HandoffPage> {
+  const project = await resolveProject(deps, input.project);
+  const beforeSeq = input.cursor ? decodeCursor(input.cursor) : undefined;
+  const handles = [input.recipient, input.sender].filter((h): h is string => h !== undefined).map((h) => h.toLowerCase());
+  const agents = handles.length > 0 ? await deps.agents.findActiveByHandles(project.id, handles) : [];
+  const idOf = (handle: string | undefined) => (handle === undefined ? undefined : agents.find((a) => a.handle === handle.toLowerCase())?.id);
+  const recipientId = idOf(input.recipient);
+  const senderId = idOf(input.sender);
+  if ((input.recipient !== undefined && !recipientId) || (input.sender !== undefined && !senderId)) {
+    return { items: [], nextCursor: null };
+  }
+  const rows = await deps.handoffs.list({
+    projectId: project.id,
+    ...(recipientId ? { recipientId } : {}),
+    ...(senderId ? { senderId } : {}),
+    ...(input.states ? { states: input.states } : {}),
+    ...(beforeSeq !== undefined ? { beforeSeq } : {}),
+    limit: input.limit + 1,
+  });
+  const items = rows.slice(0, input.limit);
+  const last = items[items.length - 1];
+  return { items, nextCursor: rows.length > input.limit && last ? encodeCursor(last.seq) : null };
+}
+
+export interface StatusCounts {
+  project: string;
+  total: number;
+  byState: Record<DeliveryState, number>;
+}
+
+/** Handoff counts by delivery state (every state present, zeros included). */
+export async function getStatus(deps: CoreDeps, projectSlug: string): Promise<StatusCounts> {
+  const project = await resolveProject(deps, projectSlug);
+  const counts = await deps.handoffs.countByState(project.id);
+  const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
+  return { project: project.slug, total: Object.values(byState).reduce((a, b) => a + b, 0), byState };
+}

@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { BatonError } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { planTransition } from '../domain/transitions.ts';
+import type { HandoffView } from '../db/records.ts';
+import { JOB_IDS } from '../queue/redis-names.ts';
+import type { Actor, CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+export interface SendHandoffInput {
+  project: string;
+  from: string;
+  to: string;
+  message: string;
+  title?: string | null | undefined;
+  focus?: string | null | undefined;
+  doneWhen?: string | null | undefined;
+  context?: { summary?: string | null | undefined; openQuestions?: string[] | undefined; nextSteps?: string[] | undefined } | undefined;
+  dueAt?: Date | null | undefined;
+  idempotencyKey?: string | null | undefined;
+  tokenId?: string | null | undefined;
+}
+
+export interface SendHandoffResult {
+  handoff: HandoffView;
+  /** false when an earlier send with the same idempotency key is returned instead. */
+  created: boolean;
+}
+
+export function contentHash(recipientId: string, input: SendHandoffInput): string {
+  const c = input.context ?? {};
+  return createHash('sha256')
+    .update(
+      JSON.stringify([recipientId, input.title ?? null, input.message, input.focus ?? null, input.doneWhen ?? null, c.summary ?? null, c.openQuestions ?? [], c.nextSteps ?? []]),
+    )
+    .digest('hex');
+}
+
+/**
+ * Records a handoff and queues it for its recipient. The record (and its `enrolled` event) is
+ * committed first; the dispatch job is added after the commit with a deterministic id, so a
+ * lost enqueue is repaired by the reconciler and a repeated one is a no-op. The recipient's
+ * session at this moment is snapshotted: the handoff is delivered there or nowhere.
+ * @throws BatonError project_not_found, unknown_sender, unknown_recipient, database_unavailable
+ */
+export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
+  const project = await resolveProject(deps, input.project);
+  const from = input.from.toLowerCase();
+  const to = input.to.toLowerCase();
+  const found = await deps.agents.findActiveByHandles(project.id, [from, to]);
+  const sender = found.find((a) => a.handle === from);
+  const recipient = found.find((a) => a.handle === to);
+  if (!sender) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project.slug}`);
+  if (!recipient) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
+  const view = (h: Omit<HandoffView, 'senderHandle' | 'recipientHandle'>): HandoffView => ({ ...h, senderHandle: sender.handle, recipientHandle: recipient.handle });
+
+  const key = input.idempotencyKey ?? null;
+  if (key !== null) {
+    const existing = await deps.handoffs.findByIdempotencyKey(sender.id, key);
+    if (existing) return { handoff: view(existing), created: false };
+  }
+
+  const actor: Actor = { kind: 'sender', id: sender.handle, tokenId: input.tokenId ?? null };
+  const state = planTransition(null, 'enrolled', actor.kind);
+  const now = deps.clock.now();
+  const inserted = await deps.handoffs.insert(
+    {
+      id: newId(now.getTime()),
+      projectId: project.id,
+      senderId: sender.id,
+      recipientId: recipient.id,
+      recipientGeneration: recipient.generation,
+      provider: recipient.provider,
+      deliveryTarget: recipient.deliveryTarget,
+      title: input.title ?? null,
+      message: input.message,
+      focus: input.focus ?? null,
+      doneWhen: input.doneWhen ?? null,
+      contextSummary: input.context?.summary ?? null,
+      openQuestions: input.context?.openQuestions ?? [],
+      nextSteps: input.context?.nextSteps ?? [],
+      dueAt: input.dueAt ?? null,
+      idempotencyKey: key,
+      contentHash: contentHash(recipient.id, input),
+      duplicateOfId: null,
+      deliveryState: state,
+      deliveryDetail: null,
+      workState: input.title ? 'open' : null,
+      createdAt: now,
+    },
+    { event: 'enrolled', actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null },
+  );
+  if (!inserted) {
+    // Lost a race on the idempotency key: the winner is committed (ON CONFLICT waited for it).
+    const winner = key !== null ? await deps.handoffs.findByIdempotencyKey(sender.id, key) : null;
+    if (!winner) throw new Error('idempotency conflict without a winner');
+    return { handoff: view(winner), created: false };
+  }
+  if (recipient.provider !== 'manual') {
+    try {
+      await deps.scheduler.enqueue({ agentId: recipient.id, provider: recipient.provider, cause: 'sent', handoffId: inserted.id }, JOB_IDS.sent(inserted.id));
+    } catch (err) {
+      // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
+      deps.logger.warn({ err, handoffId: inserted.id }, 'enqueue after commit failed; the reconciler will queue it');
+    }
+  }
+  deps.logger.debug({ handoffId: inserted.id, from, to }, 'handoff enrolled');
+  return { handoff: view(inserted), created: true };
+}

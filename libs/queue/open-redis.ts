@@ -1,0 +1,29 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '../logging/create-logger.ts';
+
+/**
+ * Opens one Redis connection for a role:
+ * - `producer` (API, CLI): fails fast when Redis is down instead of queueing commands, so a
+ *   request never hangs on Redis; what was committed to Postgres is queued later by the reconciler.
+ * - `worker`: waits and retries forever (BullMQ needs maxRetriesPerRequest: null for workers).
+ * Each process opens a fixed number of these, never one per agent.
+ */
+export function openRedis(url: string, role: 'producer' | 'worker', logger: Logger): Redis {
+  const redis = new Redis(url, {
+    connectionName: `baton-${role}`,
+    maxRetriesPerRequest: role === 'worker' ? null : 1,
+    enableOfflineQueue: role === 'worker',
+    connectTimeout: 3_000,
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
+  });
+  let reported = false;
+  redis.on('error', (err) => {
+    if (!reported) logger.warn({ err, role }, 'redis connection error');
+    reported = true;
+  });
+  redis.on('ready', () => {
+    if (reported) logger.info({ role }, 'redis connection restored');
+    reported = false;
+  });
+  return redis;
+}

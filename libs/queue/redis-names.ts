@@ -1,0 +1,61 @@
+/**
+ * Every Redis key, BullMQ queue name and job id Baton uses comes from here, so a prefix per
+ * deployment (or per test) isolates everything, and Redis Cluster placement is decided in one
+ * place:
+ *   - a delivery queue's keys share the hash tag `{<queue>}` (BullMQ needs a queue's keys in one
+ *     slot), and different queues land in different slots, spreading load over the cluster;
+ *   - a turn lock is a single key, so it needs no tag.
+ * Queue names may not contain ':' (BullMQ joins its keys with it).
+ */
+export class RedisNames {
+  constructor(readonly prefix: string) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(prefix)) throw new Error(`invalid redis prefix ${JSON.stringify(prefix)}`);
+  }
+
+  /** The BullMQ `prefix` option. */
+  get bullPrefix(): string {
+    return this.prefix;
+  }
+
+  /** The delivery queue of one provider shard, e.g. `{delivery-demo-3}`. */
+  deliveryQueue(provider: string, shard: number): string {
+    return `{delivery-${provider}-${shard}}`;
+  }
+
+  /** The shard an agent's jobs go to: stable for the agent's lifetime (FNV-1a of its id). */
+  shardOf(agentId: string, shards: number): number {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < agentId.length; i++) {
+      hash ^= agentId.charCodeAt(i);
+      hash = Math.imul(hash, 0x01000193);
+    }
+    return (hash >>> 0) % shards;
+  }
+
+  /** The lock that allows one active turn per agent across all worker processes. */
+  turnLock(agentId: string): string {
+    return `${this.prefix}:turn-lock:${agentId}`;
+  }
+
+  /** Held by the one worker process that runs the reconciler sweep this interval. */
+  reconcilerLeader(): string {
+    return `${this.prefix}:reconciler-leader`;
+  }
+}
+
+/**
+ * Deterministic job ids: a repeated enqueue of the same cause is a no-op, and every cause has
+ * its own id so no wake-up is swallowed by a job that is already running.
+ */
+export const JOB_IDS = {
+  /** The handoff was just committed. */
+  sent: (handoffId: string) => `sent-${handoffId}`,
+  /** The turn lock `token` was released; its holder found more work. */
+  afterTurn: (agentId: string, token: string) => `after-${agentId}-${token}`,
+  /** The turn lock `token` was held when a job arrived; retry when it expires. */
+  lockRetry: (agentId: string, token: string) => `lockretry-${agentId}-${token}`,
+  /** Work becomes due at `atMs` (a delayed resend or a back-off). */
+  dueAt: (agentId: string, atMs: number) => `due-${agentId}-${atMs}`,
+  /** The reconciler found open work in sweep number `sweep`. */
+  sweep: (agentId: string, sweep: number) => `sweep-${agentId}-${sweep}`,
+} as const;

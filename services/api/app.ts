@@ -1,0 +1,44 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { LIMITS } from '../../libs/domain/limits.ts';
+import type { CoreDeps } from '../../libs/handoffs/ports.ts';
+import type { Logger } from '../../libs/logging/create-logger.ts';
+import { installErrorHandler } from './plugins/error-handler.ts';
+import agentRoutes from './routes/agents/index.ts';
+import handoffRoutes from './routes/handoffs/index.ts';
+import healthRoutes, { type HealthChecks } from './routes/health/index.ts';
+import statusRoutes from './routes/status/index.ts';
+
+export interface AppDeps {
+  readonly core: CoreDeps;
+  readonly checks: HealthChecks;
+  readonly defaultProject: string;
+  readonly logger: Logger;
+}
+
+/**
+ * Builds the HTTP API from what it is given; it opens no connection and listens on nothing
+ * (server.ts does). Tests call `app.inject()`.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: LIMITS.bodyBytes,
+    // Per-request lines are too chatty at send rates; errors are logged by the error handler.
+    logController: new LogController({ disableRequestLogging: true }),
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  installErrorHandler(app);
+  await app.register(healthRoutes, { checks: deps.checks });
+  const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
+  await app.register(
+    async (v1) => {
+      await v1.register(agentRoutes, routeOptions);
+      await v1.register(handoffRoutes, routeOptions);
+      await v1.register(statusRoutes, routeOptions);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

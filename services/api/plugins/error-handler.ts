@@ -1,0 +1,66 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BatonError, ERROR_CATALOG, type ErrorCode } from '../../../libs/domain/errors.ts';
+import { classifyDatabaseError } from '../../../libs/db/classify-error.ts';
+
+/** Fastify's own error codes mapped onto the catalog. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'validation_failed',
+};
+
+const LENGTH_KEYWORDS = new Set(['maxLength', 'maxItems', 'maxProperties']);
+
+/** Seconds a caller should wait before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 2;
+
+function toBatonError(err: FastifyError | Error): BatonError {
+  if (err instanceof BatonError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const first = fe.validation[0];
+    const code: ErrorCode = first && LENGTH_KEYWORDS.has(first.keyword) ? 'field_too_long' : 'validation_failed';
+    const where = fe.validationContext ?? 'body';
+    const path = first?.instancePath ? first.instancePath : '';
+    const extra = first?.keyword === 'additionalProperties' ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})` : '';
+    return new BatonError(code, `${where}${path} ${first?.message ?? 'is invalid'}${extra}`);
+  }
+  if (fe.code && FASTIFY_CODES[fe.code]) {
+    const code = FASTIFY_CODES[fe.code] as ErrorCode;
+    return new BatonError(code, code === 'invalid_json' ? 'the request body is not valid JSON' : fe.message);
+  }
+  if (err instanceof SyntaxError && (fe.statusCode === 400 || /JSON/.test(err.message))) {
+    return new BatonError('invalid_json', 'the request body is not valid JSON');
+  }
+  const classified = classifyDatabaseError(err);
+  if (classified instanceof BatonError) return classified;
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new BatonError('validation_failed', fe.message);
+  }
+  return new BatonError('internal_error', 'internal error', undefined, { cause: err });
+}
+
+/**
+ * Every error leaves as `{ error: { code, message } }` with the catalog's status. 5xx
+ * messages are generic; the cause is logged, never shown. 503s carry Retry-After.
+ */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const be = toBatonError(err);
+    if (be.status >= 500) {
+      request.log.error({ err: be.cause ?? err, code: be.code }, 'request failed');
+    } else {
+      request.log.info({ code: be.code }, 'request refused');
+    }
+    if (be.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    const message = be.status >= 500 ? ERROR_CATALOG[be.code].summary : be.message;
+    const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: be.code, message } };
+    if (be.details && be.status < 500) body.error.details = be.details;
+    void reply.status(be.status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.status(404).send({ error: { code: 'route_not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
+  });
+}

@@ -1,0 +1,55 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { BatonError } from '../../../../libs/domain/errors.ts';
+import { LIMITS } from '../../../../libs/domain/limits.ts';
+import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../libs/handoffs/manage-agents.ts';
+import { presentAgent } from '../../present.ts';
+import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { AgentJson, AgentParams, ErrorBody, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
+
+const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  const { core, defaultProject } = opts;
+
+  app.post(
+    '/agents',
+    { schema: { headers: ProjectHeader, body: RegisterAgentBody, response: { 201: AgentJson, '4xx': ErrorBody } } },
+    async (request, reply) => {
+      const { id, displayName, provider, settings, target } = request.body;
+      if (settings && Buffer.byteLength(JSON.stringify(settings)) > LIMITS.providerSettingsBytes) {
+        throw new BatonError('field_too_long', `settings must be at most ${LIMITS.providerSettingsBytes} bytes of JSON`);
+      }
+      const agent = await registerAgent(core, {
+        project: projectOf(request, defaultProject),
+        handle: id,
+        displayName,
+        provider,
+        providerSettings: settings,
+        deliveryTarget: target,
+      });
+      return reply.status(201).send(presentAgent(agent));
+    },
+  );
+
+  app.get(
+    '/agents',
+    { schema: { headers: ProjectHeader, response: { 200: Type.Object({ items: Type.Array(AgentJson) }) } } },
+    async (request) => ({ items: (await listAgents(core, projectOf(request, defaultProject))).map(presentAgent) }),
+  );
+
+  app.get(
+    '/agents/:id',
+    { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: AgentJson, '4xx': ErrorBody } } },
+    async (request) => presentAgent(await getAgent(core, projectOf(request, defaultProject), request.params.id)),
+  );
+
+  app.delete(
+    '/agents/:id',
+    { schema: { headers: ProjectHeader, params: AgentParams, response: { 204: Type.Null(), '4xx': ErrorBody } } },
+    async (request, reply) => {
+      await removeAgent(core, projectOf(request, defaultProject), request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
+};
+
+export default agentRoutes;

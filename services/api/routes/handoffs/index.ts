@@ -1,0 +1,99 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { BatonError } from '../../../../libs/domain/errors.ts';
+import type { DeliveryState } from '../../../../libs/domain/delivery-states.ts';
+import { isDeliveryState } from '../../../../libs/domain/delivery-states.ts';
+import { LIMITS } from '../../../../libs/domain/limits.ts';
+import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handoffs.ts';
+import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
+import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
+import { projectOf, type RouteOptions } from '../../route-context.ts';
+import {
+  ErrorBody,
+  HandoffDetailJson,
+  HandoffJson,
+  HandoffPageJson,
+  HandoffParams,
+  ListHandoffsQuery,
+  ProjectHeader,
+  SendHandoffBody,
+  SendHandoffHeaders,
+} from '../../schemas.ts';
+
+function parseStates(raw: string | undefined): DeliveryState[] | undefined {
+  if (raw === undefined) return undefined;
+  const states = raw.split(',');
+  const bad = states.find((s) => !isDeliveryState(s));
+  if (bad !== undefined) throw new BatonError('validation_failed', `querystring/state ${JSON.stringify(bad)} is not a delivery state`);
+  return states as DeliveryState[];
+}
+
+const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  const { core, defaultProject } = opts;
+
+  app.post(
+    '/handoffs',
+    {
+      schema: {
+        headers: SendHandoffHeaders,
+        body: SendHandoffBody,
+        response: { 200: HandoffJson, 201: HandoffJson, '4xx': ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      if (b.dueAt && b.dueMinutes !== undefined) {
+        throw new BatonError('validation_failed', 'body has both dueAt and dueMinutes; give one');
+      }
+      const headerKey = request.headers['idempotency-key'];
+      if (headerKey !== undefined && b.idempotencyKey !== undefined && headerKey !== b.idempotencyKey) {
+        throw new BatonError('validation_failed', 'the Idempotency-Key header and body idempotencyKey differ');
+      }
+      const now = core.clock.now();
+      const dueAt = b.dueAt ? new Date(b.dueAt) : b.dueMinutes !== undefined ? new Date(now.getTime() + b.dueMinutes * 60_000) : null;
+      const { handoff, created } = await sendHandoff(core, {
+        project: projectOf(request, defaultProject),
+        from: b.from,
+        to: b.to,
+        message: b.message,
+        title: b.title,
+        focus: b.focus,
+        doneWhen: b.doneWhen,
+        context: b.context,
+        dueAt,
+        idempotencyKey: b.idempotencyKey ?? headerKey ?? null,
+      });
+      return reply.status(created ? 201 : 200).send(presentHandoff(handoff));
+    },
+  );
+
+  app.get(
+    '/handoffs',
+    { schema: { headers: ProjectHeader, querystring: ListHandoffsQuery, response: { 200: HandoffPageJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const q = request.query;
+      if ((q.recipient && q.to && q.recipient !== q.to) || (q.sender && q.from && q.sender !== q.from)) {
+        throw new BatonError('validation_failed', 'querystring names two different recipients or senders');
+      }
+      const page = await listHandoffs(core, {
+        project: projectOf(request, defaultProject),
+        recipient: q.recipient ?? q.to,
+        sender: q.sender ?? q.from,
+        states: parseStates(q.state),
+        limit: q.limit ?? LIMITS.pageSizeDefault,
+        cursor: q.cursor,
+      });
+      return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    '/handoffs/:id',
+    { schema: { headers: ProjectHeader, params: HandoffParams, response: { 200: HandoffDetailJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id);
+      return { ...presentHandoff(d.handoff), attempts: d.attempts.map(presentAttempt), events: d.events.map(presentEvent) };
+    },
+  );
+};
+
+export default handoffRoutes;

@@ -1,0 +1,166 @@
+import { Type, type Static } from 'typebox';
+import { DELIVERY_STATES } from '../../libs/domain/delivery-states.ts';
+import { HANDLE_PATTERN } from '../../libs/domain/ids.ts';
+import { LIMITS } from '../../libs/domain/limits.ts';
+import { PROVIDER_NAMES } from '../../libs/db/records.ts';
+
+/** JSON schemas shared by the routes. Limits come from libs/domain/limits.ts. */
+
+export const Handle = Type.String({ minLength: 1, maxLength: LIMITS.handle, pattern: HANDLE_PATTERN });
+export const DeliveryStateSchema = Type.Enum(DELIVERY_STATES);
+export const ProviderSchema = Type.Enum(PROVIDER_NAMES);
+const Text = (max: number) => Type.String({ maxLength: max });
+const NullableText = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
+const Timestamp = Type.String({ format: 'date-time' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const ErrorBody = Type.Object({
+  error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Unknown()) }),
+});
+
+export const ProjectHeader = Type.Object({
+  'x-baton-project': Type.Optional(Handle),
+});
+
+// ---- agents
+
+export const RegisterAgentBody = Type.Object(
+  {
+    id: Handle,
+    displayName: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.displayName })),
+    provider: ProviderSchema,
+    settings: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    target: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: LIMITS.deliveryTarget }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type RegisterAgentBody = Static<typeof RegisterAgentBody>;
+
+export const AgentJson = Type.Object({
+  id: Type.String(),
+  displayName: Type.String(),
+  provider: Type.String(),
+  settings: Type.Record(Type.String(), Type.Unknown()),
+  target: Type.Union([Type.String(), Type.Null()]),
+  generation: Type.Integer(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const AgentParams = Type.Object({ id: Handle });
+
+// ---- handoffs
+
+export const SendHandoffBody = Type.Object(
+  {
+    from: Handle,
+    to: Handle,
+    message: Type.String({ minLength: 1, maxLength: LIMITS.message }),
+    title: Type.Optional(NullableText(LIMITS.title)),
+    focus: Type.Optional(NullableText(LIMITS.focus)),
+    doneWhen: Type.Optional(NullableText(LIMITS.doneWhen)),
+    context: Type.Optional(
+      Type.Object(
+        {
+          summary: Type.Optional(NullableText(LIMITS.contextSummary)),
+          openQuestions: Type.Optional(Type.Array(Text(LIMITS.listItem), { maxItems: LIMITS.listItems })),
+          nextSteps: Type.Optional(Type.Array(Text(LIMITS.listItem), { maxItems: LIMITS.listItems })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    dueAt: Type.Optional(NullableTimestamp),
+    dueMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.dueMinutesMax })),
+    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idempotencyKey })),
+  },
+  { additionalProperties: false },
+);
+export type SendHandoffBody = Static<typeof SendHandoffBody>;
+
+export const SendHandoffHeaders = Type.Object({
+  'x-baton-project': Type.Optional(Handle),
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idempotencyKey })),
+});
+
+export const HandoffParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const ListHandoffsQuery = Type.Object(
+  {
+    recipient: Type.Optional(Handle),
+    sender: Type.Optional(Handle),
+    to: Type.Optional(Handle),
+    from: Type.Optional(Handle),
+    state: Type.Optional(Type.String({ maxLength: 400, pattern: '^[A-Z_]+(,[A-Z_]+)*$' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.pageSizeMax })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type ListHandoffsQuery = Static<typeof ListHandoffsQuery>;
+
+export const HandoffJson = Type.Object({
+  id: Type.String(),
+  seq: Type.String(),
+  from: Type.String(),
+  to: Type.Union([Type.String(), Type.Null()]),
+  title: Type.Union([Type.String(), Type.Null()]),
+  message: Type.String(),
+  focus: Type.Union([Type.String(), Type.Null()]),
+  doneWhen: Type.Union([Type.String(), Type.Null()]),
+  context: Type.Object({
+    summary: Type.Union([Type.String(), Type.Null()]),
+    openQuestions: Type.Array(Type.String()),
+    nextSteps: Type.Array(Type.String()),
+  }),
+  dueAt: NullableTimestamp,
+  idempotencyKey: Type.Union([Type.String(), Type.Null()]),
+  state: DeliveryStateSchema,
+  deliveryState: DeliveryStateSchema,
+  detail: Type.Union([Type.String(), Type.Null()]),
+  revision: Type.Integer(),
+  attemptCount: Type.Integer(),
+  duplicateOf: Type.Union([Type.String(), Type.Null()]),
+  result: Type.Union([Type.Object({ summary: Type.Union([Type.String(), Type.Null()]), output: Type.Unknown() }), Type.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  settledAt: NullableTimestamp,
+});
+
+export const AttemptJson = Type.Object({
+  number: Type.Integer(),
+  requestId: Type.String(),
+  status: Type.String(),
+  workerId: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  startedAt: Timestamp,
+  acceptedAt: NullableTimestamp,
+  finishedAt: NullableTimestamp,
+});
+
+export const EventJson = Type.Object({
+  seq: Type.String(),
+  from: Type.Union([DeliveryStateSchema, Type.Null()]),
+  to: DeliveryStateSchema,
+  event: Type.String(),
+  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  detail: Type.Unknown(),
+  revision: Type.Integer(),
+  at: Timestamp,
+});
+
+export const HandoffDetailJson = Type.Intersect([
+  HandoffJson,
+  Type.Object({ attempts: Type.Array(AttemptJson), events: Type.Array(EventJson) }),
+]);
+
+export const HandoffPageJson = Type.Object({
+  items: Type.Array(HandoffJson),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const StatusJson = Type.Object({
+  project: Type.String(),
+  total: Type.Integer(),
+  byState: Type.Record(Type.String(), Type.Integer()),
+});

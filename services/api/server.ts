@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../../libs/domain/clock.ts';
+import type { Database } from '../../libs/db/open-database.ts';
+import { createRepositories } from '../../libs/db/repositories.ts';
+import type { Logger } from '../../libs/logging/create-logger.ts';
+import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { buildApp } from './app.ts';
+
+export interface ApiServerOptions {
+  readonly db: Database;
+  /** A producer connection (fails fast when Redis is down). */
+  readonly redis: Redis;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly host: string;
+  readonly port: number;
+  readonly redisPrefix: string;
+  readonly queueShards: number;
+  readonly defaultProject: string;
+}
+
+export interface RunningApi {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  /** Stops accepting requests, lets in-flight ones finish, closes the producer queues. */
+  close(): Promise<void>;
+}
+
+/** Builds the app from real dependencies and listens. */
+export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi> {
+  const queues = new DeliveryQueues({
+    connection: opts.redis,
+    names: new RedisNames(opts.redisPrefix),
+    shards: opts.queueShards,
+    logger: opts.logger,
+  });
+  const core = { ...createRepositories(opts.db), scheduler: queues, clock: opts.clock, logger: opts.logger };
+  const app = await buildApp({
+    core,
+    defaultProject: opts.defaultProject,
+    logger: opts.logger,
+    checks: {
+      database: async () => {
+        await opts.db.pool.query('SELECT 1');
+      },
+      redis: async () => {
+        await opts.redis.ping();
+      },
+    },
+  });
+  const address = await app.listen({ host: opts.host, port: opts.port });
+  opts.logger.info({ url: address }, 'api listening');
+  return {
+    app,
+    url: address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1'),
+    async close() {
+      await app.close();
+      await queues.close();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { PROVIDER_NAMES } from '../../../libs/db/records.ts';
+import { UsageError, type CliContext } from '../cli-context.ts';
+
+interface AgentJson {
+  id: string;
+  displayName: string;
+  provider: string;
+  target: string | null;
+  settings: Record<string, unknown>;
+}
+
+/** `baton agent add|list|remove` */
+export function registerAgentCommands(program: Command, ctx: CliContext): void {
+  const agent = program.command('agent').description('register, list and remove agents');
+
+  agent
+    .command('add')
+    .description('register an agent')
+    .argument('<id>', 'agent id, unique in the project (case-insensitive)')
+    .option('--provider <provider>', `one of ${PROVIDER_NAMES.join(', ')}`, 'demo')
+    .option('--name <displayName>', 'display name')
+    .option('--target <target>', 'session or endpoint turns are delivered to (default: the id)')
+    .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { provider: string; name?: string; target?: string; settings?: string; json?: boolean }, cmd: Command) => {
+      if (!(PROVIDER_NAMES as readonly string[]).includes(opts.provider)) {
+        throw new UsageError(`--provider must be one of ${PROVIDER_NAMES.join(', ')}`);
+      }
+      let settings: unknown;
+      if (opts.settings !== undefined) {
+        try {
+          settings = JSON.parse(opts.settings);
+        } catch {
+          throw new UsageError('--settings must be a JSON object');
+        }
+        if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) throw new UsageError('--settings must be a JSON object');
+      }
+      const { body } = await ctx.client(cmd).post<AgentJson>('/v1/agents', {
+        id,
+        provider: opts.provider,
+        ...(opts.name ? { displayName: opts.name } : {}),
+        ...(opts.target ? { target: opts.target } : {}),
+        ...(settings ? { settings } : {}),
+      });
+      if (opts.json) ctx.json(body);
+      else ctx.out(`added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''})`);
+    });
+
+  agent
+    .command('list')
+    .description('list the active agents of the project')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const { items } = await ctx.client(cmd).get<{ items: AgentJson[] }>('/v1/agents');
+      if (opts.json) return ctx.json(items);
+      if (items.length === 0) return ctx.out('no agents');
+      for (const a of items) ctx.out(`${a.id.padEnd(20)} ${a.provider.padEnd(12)} ${a.displayName}${a.target ? `  -> ${a.target}` : ''}`);
+    });
+
+  agent
+    .command('remove')
+    .description('remove an agent (its open handoffs become UNAVAILABLE, never redirected)')
+    .argument('<id>', 'agent id')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      await ctx.client(cmd).delete(`/v1/agents/${encodeURIComponent(id)}`);
+      ctx.out(`removed ${id.toLowerCase()}`);
+    });
+}

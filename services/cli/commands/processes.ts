@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { DemoAgentHost } from '../../../libs/adapters/demo/demo-agent-host.ts';
+import { serveDemoHost } from '../../../libs/adapters/demo/demo-host-server.ts';
+import { migrate } from '../../../libs/db/migrate.ts';
+import { createLogger } from '../../../libs/logging/create-logger.ts';
+import { UsageError, positiveInt, type CliContext } from '../cli-context.ts';
+import { runUntilSignal } from '../run-until-signal.ts';
+import { startStack } from '../start-stack.ts';
+
+/** `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. */
+export function registerProcessCommands(program: Command, ctx: CliContext): void {
+  const requireUrls = () => {
+    const config = ctx.config();
+    if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set, e.g. postgresql://postgres@127.0.0.1:5432/baton (or try `baton demo`)');
+    if (!config.redisUrl) throw new UsageError('REDIS_URL is not set, e.g. redis://127.0.0.1:6379 (or try `baton demo`)');
+    return config;
+  };
+
+  program
+    .command('db')
+    .description('database tasks')
+    .command('migrate')
+    .description('apply the SQL migrations in prisma/migrations (safe to run twice, and concurrently)')
+    .action(async () => {
+      const config = ctx.config();
+      if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
+      const applied = await migrate(config.databaseUrl);
+      ctx.out(applied.length === 0 ? 'database is up to date' : `applied ${applied.join(', ')}`);
+    });
+
+  const run = (name: string, description: string, roles: { api: boolean; worker: boolean }) =>
+    program
+      .command(name)
+      .description(description)
+      .action(async () => {
+        const config = requireUrls();
+        const logger = createLogger({ level: config.logLevel, name: `baton-${name}` });
+        const stack = await startStack({ config, logger, ...roles });
+        if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
+        await runUntilSignal(() => stack.stop(), logger);
+      });
+
+  run('serve', 'run the API and a delivery worker in one process (small setups)', { api: true, worker: true });
+  run('api', 'run the HTTP API', { api: true, worker: false });
+  run('worker', 'run a delivery worker (the providers in BATON_WORKER_PROVIDERS)', { api: false, worker: true });
+
+  program
+    .command('demo-host')
+    .description('serve simulated demo sessions over HTTP, for several workers to share (BATON_DEMO_HOST_URL)')
+    .option('--port <port>', 'port to listen on', positiveInt('--port', 65535))
+    .option('--think-ms <ms>', 'default time a simulated turn takes', (v) => Number(v), 0)
+    .action(async (opts: { port?: number; thinkMs: number }) => {
+      const logger = createLogger({ level: ctx.config().logLevel, name: 'baton-demo-host' });
+      const host = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
+      const served = await serveDemoHost(host, opts.port ? { port: opts.port } : {});
+      ctx.out(`demo sessions on ${served.url}`);
+      await runUntilSignal(() => served.close(), logger);
+    });
+}

@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import { collect, positiveInt, type CliContext } from '../cli-context.ts';
+import { handoffLine, type HandoffJson } from '../format.ts';
+import { LIMITS } from '../../../libs/domain/limits.ts';
+
+/** `baton send FROM TO MESSAGE` */
+export function registerSendCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('send')
+    .description('hand work or a message from one agent to another')
+    .argument('<from>', 'sending agent')
+    .argument('<to>', 'receiving agent')
+    .argument('<message>', 'what to do (or say)')
+    .option('--title <title>', 'a title makes it work that the recipient returns')
+    .option('--focus <focus>', 'what to focus on')
+    .option('--done-when <criteria>', 'when the work counts as done')
+    .option('--summary <summary>', 'context: where things stand')
+    .option('--question <text>', 'context: an open question (repeatable)', collect)
+    .option('--next <text>', 'context: a next step (repeatable)', collect)
+    .option('--due-minutes <n>', 'due in this many minutes', positiveInt('--due-minutes', LIMITS.dueMinutesMax))
+    .option('--key <idempotencyKey>', 'idempotency key: sending again with it returns the first handoff')
+    .option('--json', 'print JSON')
+    .action(async (from: string, to: string, message: string, opts: {
+      title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[];
+      dueMinutes?: number; key?: string; json?: boolean;
+    }, cmd: Command) => {
+      const context = opts.summary || opts.question || opts.next
+        ? { ...(opts.summary ? { summary: opts.summary } : {}), ...(opts.question ? { openQuestions: opts.question } : {}), ...(opts.next ? { nextSteps: opts.next } : {}) }
+        : undefined;
+      const { status, body } = await ctx.client(cmd).post<HandoffJson>('/v1/handoffs', {
+        from,
+        to,
+        message,
+        ...(opts.title ? { title: opts.title } : {}),
+        ...(opts.focus ? { focus: opts.focus } : {}),
+        ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
+        ...(context ? { context } : {}),
+        ...(opts.dueMinutes ? { dueMinutes: opts.dueMinutes } : {}),
+        ...(opts.key ? { idempotencyKey: opts.key } : {}),
+      });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`${status === 201 ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
+    });
+}

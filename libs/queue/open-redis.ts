@@ -3,7 +3,7 @@ import type { Logger } from '../logging/create-logger.ts';
 
 /**
  * Opens one Redis connection for a role:
- * - `producer` (API, CLI): fails fast when Redis is down instead of queueing commands, so a
+ * - `producer` (API, CLI): gives up on a command after a reconnect attempt or 1.5 s, so a
  *   request never hangs on Redis; what was committed to Postgres is queued later by the reconciler.
  * - `worker`: waits and retries forever (BullMQ needs maxRetriesPerRequest: null for workers).
  * Each process opens a fixed number of these, never one per agent.
@@ -12,7 +12,7 @@ export function openRedis(url: string, role: 'producer' | 'worker', logger: Logg
   const redis = new Redis(url, {
     connectionName: `baton-${role}`,
     maxRetriesPerRequest: role === 'worker' ? null : 1,
-    enableOfflineQueue: role === 'worker',
+    ...(role === 'producer' ? { commandTimeout: 1_500 } : {}),
     connectTimeout: 3_000,
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
   });

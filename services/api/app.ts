@@ -26,7 +26,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: LIMITS.bodyBytes,
     // Per-request lines are too chatty at send rates; errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    // No coercion: a number where a string belongs is an error, not a silent conversion.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandler(app);

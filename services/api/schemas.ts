@@ -91,7 +91,8 @@ export const ListHandoffsQuery = Type.Object(
     to: Type.Optional(Handle),
     from: Type.Optional(Handle),
     state: Type.Optional(Type.String({ maxLength: 400, pattern: '^[A-Z_]+(,[A-Z_]+)*$' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.pageSizeMax })),
+    /** 1 to LIMITS.pageSizeMax (query strings are not coerced; the route parses it). */
+    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: false },

@@ -79,13 +79,13 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
       for (;;) {
         if (signal.aborted) aborted(signal);
         if (!known.found) return { status: 'unobservable', error: 'the turn is not in the session history' };
-        if (known.status === 'running' && !sawRunning) {
+        // A simulated turn always runs before it ends; report that even if we only saw the end.
+        if (known.status !== 'accepted' && !sawRunning) {
           sawRunning = true;
           await hooks.onRunning();
         }
         switch (known.status) {
           case 'returned':
-            if (!sawRunning) await hooks.onRunning();
             return { status: 'returned', result: { summary: known.summary ?? '' } };
           case 'failed':
             return { status: 'failed', error: known.error ?? 'failed' };

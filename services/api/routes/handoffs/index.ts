@@ -27,6 +27,13 @@ function parseStates(raw: string | undefined): DeliveryState[] | undefined {
   return states as DeliveryState[];
 }
 
+function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return LIMITS.pageSizeDefault;
+  const n = Number(raw);
+  if (n > LIMITS.pageSizeMax) throw new BatonError('validation_failed', `querystring/limit must be at most ${LIMITS.pageSizeMax}`);
+  return n;
+}
+
 const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
   const { core, defaultProject } = opts;
 
@@ -79,7 +86,7 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         recipient: q.recipient ?? q.to,
         sender: q.sender ?? q.from,
         states: parseStates(q.state),
-        limit: q.limit ?? LIMITS.pageSizeDefault,
+        limit: parseLimit(q.limit),
         cursor: q.cursor,
       });
       return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor };

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { createAdapters } from '../../libs/adapters/create-adapters.ts';
+import { DemoAgentHost, type DemoHostPort } from '../../libs/adapters/demo/demo-agent-host.ts';
+import { systemClock, type Clock } from '../../libs/domain/clock.ts';
+import { openDatabase, type Database } from '../../libs/db/open-database.ts';
+import { createRepositories, type Repositories } from '../../libs/db/repositories.ts';
+import type { CoreDeps } from '../../libs/handoffs/ports.ts';
+import { createLogger, type Logger } from '../../libs/logging/create-logger.ts';
+import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
+import { openRedis } from '../../libs/queue/open-redis.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { buildApp } from '../../services/api/app.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
+import { TEST_REDIS_URL } from './env.ts';
+import { createTestDatabase } from './test-database.ts';
+
+export interface TestBaton {
+  readonly app: FastifyInstance;
+  readonly core: CoreDeps;
+  readonly repos: Repositories;
+  readonly db: Database;
+  readonly databaseUrl: string;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly host: DemoAgentHost;
+  readonly logger: Logger;
+  /** Starts a delivery worker in this process (several may run side by side). */
+  startWorker(opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number }>): RunningDeliveryWorker;
+  /** POST/GET helpers over app.inject (no network). */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  get(path: string): Promise<{ status: number; body: any }>;
+  stop(): Promise<void>;
+}
+
+export const silentLogger = (): Logger => createLogger({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent', name: 'test' }, pino.destination(2));
+
+/**
+ * A real Baton for one test file: its own database (cloned from the migrated template), its
+ * own Redis key prefix, the HTTP app (injected, no port), and in-process simulated sessions.
+ * Nothing is mocked but the provider at the adapter edge.
+ */
+export async function startTestBaton(opts: { clock?: Clock; queueShards?: number } = {}): Promise<TestBaton> {
+  const database = await createTestDatabase();
+  const logger = silentLogger();
+  const db = openDatabase({ url: database.url, poolSize: 10, logger });
+  const repos = createRepositories(db);
+  const prefix = `t${randomBytes(5).toString('hex')}`;
+  const producer = openRedis(TEST_REDIS_URL, 'producer', logger);
+  const redis = openRedis(TEST_REDIS_URL, 'worker', logger);
+  await Promise.all([producer.ping(), redis.ping()]);
+  const clock = opts.clock ?? systemClock;
+  const queueShards = opts.queueShards ?? 2;
+  const queues = new DeliveryQueues({ connection: producer, names: new RedisNames(prefix), shards: queueShards, logger });
+  const core: CoreDeps = { ...repos, scheduler: queues, clock, logger };
+  const app = await buildApp({
+    core,
+    logger,
+    defaultProject: 'default',
+    checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
+  });
+  const host = new DemoAgentHost();
+  const workers: RunningDeliveryWorker[] = [];
+  const workerRedis: Redis[] = [];
+  let n = 0;
+  const inject = async (method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
+    const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers });
+    return { status: res.statusCode, body: res.body === '' ? null : res.json() };
+  };
+  return {
+    app,
+    core,
+    repos,
+    db,
+    databaseUrl: database.url,
+    redis,
+    prefix,
+    host,
+    logger,
+    startWorker(o = {}) {
+      const connection = openRedis(TEST_REDIS_URL, 'worker', logger);
+      workerRedis.push(connection);
+      const w = startDeliveryWorker({
+        repos,
+        redis: connection,
+        adapters: createAdapters(['demo'], { demoHost: o.demoHost ?? host }),
+        clock,
+        logger,
+        workerId: o.workerId ?? `test-worker-${++n}`,
+        redisPrefix: prefix,
+        queueShards,
+        concurrency: o.concurrency ?? 8,
+        turnLockTtlMs: o.turnLockTtlMs ?? 3_000,
+        jobLockMs: 2_000,
+        stalledIntervalMs: 1_000,
+        shutdownGraceMs: 2_000,
+        busyRetryMs: 100,
+        unreachableRetryMs: 200,
+      });
+      workers.push(w);
+      return w;
+    },
+    post: (path, body, headers) => inject('POST', path, body, headers),
+    get: (path) => inject('GET', path),
+    async stop() {
+      await Promise.all(workers.map((w) => w.stop()));
+      await app.close();
+      await queues.close();
+      host.close();
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await Promise.all([producer, redis, ...workerRedis].map((r) => r.quit().catch(() => r.disconnect())));
+      await db.close();
+      await database.drop();
+    },
+  };
+}

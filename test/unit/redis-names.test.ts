@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
+
+describe('Redis names', () => {
+  const names = new RedisNames('baton');
+
+  it('names delivery queues per provider shard, wrapped in a hash tag so each queue lives in one cluster slot', () => {
+    expect(names.deliveryQueue('demo', 3)).toBe('{delivery-demo-3}');
+    expect(names.deliveryQueue('demo', 3)).not.toContain(':');
+  });
+
+  it('names the turn lock per agent under the prefix', () => {
+    expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:0190a1b2-0000-7000-8000-000000000001');
+    expect(names.reconcilerLeader()).toBe('baton:reconciler-leader');
+  });
+
+  it('puts an agent on the same shard every time, spreading agents over all shards', () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => `agent-${i}`);
+    const shards = ids.map((id) => names.shardOf(id, 8));
+    expect(ids.map((id) => names.shardOf(id, 8))).toEqual(shards);
+    const counts = new Map<number, number>();
+    for (const s of shards) counts.set(s, (counts.get(s) ?? 0) + 1);
+    expect([...counts.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    for (const n of counts.values()) expect(n).toBeGreaterThan(150);
+  });
+
+  it('gives every wake-up cause its own deterministic job id', () => {
+    expect(JOB_IDS.sent('h1')).toBe('sent-h1');
+    expect(JOB_IDS.afterTurn('a1', 't1')).toBe('after-a1-t1');
+    expect(JOB_IDS.lockRetry('a1', 't1')).toBe('lockretry-a1-t1');
+    expect(JOB_IDS.dueAt('a1', 1000)).toBe('due-a1-1000');
+    expect(JOB_IDS.sweep('a1', 7)).toBe('sweep-a1-7');
+  });
+
+  it('refuses a prefix that would break key names', () => {
+    expect(() => new RedisNames('a:b')).toThrow();
+    expect(() => new RedisNames('')).toThrow();
+  });
+});

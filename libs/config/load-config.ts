@@ -95,7 +95,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     .map((p) => p.trim())
     .filter((p) => p !== '');
   const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
-  const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 6_000, 300, 600_000);
+  const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 3_000, 300, 600_000);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
@@ -110,9 +110,9 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     workerProviders: providers,
     workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY', 64, 1, 10_000),
     turnLockTtlMs,
-    jobLockMs: int(env, 'BATON_JOB_LOCK_MS', 4_000, 500, 600_000),
-    stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_500, 200, 600_000),
-    reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 2_000, 50, 3_600_000),
+    jobLockMs: int(env, 'BATON_JOB_LOCK_MS', 3_000, 500, 600_000),
+    stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_000, 200, 600_000),
+    reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 1_000, 50, 3_600_000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
     dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
     demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),

@@ -24,6 +24,8 @@ export interface TransitionOptions {
   increment?: readonly HandoffCounter[];
   insertAttempt?: AttemptInsert;
   updateAttempt?: AttemptUpdate;
+  /** Sets not_before to the transition's own time plus this many milliseconds. */
+  notBeforeInMs?: number;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function applyTransition(
   const at = deps.clock.now();
   const patch: HandoffPatch = { ...opts.patch };
   if (isSettled(to) && patch.settledAt === undefined) patch.settledAt = at;
+  if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
   const revision = await deps.handoffs.transition({
     handoffId: h.id,
     from: h.deliveryState,

@@ -193,9 +193,8 @@ async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSig
     return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   }
   if (busy) {
-    const notBefore = new Date(deps.clock.now().getTime() + deps.timing.busyRetryMs);
     if (h.deliveryState === 'WAITING') {
-      await move(deps, h, 'recipient_busy', { reason: 'the session reports it is in a turn', patch: { notBefore } });
+      await move(deps, h, 'recipient_busy', { reason: 'the session reports it is in a turn', notBeforeInMs: deps.timing.busyRetryMs });
     }
     return { kind: 'pause', retryInMs: deps.timing.busyRetryMs };
   }
@@ -238,10 +237,9 @@ async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSig
       return watch(deps, accepted, attemptId, requestId, adapter, target, stop);
     }
     case 'busy': {
-      const notBefore = new Date(deps.clock.now().getTime() + deps.timing.busyRetryMs);
       await move(deps, h, 'session_busy', {
         reason: sent.detail ?? 'the session is in a turn',
-        patch: { notBefore },
+        notBeforeInMs: deps.timing.busyRetryMs,
         updateAttempt: onAttempt('busy', { finished: true }),
       });
       return { kind: 'pause', retryInMs: deps.timing.busyRetryMs };
@@ -263,7 +261,8 @@ async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSig
       await move(deps, h, event, {
         reason: sent.error,
         increment: ['errorResends'],
-        patch: { deliveryDetail: sent.error, ...(event === 'send_failed' ? { notBefore: new Date(deps.clock.now().getTime() + deps.timing.unreachableRetryMs) } : {}) },
+        patch: { deliveryDetail: sent.error },
+        ...(event === 'send_failed' ? { notBeforeInMs: deps.timing.unreachableRetryMs } : {}),
         updateAttempt: onAttempt('not_sent', { error: sent.error, finished: true }),
       });
       return event === 'send_failed' ? { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs } : { kind: 'next' };
@@ -368,10 +367,8 @@ async function watch(
       const resend = event === 'turn_interrupted_resend';
       await move(deps, h, event, {
         reason: end.error,
-        patch: {
-          deliveryDetail: end.error,
-          ...(resend ? { notBefore: new Date(deps.clock.now().getTime() + DELIVERY_POLICY.interruptResendDelayMs) } : {}),
-        },
+        patch: { deliveryDetail: end.error },
+        ...(resend ? { notBeforeInMs: DELIVERY_POLICY.interruptResendDelayMs } : {}),
         ...(resend ? { increment: ['interruptResends'] as const } : {}),
         updateAttempt: { id: attemptId, status: 'interrupted', error: end.error, ...finished },
       });

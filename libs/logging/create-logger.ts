@@ -38,6 +38,20 @@ export const LOG_FIELDS = {
   payload: 'payload',
 } as const;
 
+/**
+ * Errors are logged as type, message, code, stack and cause only: driver errors carry their
+ * whole client (connection settings, buffers) as enumerable fields, which must not reach logs.
+ */
+export function serializeError(err: unknown, depth = 0): Record<string, unknown> | unknown {
+  if (!(err instanceof Error) || depth > 3) return err;
+  const e = err as Error & { code?: unknown; cause?: unknown };
+  const out: Record<string, unknown> = { type: e.name, message: e.message };
+  if (typeof e.code === 'string' || typeof e.code === 'number') out['code'] = e.code;
+  if (e.stack) out['stack'] = e.stack;
+  if (e.cause !== undefined) out['cause'] = serializeError(e.cause, depth + 1);
+  return out;
+}
+
 /** A pino logger with Baton's redaction list; `destination` lets tests capture lines. */
 export function createLogger(
   opts: { level: LoggerOptions['level']; name: string },
@@ -47,6 +61,7 @@ export function createLogger(
     level: opts.level ?? 'info',
     name: opts.name,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError },
     base: { pid: process.pid },
   };
   return destination ? pino(options, destination) : pino(options);

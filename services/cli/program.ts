@@ -1,9 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../libs/config/load-config.ts';
 import { ApiError, ApiUnreachable } from './api-client.ts';
-import { UsageError, createCliContext } from './cli-context.ts';
+import { UsageError, createCliContext, positiveInt } from './cli-context.ts';
 import { registerAgentCommands } from './commands/agent.ts';
-import { registerDemoCommand } from './commands/demo.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
 import { registerReadCommands } from './commands/show.ts';
@@ -20,7 +19,16 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
     .showHelpAfterError()
     .exitOverride();
   registerProcessCommands(program, ctx);
-  registerDemoCommand(program, ctx);
+  program
+    .command('demo')
+    .description('see Baton work: four simulated agents hand work to each other (Ctrl+C stops and cleans up)')
+    .option('--think-ms <ms>', 'how long each simulated turn takes', positiveInt('--think-ms', 600_000), 700)
+    .option('--chains <n>', 'relays running at once', positiveInt('--chains', 20), 2)
+    .option('--duration <seconds>', 'stop by itself after this long', positiveInt('--duration', 86_400))
+    .action(async (opts: { thinkMs: number; chains: number; duration?: number }) => {
+      const { runDemo } = await import('./commands/demo.ts');
+      await runDemo(ctx, opts);
+    });
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerReadCommands(program, ctx);
@@ -31,10 +39,21 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
   return program;
 }
 
+export interface CliIo {
+  out(s: string): void;
+  err(s: string): void;
+}
+
+const processIo: CliIo = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s) };
+
 /** Runs the CLI and returns the exit code (never throws). */
-export async function runCli(argv: readonly string[], env = process.env): Promise<number> {
-  const write = (s: string) => void process.stdout.write(s);
-  const program = buildProgram(env, write);
+export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env, io: CliIo = processIo): Promise<number> {
+  const program = buildProgram(env, io.out);
+  program.configureOutput({ writeOut: io.out, writeErr: io.err });
+  for (const cmd of program.commands) {
+    cmd.configureOutput({ writeOut: io.out, writeErr: io.err });
+    for (const sub of cmd.commands) sub.configureOutput({ writeOut: io.out, writeErr: io.err });
+  }
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return EXIT.ok;
@@ -44,22 +63,22 @@ export async function runCli(argv: readonly string[], env = process.env): Promis
       return EXIT.usage;
     }
     if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      io.err(`error: ${err.message}\n`);
       return EXIT.usage;
     }
     if (err instanceof ConfigError) {
-      process.stderr.write(`configuration error: ${err.message}\n`);
+      io.err(`configuration error: ${err.message}\n`);
       return EXIT.usage;
     }
     if (err instanceof ApiError) {
-      process.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      io.err(`error: ${err.code}: ${err.message}\n`);
       return EXIT.failed;
     }
     if (err instanceof ApiUnreachable) {
-      process.stderr.write(`error: ${err.message}\n`);
+      io.err(`error: ${err.message}\n`);
       return EXIT.failed;
     }
-    process.stderr.write(`error: ${(err as Error)?.stack ?? String(err)}\n`);
+    io.err(`error: ${(err as Error)?.stack ?? String(err)}\n`);
     return EXIT.failed;
   }
 }

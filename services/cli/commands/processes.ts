@@ -1,11 +1,16 @@
 import type { Command } from 'commander';
-import { DemoAgentHost } from '../../../libs/adapters/demo/demo-agent-host.ts';
-import { serveDemoHost } from '../../../libs/adapters/demo/demo-host-server.ts';
-import { migrate } from '../../../libs/db/migrate.ts';
-import { createLogger } from '../../../libs/logging/create-logger.ts';
 import { UsageError, positiveInt, type CliContext } from '../cli-context.ts';
-import { runUntilSignal } from '../run-until-signal.ts';
-import { startStack } from '../start-stack.ts';
+
+// The process commands load the server side (Prisma, BullMQ, Fastify) only when they run, so
+// client commands such as `baton status` start fast.
+const serverSide = async () => ({
+  ...(await import('../../../libs/adapters/demo/demo-agent-host.ts')),
+  ...(await import('../../../libs/adapters/demo/demo-host-server.ts')),
+  ...(await import('../../../libs/db/migrate.ts')),
+  ...(await import('../../../libs/logging/create-logger.ts')),
+  ...(await import('../run-until-signal.ts')),
+  ...(await import('../start-stack.ts')),
+});
 
 /** `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. */
 export function registerProcessCommands(program: Command, ctx: CliContext): void {
@@ -24,6 +29,7 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     .action(async () => {
       const config = ctx.config();
       if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
+      const { migrate } = await serverSide();
       const applied = await migrate(config.databaseUrl);
       ctx.out(applied.length === 0 ? 'database is up to date' : `applied ${applied.join(', ')}`);
     });
@@ -34,6 +40,7 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
       .description(description)
       .action(async () => {
         const config = requireUrls();
+        const { createLogger, startStack, runUntilSignal } = await serverSide();
         const logger = createLogger({ level: config.logLevel, name: `baton-${name}` });
         const stack = await startStack({ config, logger, ...roles });
         if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
@@ -50,6 +57,7 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     .option('--port <port>', 'port to listen on', positiveInt('--port', 65535))
     .option('--think-ms <ms>', 'default time a simulated turn takes', (v) => Number(v), 0)
     .action(async (opts: { port?: number; thinkMs: number }) => {
+      const { createLogger, DemoAgentHost, serveDemoHost, runUntilSignal } = await serverSide();
       const logger = createLogger({ level: ctx.config().logLevel, name: 'baton-demo-host' });
       const host = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
       const served = await serveDemoHost(host, opts.port ? { port: opts.port } : {});

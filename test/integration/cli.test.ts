@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningApi } from '../../services/api/server.ts';
+import { startApiServer } from '../../services/api/server.ts';
+import { runCli } from '../../services/cli/program.ts';
+import { openRedis } from '../../libs/queue/open-redis.ts';
+import { TEST_REDIS_URL } from '../support/env.ts';
+import { eventually } from '../support/eventually.ts';
+import { runBaton } from '../support/spawn-baton.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+let baton: TestBaton;
+let api: RunningApi;
+let env: Record<string, string>;
+
+/** Runs the CLI in this process and captures what it prints. */
+async function cli(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, env, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  return { code, out, err };
+}
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  baton.startWorker();
+  const producer = openRedis(TEST_REDIS_URL, 'producer', baton.logger);
+  api = await startApiServer({
+    db: baton.db,
+    redis: producer,
+    clock: baton.core.clock,
+    logger: baton.logger,
+    host: '127.0.0.1',
+    port: 0,
+    redisPrefix: baton.prefix,
+    queueShards: 2,
+    defaultProject: 'default',
+  });
+  env = { BATON_URL: api.url };
+});
+
+afterAll(async () => {
+  await api?.close();
+  await baton?.stop();
+});
+
+describe('the baton CLI', () => {
+  it('adds agents, sends, shows, lists and reports status through the API', async () => {
+    expect((await cli('agent', 'add', 'planner', '--name', 'Planner')).code).toBe(0);
+    const added = await cli('agent', 'add', 'Engineer', '--settings', '{"thinkMs":20}');
+    expect(added).toMatchObject({ code: 0 });
+    expect(added.out).toContain('added engineer');
+    expect((await cli('agent', 'list')).out).toMatch(/engineer\s+demo/);
+
+    const sent = await cli('send', 'planner', 'engineer', 'Build the thing', '--title', 'Build', '--due-minutes', '30', '--question', 'which db?', '--json');
+    expect(sent.code).toBe(0);
+    const h = JSON.parse(sent.out);
+    expect(h).toMatchObject({ from: 'planner', to: 'engineer', title: 'Build', context: { openQuestions: ['which db?'] } });
+    expect(Date.parse(h.dueAt) - Date.parse(h.createdAt)).toBeGreaterThanOrEqual(30 * 60_000 - 1000);
+
+    await eventually(async () => {
+      const shown = await cli('show', h.id);
+      expect(shown.code).toBe(0);
+      expect(shown.out).toContain('RUNNING        -> RETURNED');
+      expect(shown.out).toContain('WAITING        -> SENDING');
+    });
+    expect((await cli('list', '--to', 'engineer')).out).toContain(h.id);
+    const status = JSON.parse((await cli('status', '--json')).out);
+    expect(status.byState.RETURNED).toBe(1);
+    const again = await cli('send', 'planner', 'engineer', 'Build the thing', '--key', 'k1');
+    const repeat = await cli('send', 'planner', 'engineer', 'Build the thing', '--key', 'k1');
+    expect(again.out).toMatch(/^sent:/);
+    expect(repeat.out).toMatch(/^already sent/);
+    expect((await cli('agent', 'remove', 'planner')).code).toBe(0);
+  });
+
+  it('exits 2 on usage errors, without calling the API', async () => {
+    const before = (await baton.db.pool.query('SELECT count(*)::int AS n FROM handoffs')).rows[0].n;
+    for (const argv of [
+      ['send', 'planner'],
+      ['send', 'a', 'b', 'msg', '--due-minutes', 'soon'],
+      ['agent', 'add', 'x', '--provider', 'carrier-pigeon'],
+      ['agent', 'add', 'x', '--settings', '[1,2]'],
+      ['list', '--limit', '0'],
+      ['frobnicate'],
+      ['send', 'a', 'b', 'c', '--no-such-flag'],
+    ]) {
+      const r = await cli(...argv);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.err, argv.join(' ')).toMatch(/error/i);
+    }
+    expect((await baton.db.pool.query('SELECT count(*)::int AS n FROM handoffs')).rows[0].n).toBe(before);
+  });
+
+  it('exits 1 with the stable error code when the API refuses, and says how to fix an unreachable API', async () => {
+    const refused = await cli('send', 'engineer', 'nobody', 'hi');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('unknown_recipient');
+    const unreachable = await runCli(['status'], { BATON_URL: 'http://127.0.0.1:9' }, { out: () => undefined, err: (s) => expect(s).toMatch(/cannot reach Baton/) });
+    expect(unreachable).toBe(1);
+  });
+
+  it('as a real process: exit codes reach the shell', async () => {
+    expect((await runBaton(['send', 'only-one-arg'], env)).code).toBe(2);
+    const ok = await runBaton(['status'], env);
+    expect(ok.code).toBe(0);
+    expect(ok.output).toContain('project default');
+  });
+});

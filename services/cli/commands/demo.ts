@@ -99,7 +99,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
       cleanups.unshift(() => deleteRedisPrefix(config.redisUrl!, config.redisPrefix, logger));
     }
     const url = running.api!.url;
-    out(`  API: ${url}   (try: curl ${url}/v1/status   or   BATON_URL=${url} npx baton list)`);
+    out(`  API: ${url}   (try: curl ${url}/v1/status   or   BATON_URL=${url} ./bin/baton.mjs list)`);
     const client = new ApiClient(url, project);
     const relay = new DemoRelay(client, out);
     await relay.registerAgents(opts.thinkMs);

@@ -1,7 +1,24 @@
 import type pg from 'pg';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
-import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, ProviderName } from './records.ts';
+import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, NotificationRecord, ProviderName } from './records.ts';
+
+/** A pool or a client inside a transaction: both run queries the same way. */
+export interface Queryable {
+  query: pg.Pool['query'];
+}
+
+/** The head of an agent's queue, with the sender-to-recipient connection rule (for holds). */
+export type DispatchCandidate = HandoffRecord & { connectionRule: 'allow' | 'block' | null };
+
+/** An UNCERTAIN handoff due for a history scan, with the attempt whose write is in doubt. */
+export interface UncertainCandidate {
+  handoff: HandoffRecord;
+  attemptId: string | null;
+  requestId: string | null;
+  absentScans: number;
+  firstAbsentAt: Date | null;
+}
 
 /**
  * SQL over the handoffs, delivery_attempts and handoff_events tables. Raw SQL on purpose: the
@@ -21,6 +38,7 @@ const H = (alias: string) => `
   ${alias}.delivery_state AS "deliveryState", ${alias}.delivery_detail AS "deliveryDetail", ${alias}.revision,
   ${alias}.attempt_count AS "attemptCount", ${alias}.refusals, ${alias}.error_resends AS "errorResends",
   ${alias}.interrupt_resends AS "interruptResends", ${alias}.not_before AS "notBefore",
+  ${alias}.work_state AS "workState", ${alias}.reminder_sent_at AS "reminderSentAt",
   ${alias}.result_summary AS "resultSummary", ${alias}.result,
   ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
 
@@ -87,6 +105,8 @@ export interface AttemptUpdate {
   accepted?: boolean;
   finished?: boolean;
   observed?: boolean;
+  /** A complete history scan missed the request id: count it (and remember the first). */
+  absentScan?: boolean;
 }
 
 export interface TransitionWrite {
@@ -132,7 +152,40 @@ export interface HandoffFilter {
 }
 
 export class HandoffRepository {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: Queryable & { connect?: pg.Pool['connect'] }) {}
+
+  /**
+   * Runs `fn` in one transaction, holding a transaction-scoped advisory lock on `lockKey`, with a
+   * repository bound to that transaction. Used where a read-then-insert must not race (duplicate
+   * detection on send).
+   */
+  async withLock<T>(lockKey: string, fn: (tx: HandoffRepository) => Promise<T>): Promise<T> {
+    if (!this.pool.connect) throw new Error('already inside a transaction');
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockKey]);
+      const result = await fn(new HandoffRepository({ query: client.query.bind(client) as pg.Pool['query'] }));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The oldest handoff from this sender to this recipient with the same content, still in progress. */
+  async findInProgressDuplicate(senderId: string, recipientId: string, contentHash: string): Promise<HandoffRecord | null> {
+    const { rows } = await this.pool.query<HandoffRecord>(
+      `SELECT ${H('h')} FROM handoffs h
+       WHERE h.sender_id = $1 AND h.recipient_id = $2 AND h.content_hash = $3 AND h.settled_at IS NULL
+       ORDER BY h.seq LIMIT 1`,
+      [senderId, recipientId, contentHash],
+    );
+    return rows[0] ?? null;
+  }
 
   /**
    * Inserts a handoff and its creation event in one statement. With an idempotency key that
@@ -211,6 +264,7 @@ export class HandoffRepository {
       if (u.accepted) attemptSets.push('accepted_at = COALESCE(accepted_at, $5)');
       if (u.finished) attemptSets.push('finished_at = $5');
       if (u.observed) attemptSets.push('last_observed_at = $5');
+      if (u.absentScan) attemptSets.push('absent_scans = absent_scans + 1', 'first_absent_at = COALESCE(first_absent_at, $5)');
       sql += `, upd AS (
         UPDATE delivery_attempts SET ${attemptSets.join(', ')}
         WHERE id = ${p(u.id)}::uuid AND EXISTS (SELECT 1 FROM moved)
@@ -327,9 +381,10 @@ export class HandoffRepository {
   }
 
   /** The recipient's oldest handoff that may start an attempt now (the head of its queue). */
-  async nextDispatchable(recipientId: string, now: Date): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(
-      `SELECT ${H('h')} FROM handoffs h
+  async nextDispatchable(recipientId: string, now: Date): Promise<DispatchCandidate | null> {
+    const { rows } = await this.pool.query<DispatchCandidate>(
+      `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
+       LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
        WHERE h.recipient_id = $1 AND h.delivery_state IN ('WAITING', 'BUSY', 'OWNER_REJECTED')
          AND (h.not_before IS NULL OR h.not_before <= $2)
        ORDER BY h.seq LIMIT 1`,
@@ -353,6 +408,85 @@ export class HandoffRepository {
     const row = rows[0];
     if (!row || row.due === null) return null;
     return row.due ? 'now' : row.at;
+  }
+
+  /** HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds. */
+  async held(limit: number): Promise<DispatchCandidate[]> {
+    const { rows } = await this.pool.query<DispatchCandidate>(
+      `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
+       LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
+       WHERE h.delivery_state = 'HELD' ORDER BY h.seq LIMIT $1`,
+      [limit],
+    );
+    return rows;
+  }
+
+  /** UNCERTAIN handoffs whose next history scan is due, with the attempt in doubt. */
+  async uncertainDue(now: Date, limit: number): Promise<UncertainCandidate[]> {
+    const { rows } = await this.pool.query<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
+      `SELECT ${H('h')}, a.id AS "attemptId", a.request_id AS "requestId", a.absent_scans AS "absentScans", a.first_absent_at AS "firstAbsentAt"
+       FROM handoffs h
+       LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
+       WHERE h.delivery_state = 'UNCERTAIN' AND (h.not_before IS NULL OR h.not_before <= $1)
+       ORDER BY h.seq LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map(({ attemptId, requestId, absentScans, firstAbsentAt, ...handoff }) => ({
+      handoff,
+      attemptId,
+      requestId,
+      absentScans: absentScans ?? 0,
+      firstAbsentAt,
+    }));
+  }
+
+  /**
+   * Sends the one deadline reminder each overdue, still-open handoff gets: marks it and
+   * writes a notification for its sender in the same statement. The mark is conditional, so
+   * concurrent sweeps remind once. Returns the reminded handoff ids.
+   */
+  async sendDueReminders(now: Date, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `WITH due AS (
+         SELECT id FROM handoffs
+         WHERE due_at IS NOT NULL AND due_at <= $1 AND reminder_sent_at IS NULL AND settled_at IS NULL
+         ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       ), marked AS (
+         UPDATE handoffs h SET reminder_sent_at = $1 FROM due WHERE h.id = due.id AND h.reminder_sent_at IS NULL
+         RETURNING h.id, h.sender_id, h.due_at, h.delivery_state, h.title, h.message
+       ), notified AS (
+         INSERT INTO notifications (id, handoff_id, agent_id, kind, text, created_at)
+         SELECT gen_random_uuid(), m.id, m.sender_id, 'deadline_passed',
+           'due ' || to_char(m.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' and still ' || m.delivery_state || ': ' || left(coalesce(m.title, m.message), 120),
+           $1
+         FROM marked m
+         ON CONFLICT (handoff_id, kind, agent_id) DO NOTHING
+       )
+       SELECT id FROM marked`,
+      [now, limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async notificationsFor(handoffId: string): Promise<NotificationRecord[]> {
+    const { rows } = await this.pool.query<NotificationRecord>(
+      `SELECT id, handoff_id AS "handoffId", agent_id AS "agentId", kind, text, created_at AS "createdAt", read_at AS "readAt"
+       FROM notifications WHERE handoff_id = $1 ORDER BY created_at`,
+      [handoffId],
+    );
+    return rows;
+  }
+
+  /** An agent's notifications, newest first. */
+  async notificationsForAgent(agentId: string, limit: number): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
+    const { rows } = await this.pool.query<NotificationRecord & { handoffTitle: string | null }>(
+      `SELECT n.id, n.handoff_id AS "handoffId", n.agent_id AS "agentId", n.kind, n.text, n.created_at AS "createdAt",
+         n.read_at AS "readAt", h.title AS "handoffTitle"
+       FROM notifications n JOIN handoffs h ON h.id = n.handoff_id
+       WHERE n.agent_id = $1 ORDER BY n.created_at DESC LIMIT $2`,
+      [agentId, limit],
+    );
+    return rows;
   }
 
   /**

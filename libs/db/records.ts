@@ -56,6 +56,8 @@ export interface HandoffRecord {
   errorResends: number;
   interruptResends: number;
   notBefore: Date | null;
+  workState: 'open' | 'claimed' | 'returned' | 'closed' | 'cancelled' | 'expired' | null;
+  reminderSentAt: Date | null;
   resultSummary: string | null;
   result: unknown;
   createdAt: Date;
@@ -110,4 +112,14 @@ export interface EventRecord {
   revision: number;
   attemptId: string | null;
   createdAt: Date;
+}
+
+export interface NotificationRecord {
+  id: string;
+  handoffId: string;
+  agentId: string;
+  kind: string;
+  text: string;
+  createdAt: Date;
+  readAt: Date | null;
 }

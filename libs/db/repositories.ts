@@ -1,12 +1,14 @@
 import { AgentRepository } from './agent-repository.ts';
 import { HandoffRepository } from './handoff-repository.ts';
 import type { Database } from './open-database.ts';
+import { SettingsRepository } from './settings-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
   readonly agents: AgentRepository;
+  readonly settings: SettingsRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
-  return { handoffs: new HandoffRepository(db.pool), agents: new AgentRepository(db.prisma) };
+  return { handoffs: new HandoffRepository(db.pool), agents: new AgentRepository(db.prisma), settings: new SettingsRepository(db.prisma) };
 }

@@ -47,6 +47,7 @@ export async function applyTransition(
   const at = deps.clock.now();
   const patch: HandoffPatch = { ...opts.patch };
   if (isSettled(to) && patch.settledAt === undefined) patch.settledAt = at;
+  if (!isSettled(to) && isSettled(h.deliveryState)) patch.settledAt = null;
   if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
   const revision = await deps.handoffs.transition({
     handoffId: h.id,

@@ -8,6 +8,8 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition, type Moveable, type TransitionOptions } from './apply-transition.ts';
 import { SYSTEM_ACTOR, type Actor, type CoreDeps } from './ports.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
+import { holdReason, type OutageGuardSpec, type RuntimeSettings } from '../domain/runtime-settings.ts';
+import type { DispatchCandidate } from '../db/handoff-repository.ts';
 
 /** A held per-agent turn lock; `signal` aborts when ownership is lost. */
 export interface TurnLockHandle {
@@ -23,12 +25,18 @@ export type LockAttempt =
 export interface DispatchDeps extends CoreDeps {
   readonly locks: { acquire(agentId: string): Promise<LockAttempt> };
   readonly adapters: { get(provider: string): ProviderAdapter | undefined };
+  readonly settingsReader: { get(): Promise<RuntimeSettings> };
+  readonly outage: { check(provider: string, spec: OutageGuardSpec | undefined): Promise<{ down: boolean; detail: string | null }> };
   readonly workerId: string;
   readonly timing: {
     /** Back-off before asking a busy session again. */
     readonly busyRetryMs: number;
     /** Back-off after the provider could not be reached. */
     readonly unreachableRetryMs: number;
+    /** Back-off while the provider's outage guard says it is down. */
+    readonly outageRetryMs: number;
+    /** How often a watcher re-reads its handoff, to notice a release by a person. */
+    readonly recheckMs: number;
   };
 }
 
@@ -91,9 +99,14 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   try {
     while (!stopStarting.aborted) {
       const live = await deps.handoffs.inFlightFor(job.agentId);
-      const head = live ?? (await deps.handoffs.nextDispatchable(job.agentId, deps.clock.now()));
-      if (!head) break;
-      const step = live ? await resumeTurn(deps, live, stopWatching) : await deliver(deps, head, stopWatching);
+      let step: Step;
+      if (live) {
+        step = await resumeTurn(deps, live, stopWatching);
+      } else {
+        const head = await deps.handoffs.nextDispatchable(job.agentId, deps.clock.now());
+        if (!head) break;
+        step = await deliver(deps, head, stopWatching);
+      }
       if (step.kind === 'stopped') {
         outcome = 'stopped';
         break;
@@ -157,6 +170,11 @@ async function move(deps: DispatchDeps, h: Moveable, event: DeliveryEvent, opts:
   }
 }
 
+/** Plain messages are always "open" for delivery; work stops being open once closed, cancelled or expired. */
+function isWorkOpen(h: HandoffRecord): boolean {
+  return h.workState === null || h.workState === 'open' || h.workState === 'claimed';
+}
+
 function targetOf(h: HandoffRecord, settings: Readonly<Record<string, unknown>>, handle: string): DeliveryTarget {
   return { agentId: h.recipientId ?? '', handle, target: h.deliveryTarget, settings };
 }
@@ -168,7 +186,7 @@ async function recipientFor(deps: DispatchDeps, h: HandoffRecord) {
 }
 
 /** One new turn for the head of the queue. */
-async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSignal): Promise<Step> {
+async function deliver(deps: DispatchDeps, record: DispatchCandidate, stop: AbortSignal): Promise<Step> {
   let h = moveable(record);
   const { agent, current } = await recipientFor(deps, record);
   if (!agent || !current) {
@@ -184,6 +202,23 @@ async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSig
     return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   }
   const target = targetOf(record, agent.providerSettings, agent.handle);
+
+  // Deliberate blocks: HELD, no attempt spent. The reconciler lifts the hold when it ends.
+  const settings = await deps.settingsReader.get();
+  const hold = holdReason(settings, record.connectionRule, deps.clock.now());
+  if (hold) {
+    await move(deps, h, 'held', { reason: hold, patch: { deliveryDetail: hold } });
+    return { kind: 'next' };
+  }
+  // Provider outage: stay WAITING with the explanation, no attempt spent, look again later.
+  const status = await deps.outage.check(adapter.provider, settings.outageGuard[adapter.provider]);
+  if (status.down) {
+    const detail = `provider outage: ${status.detail ?? adapter.provider}`;
+    if (record.deliveryDetail !== detail || h.deliveryState !== 'WAITING') {
+      await move(deps, h, 'provider_outage', { reason: detail, patch: { deliveryDetail: detail } });
+    }
+    return { kind: 'pause', retryInMs: deps.timing.outageRetryMs };
+  }
 
   let busy: boolean;
   try {
@@ -234,7 +269,7 @@ async function deliver(deps: DispatchDeps, record: HandoffRecord, stop: AbortSig
     case 'accepted': {
       const accepted = await move(deps, h, 'turn_accepted', { updateAttempt: onAttempt('accepted', { accepted: true, observed: true }) });
       if (!accepted) return { kind: 'next' };
-      return watch(deps, accepted, attemptId, requestId, adapter, target, stop);
+      return watch(deps, accepted, attemptId, requestId, adapter, target, stop, isWorkOpen(record));
     }
     case 'busy': {
       await move(deps, h, 'session_busy', {
@@ -303,7 +338,7 @@ async function resumeTurn(deps: DispatchDeps, record: HandoffRecord, stop: Abort
   const adapter = deps.adapters.get(record.provider ?? '');
   if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   const target = targetOf(record, agent?.providerSettings ?? {}, agent?.handle ?? '');
-  return watch(deps, h, attempt.id, attempt.requestId, adapter, target, stop, attempt);
+  return watch(deps, h, attempt.id, attempt.requestId, adapter, target, stop, isWorkOpen(record), attempt);
 }
 
 /** Follows an accepted turn to its end and records how it ended. */
@@ -315,10 +350,24 @@ async function watch(
   adapter: ProviderAdapter,
   target: DeliveryTarget,
   stop: AbortSignal,
+  workOpen: boolean,
   attempt?: AttemptRecord,
 ): Promise<Step> {
   let h = start;
   let end: TurnEnd;
+  // A person may release the handoff while we wait (a hung turn): stop watching when the row
+  // is no longer the one we are following.
+  const released = new AbortController();
+  const recheck = setInterval(() => {
+    deps.handoffs.findById(h.id).then(
+      (row) => {
+        if (!row || row.revision !== h.revision) released.abort(new Error('the handoff was moved by someone else'));
+      },
+      () => undefined,
+    );
+  }, deps.timing.recheckMs);
+  recheck.unref();
+  const watching = AbortSignal.any([stop, released.signal]);
   try {
     end = await adapter.waitForTurn(
       target,
@@ -330,9 +379,10 @@ async function watch(
           if (running) h = running;
         },
       },
-      stop,
+      watching,
     );
   } catch (err) {
+    if (released.signal.aborted && !stop.aborted) return { kind: 'next' };
     if (stop.aborted) return { kind: 'stopped' };
     // Nobody can observe the turn right now. Past the limit, it is UNCERTAIN; else retry later.
     const since = attempt?.acceptedAt ?? attempt?.startedAt ?? deps.clock.now();
@@ -342,6 +392,8 @@ async function watch(
     }
     deps.logger.warn({ err, handoffId: h.id, requestId }, 'could not observe the turn; retrying later');
     return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
+  } finally {
+    clearInterval(recheck);
   }
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
@@ -363,7 +415,7 @@ async function watch(
       return { kind: 'next' };
     }
     case 'interrupted': {
-      const event = eventAfterInterruption(h, true);
+      const event = eventAfterInterruption(h, workOpen);
       const resend = event === 'turn_interrupted_resend';
       await move(deps, h, event, {
         reason: end.error,

@@ -2,6 +2,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { ActorKind } from '../domain/transitions.ts';
 import type { AgentRepository } from '../db/agent-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
+import type { SettingsRepository } from '../db/settings-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -23,6 +24,7 @@ export interface DispatchScheduler {
 export interface CoreDeps {
   readonly handoffs: HandoffRepository;
   readonly agents: AgentRepository;
+  readonly settings: SettingsRepository;
   readonly scheduler: DispatchScheduler;
   readonly clock: Clock;
   readonly logger: Logger;

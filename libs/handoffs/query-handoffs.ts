@@ -1,7 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import { isUuid } from '../domain/ids.ts';
-import type { AttemptRecord, EventRecord, HandoffView } from '../db/records.ts';
+import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -9,6 +9,7 @@ export interface HandoffDetail {
   handoff: HandoffView;
   attempts: AttemptRecord[];
   events: EventRecord[];
+  notifications: Array<NotificationRecord & { agentHandle: string }>;
 }
 
 /**
@@ -19,8 +20,9 @@ export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string
   const project = await resolveProject(deps, projectSlug);
   const handoff = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
   if (!handoff) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
-  const [attempts, events] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id)]);
-  return { handoff, attempts, events };
+  const [attempts, events, notifications] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id), deps.handoffs.notificationsFor(id)]);
+  const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');
+  return { handoff, attempts, events, notifications: notifications.map((n) => ({ ...n, agentHandle: handleOf(n.agentId) })) };
 }
 
 export interface ListHandoffsInput {
@@ -93,4 +95,30 @@ export async function getStatus(deps: CoreDeps, projectSlug: string): Promise<St
   const counts = await deps.handoffs.countByState(project.id);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
   return { project: project.slug, total: Object.values(byState).reduce((a, b) => a + b, 0), byState };
+}
+
+export interface Inbox {
+  agent: string;
+  /** Handoffs addressed to the agent that are still in progress, oldest first. */
+  handoffs: HandoffView[];
+  /** Non-waking notifications for the agent (deadline reminders, ...), newest first. */
+  notifications: NotificationRecord[];
+}
+
+/**
+ * What an agent should look at: handoffs to it still in progress and its notifications.
+ * @throws BatonError project_not_found, agent_not_found
+ */
+export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string): Promise<Inbox> {
+  const project = await resolveProject(deps, projectSlug);
+  const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
+  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
+  const open = await deps.handoffs.list({
+    projectId: project.id,
+    recipientId: agent.id,
+    states: ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED', 'SENDING', 'UNCERTAIN', 'ACCEPTED', 'RUNNING'],
+    limit: 200,
+  });
+  const notifications = await deps.handoffs.notificationsForAgent(agent.id, 100);
+  return { agent: agent.handle, handoffs: open.reverse(), notifications };
 }

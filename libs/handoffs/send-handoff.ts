@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { planTransition } from '../domain/transitions.ts';
-import type { HandoffView } from '../db/records.ts';
+import type { HandoffRecord, HandoffView } from '../db/records.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { Actor, CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
@@ -37,7 +38,9 @@ export function contentHash(recipientId: string, input: SendHandoffInput): strin
 }
 
 /**
- * Records a handoff and queues it for its recipient. The record (and its `enrolled` event) is
+ * Records a handoff and queues it for its recipient. A send identical to one still in
+ * progress (same sender, recipient and content, no idempotency key) is recorded as DUPLICATE
+ * of it and not delivered. The record (and its `enrolled` event) is
  * committed first; the dispatch job is added after the commit with a deterministic id, so a
  * lost enqueue is repaired by the reconciler and a repeated one is a no-op. The recipient's
  * session at this moment is snapshotted: the handoff is delivered there or nowhere.
@@ -61,42 +64,60 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   }
 
   const actor: Actor = { kind: 'sender', id: sender.handle, tokenId: input.tokenId ?? null };
-  const state = planTransition(null, 'enrolled', actor.kind);
   const now = deps.clock.now();
-  const inserted = await deps.handoffs.insert(
-    {
-      id: newId(now.getTime()),
-      projectId: project.id,
-      senderId: sender.id,
-      recipientId: recipient.id,
-      recipientGeneration: recipient.generation,
-      provider: recipient.provider,
-      deliveryTarget: recipient.deliveryTarget,
-      title: input.title ?? null,
-      message: input.message,
-      focus: input.focus ?? null,
-      doneWhen: input.doneWhen ?? null,
-      contextSummary: input.context?.summary ?? null,
-      openQuestions: input.context?.openQuestions ?? [],
-      nextSteps: input.context?.nextSteps ?? [],
-      dueAt: input.dueAt ?? null,
-      idempotencyKey: key,
-      contentHash: contentHash(recipient.id, input),
-      duplicateOfId: null,
-      deliveryState: state,
-      deliveryDetail: null,
-      workState: input.title ? 'open' : null,
-      createdAt: now,
-    },
-    { event: 'enrolled', actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null },
-  );
+  const hash = contentHash(recipient.id, input);
+  const enroll = async (repo: HandoffRepository, duplicateOf: HandoffRecord | null) => {
+    const event = duplicateOf ? 'duplicate_detected' : 'enrolled';
+    const state = planTransition(null, event, actor.kind);
+    return repo.insert(
+      {
+        id: newId(now.getTime()),
+        projectId: project.id,
+        senderId: sender.id,
+        recipientId: recipient.id,
+        recipientGeneration: recipient.generation,
+        provider: recipient.provider,
+        deliveryTarget: recipient.deliveryTarget,
+        title: input.title ?? null,
+        message: input.message,
+        focus: input.focus ?? null,
+        doneWhen: input.doneWhen ?? null,
+        contextSummary: input.context?.summary ?? null,
+        openQuestions: input.context?.openQuestions ?? [],
+        nextSteps: input.context?.nextSteps ?? [],
+        dueAt: input.dueAt ?? null,
+        idempotencyKey: key,
+        contentHash: hash,
+        duplicateOfId: duplicateOf?.id ?? null,
+        deliveryState: state,
+        deliveryDetail: duplicateOf ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered` : null,
+        workState: input.title ? 'open' : null,
+        createdAt: now,
+      },
+      {
+        event,
+        actorKind: actor.kind,
+        actorId: actor.id,
+        tokenId: actor.tokenId ?? null,
+        ...(duplicateOf ? { reason: `duplicate of ${duplicateOf.id}`, detail: { duplicateOf: duplicateOf.id } } : {}),
+      },
+    );
+  };
+  // With an idempotency key the unique index decides; without one, an identical handoff still
+  // in progress makes this one a DUPLICATE. The advisory lock makes that check race-free.
+  const inserted =
+    key !== null
+      ? await enroll(deps.handoffs, null)
+      : await deps.handoffs.withLock(`enroll:${sender.id}:${recipient.id}:${hash}`, async (tx) =>
+          enroll(tx, await tx.findInProgressDuplicate(sender.id, recipient.id, hash)),
+        );
   if (!inserted) {
     // Lost a race on the idempotency key: the winner is committed (ON CONFLICT waited for it).
     const winner = key !== null ? await deps.handoffs.findByIdempotencyKey(sender.id, key) : null;
     if (!winner) throw new Error('idempotency conflict without a winner');
     return { handoff: view(winner), created: false };
   }
-  if (recipient.provider !== 'manual') {
+  if (recipient.provider !== 'manual' && inserted.deliveryState === 'WAITING') {
     try {
       await deps.scheduler.enqueue({ agentId: recipient.id, provider: recipient.provider, cause: 'sent', handoffId: inserted.id }, JOB_IDS.sent(inserted.id));
     } catch (err) {

@@ -56,6 +56,12 @@ export const JOB_IDS = {
   lockRetry: (agentId: string, token: string) => `lockretry-${agentId}-${token}`,
   /** Work becomes due at `atMs` (a delayed resend or a back-off). */
   dueAt: (agentId: string, atMs: number) => `due-${agentId}-${atMs}`,
+  /** A hold on the handoff was lifted at this revision. */
+  holdLifted: (handoffId: string, revision: number) => `lifted-${handoffId}-${revision}`,
+  /** An UNCERTAIN turn was found in the session's history; resume following it. */
+  observed: (handoffId: string, revision: number) => `observed-${handoffId}-${revision}`,
+  /** A person released the handoff at this revision; the agent's queue may move on. */
+  released: (handoffId: string, revision: number) => `released-${handoffId}-${revision}`,
   /** The reconciler found open work in sweep number `sweep`. */
   sweep: (agentId: string, sweep: number) => `sweep-${agentId}-${sweep}`,
 } as const;

@@ -8,6 +8,7 @@ import agentRoutes from './routes/agents/index.ts';
 import handoffRoutes from './routes/handoffs/index.ts';
 import healthRoutes, { type HealthChecks } from './routes/health/index.ts';
 import statusRoutes from './routes/status/index.ts';
+import settingsRoutes from './routes/settings/index.ts';
 
 export interface AppDeps {
   readonly core: CoreDeps;
@@ -38,6 +39,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(agentRoutes, routeOptions);
       await v1.register(handoffRoutes, routeOptions);
       await v1.register(statusRoutes, routeOptions);
+      await v1.register(settingsRoutes, routeOptions);
     },
     { prefix: '/v1' },
   );

@@ -1,4 +1,6 @@
-import type { AgentRecord, AttemptRecord, EventRecord, HandoffView } from '../../libs/db/records.ts';
+import type { AgentRecord, AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../../libs/db/records.ts';
+import type { RuntimeSettings } from '../../libs/domain/runtime-settings.ts';
+import type { ConnectionRecord } from '../../libs/db/settings-repository.ts';
 
 /** What callers see of Baton's records. Internal ids (agent uuids, project ids) stay inside. */
 
@@ -29,6 +31,7 @@ export function presentHandoff(h: HandoffView) {
     doneWhen: h.doneWhen,
     context: { summary: h.contextSummary, openQuestions: h.openQuestions, nextSteps: h.nextSteps },
     dueAt: iso(h.dueAt),
+    reminderSentAt: iso(h.reminderSentAt),
     idempotencyKey: h.idempotencyKey,
     state: h.deliveryState,
     deliveryState: h.deliveryState,
@@ -68,4 +71,16 @@ export function presentEvent(e: EventRecord) {
     revision: e.revision,
     at: e.createdAt.toISOString(),
   };
+}
+
+export function presentNotification(n: NotificationRecord) {
+  return { id: n.id, handoffId: n.handoffId, kind: n.kind, text: n.text, createdAt: n.createdAt.toISOString(), readAt: iso(n.readAt) };
+}
+
+export function presentSettings(s: RuntimeSettings) {
+  return { enabled: s.enabled, enabledAfter: iso(s.enabledAfter), connections: s.connections, outageGuard: s.outageGuard };
+}
+
+export function presentConnection(c: ConnectionRecord) {
+  return { from: c.fromHandle, to: c.toHandle, rule: c.rule, updatedAt: c.updatedAt.toISOString() };
 }

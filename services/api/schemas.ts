@@ -114,6 +114,7 @@ export const HandoffJson = Type.Object({
     nextSteps: Type.Array(Type.String()),
   }),
   dueAt: NullableTimestamp,
+  reminderSentAt: NullableTimestamp,
   idempotencyKey: Type.Union([Type.String(), Type.Null()]),
   state: DeliveryStateSchema,
   deliveryState: DeliveryStateSchema,
@@ -152,7 +153,11 @@ export const EventJson = Type.Object({
 
 export const HandoffDetailJson = Type.Intersect([
   HandoffJson,
-  Type.Object({ attempts: Type.Array(AttemptJson), events: Type.Array(EventJson) }),
+  Type.Object({
+    attempts: Type.Array(AttemptJson),
+    events: Type.Array(EventJson),
+    notifications: Type.Array(Type.Object({ kind: Type.String(), text: Type.String(), to: Type.String(), createdAt: Timestamp })),
+  }),
 ]);
 
 export const HandoffPageJson = Type.Object({
@@ -164,4 +169,49 @@ export const StatusJson = Type.Object({
   project: Type.String(),
   total: Type.Integer(),
   byState: Type.Record(Type.String(), Type.Integer()),
+});
+
+// ---- actions on a handoff
+
+export const ActAsBody = Type.Object({ as: Handle }, { additionalProperties: false });
+
+export const ReleaseBody = Type.Object(
+  { as: Type.Optional(Handle), reason: Type.Optional(Type.String({ maxLength: LIMITS.focus })) },
+  { additionalProperties: false },
+);
+
+export const NotificationJson = Type.Object({
+  id: Type.String(),
+  handoffId: Type.String(),
+  kind: Type.String(),
+  text: Type.String(),
+  createdAt: Timestamp,
+  readAt: NullableTimestamp,
+});
+
+export const InboxJson = Type.Object({
+  agent: Type.String(),
+  handoffs: Type.Array(HandoffJson),
+  notifications: Type.Array(NotificationJson),
+});
+
+// ---- settings and connections
+
+export const SettingsJson = Type.Object({
+  enabled: Type.Boolean(),
+  enabledAfter: NullableTimestamp,
+  connections: Type.Union([Type.Literal('open'), Type.Literal('restricted')]),
+  outageGuard: Type.Record(Type.String(), Type.Unknown()),
+});
+
+export const SettingParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) });
+export const SettingBody = Type.Object({ value: Type.Unknown() }, { additionalProperties: false, required: ['value'] });
+
+export const ConnectionBody = Type.Object(
+  { from: Handle, to: Handle, rule: Type.Union([Type.Literal('allow'), Type.Literal('block')]) },
+  { additionalProperties: false },
+);
+
+export const ConnectionsJson = Type.Object({
+  items: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), rule: Type.String(), updatedAt: Timestamp })),
 });

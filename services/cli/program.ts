@@ -6,6 +6,7 @@ import { registerAgentCommands } from './commands/agent.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
 import { registerReadCommands } from './commands/show.ts';
+import { registerActionCommands } from './commands/act.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -32,6 +33,7 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerReadCommands(program, ctx);
+  registerActionCommands(program, ctx);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

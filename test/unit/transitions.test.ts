@@ -58,7 +58,7 @@ describe('the transition table', () => {
     }
   });
 
-  it('never lets UNCERTAIN go back to a state that would resend the write', () => {
+  it('never lets UNCERTAIN go back to a state that would resend the write blindly', () => {
     const fromUncertain = transitionEdges().filter((e) => e.from === 'UNCERTAIN').map((e) => e.to);
     expect(fromUncertain).not.toContain('WAITING');
     expect(fromUncertain).not.toContain('SENDING');

@@ -6,6 +6,8 @@ import type { Repositories } from '../../libs/db/repositories.ts';
 import { dispatchAgent, type DispatchDeps } from '../../libs/handoffs/dispatch-agent.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
+import { createProviderStatusCheck, type ProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
+import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-reader.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob } from '../../libs/queue/dispatch-job.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
@@ -27,11 +29,17 @@ export interface DeliveryWorkerOptions {
   readonly shutdownGraceMs: number;
   readonly busyRetryMs?: number;
   readonly unreachableRetryMs?: number;
+  readonly outageRetryMs?: number;
+  readonly recheckMs?: number;
+  /** The outage guard's status check; one per process so its cache is shared. */
+  readonly outage?: ProviderStatusCheck;
 }
 
 export interface RunningDeliveryWorker {
   readonly queues: DeliveryQueues;
   readonly locks: TurnLocks;
+  /** The dependencies the delivery use cases run with (the reconciler shares them). */
+  readonly deps: DispatchDeps & { locks: TurnLocks };
   /** Graceful stop: take no new turns, let live turns finish for the grace period, hand back the rest. */
   stop(): Promise<void>;
 }
@@ -45,17 +53,25 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const names = new RedisNames(opts.redisPrefix);
   const queues = new DeliveryQueues({ connection: opts.redis, names, shards: opts.queueShards, logger: opts.logger });
   const locks = new TurnLocks(opts.redis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger });
+  const settings = new RuntimeSettingsReader(opts.repos.settings);
   const draining = new AbortController();
   const handBack = new AbortController();
-  const deps: DispatchDeps = {
+  const deps: DispatchDeps & { locks: TurnLocks } = {
     ...opts.repos,
     scheduler: queues,
     clock: opts.clock,
     logger: opts.logger,
     locks,
     adapters: opts.adapters,
+    settingsReader: settings,
+    outage: opts.outage ?? createProviderStatusCheck(),
     workerId: opts.workerId,
-    timing: { busyRetryMs: opts.busyRetryMs ?? 1_000, unreachableRetryMs: opts.unreachableRetryMs ?? 2_000 },
+    timing: {
+      busyRetryMs: opts.busyRetryMs ?? 1_000,
+      unreachableRetryMs: opts.unreachableRetryMs ?? 2_000,
+      outageRetryMs: opts.outageRetryMs ?? 5_000,
+      recheckMs: opts.recheckMs ?? 2_000,
+    },
   };
   const signals = { draining: draining.signal, handBack: handBack.signal };
 
@@ -93,6 +109,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   return {
     queues,
     locks,
+    deps,
     stop() {
       stopping ??= (async () => {
         draining.abort(new Error('shutting down'));

@@ -3,9 +3,10 @@ import { Type } from 'typebox';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../libs/handoffs/manage-agents.ts';
-import { presentAgent } from '../../present.ts';
+import { presentAgent, presentHandoff, presentNotification } from '../../present.ts';
+import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
 import { projectOf, type RouteOptions } from '../../route-context.ts';
-import { AgentJson, AgentParams, ErrorBody, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
+import { AgentJson, AgentParams, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
   const { core, defaultProject } = opts;
@@ -40,6 +41,15 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     '/agents/:id',
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: AgentJson, '4xx': ErrorBody } } },
     async (request) => presentAgent(await getAgent(core, projectOf(request, defaultProject), request.params.id)),
+  );
+
+  app.get(
+    '/agents/:id/inbox',
+    { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: InboxJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const inbox = await getInbox(core, projectOf(request, defaultProject), request.params.id);
+      return { agent: inbox.agent, handoffs: inbox.handoffs.map(presentHandoff), notifications: inbox.notifications.map(presentNotification) };
+    },
   );
 
   app.delete(

@@ -4,12 +4,15 @@ import type { DeliveryState } from '../../../../libs/domain/delivery-states.ts';
 import { isDeliveryState } from '../../../../libs/domain/delivery-states.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handoffs.ts';
+import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
 import { projectOf, type RouteOptions } from '../../route-context.ts';
 import {
+  ActAsBody,
   ErrorBody,
   HandoffDetailJson,
+  ReleaseBody,
   HandoffJson,
   HandoffPageJson,
   HandoffParams,
@@ -98,8 +101,28 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
     { schema: { headers: ProjectHeader, params: HandoffParams, response: { 200: HandoffDetailJson, '4xx': ErrorBody } } },
     async (request) => {
       const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id);
-      return { ...presentHandoff(d.handoff), attempts: d.attempts.map(presentAttempt), events: d.events.map(presentEvent) };
+      return {
+        ...presentHandoff(d.handoff),
+        attempts: d.attempts.map(presentAttempt),
+        events: d.events.map(presentEvent),
+        notifications: d.notifications.map((n) => ({ kind: n.kind, text: n.text, to: n.agentHandle, createdAt: n.createdAt.toISOString() })),
+      };
     },
+  );
+
+  app.post(
+    '/handoffs/:id/acknowledge',
+    { schema: { headers: ProjectHeader, params: HandoffParams, body: ActAsBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
+    async (request) => presentHandoff(await acknowledgeHandoff(core, { project: projectOf(request, defaultProject), id: request.params.id, as: request.body.as })),
+  );
+
+  app.post(
+    '/handoffs/:id/release',
+    { schema: { headers: ProjectHeader, params: HandoffParams, body: ReleaseBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
+    async (request) =>
+      presentHandoff(
+        await releaseHandoff(core, { project: projectOf(request, defaultProject), id: request.params.id, as: request.body.as, reason: request.body.reason }),
+      ),
   );
 };
 

@@ -1,0 +1,55 @@
+import { BatonError } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { SETTING_KEYS, parseSetting, settingsFrom, type RuntimeSettings, type SettingKey } from '../domain/runtime-settings.ts';
+import type { ConnectionRecord } from '../db/settings-repository.ts';
+import { liftHolds } from './lift-holds.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+const fresh = (deps: CoreDeps) => ({ get: async () => settingsFrom(await deps.settings.all()) });
+
+export async function getSettings(deps: CoreDeps): Promise<RuntimeSettings> {
+  return fresh(deps).get();
+}
+
+/**
+ * Sets a runtime setting (`enabled`, `enabledAfter`, `connections`, `outageGuard`). Holds
+ * that no longer apply are lifted at once; workers see the change within a second.
+ * @throws BatonError unknown_setting, validation_failed (the value does not fit the key)
+ */
+export async function setSetting(deps: CoreDeps, key: string, value: unknown): Promise<RuntimeSettings> {
+  if (!(SETTING_KEYS as readonly string[]).includes(key)) {
+    throw new BatonError('unknown_setting', `no setting ${JSON.stringify(key)}; known: ${SETTING_KEYS.join(', ')}`);
+  }
+  const parsed = parseSetting(key as SettingKey, value);
+  if (!parsed.ok) throw new BatonError('validation_failed', parsed.error);
+  await deps.settings.set(key, parsed.value, deps.clock.now());
+  deps.logger.info({ key }, 'setting changed');
+  await liftHolds({ ...deps, settingsReader: fresh(deps) });
+  return getSettings(deps);
+}
+
+/**
+ * Allows or blocks deliveries from one agent to another. A block holds (HELD) the pair's
+ * deliveries that have not started; allowing lifts those holds at once.
+ * @throws BatonError project_not_found, agent_not_found
+ */
+export async function setConnection(deps: CoreDeps, input: { project: string; from: string; to: string; rule: 'allow' | 'block' }): Promise<ConnectionRecord[]> {
+  const project = await resolveProject(deps, input.project);
+  const from = input.from.toLowerCase();
+  const to = input.to.toLowerCase();
+  const agents = await deps.agents.findActiveByHandles(project.id, [from, to]);
+  const fromAgent = agents.find((a) => a.handle === from);
+  const toAgent = agents.find((a) => a.handle === to);
+  if (!fromAgent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(from)} in project ${project.slug}`);
+  if (!toAgent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
+  await deps.settings.setConnection(project.id, newId(deps.clock.now().getTime()), fromAgent.id, toAgent.id, input.rule, deps.clock.now());
+  deps.logger.info({ from, to, rule: input.rule }, 'connection rule set');
+  await liftHolds({ ...deps, settingsReader: fresh(deps) });
+  return deps.settings.connections(project.id);
+}
+
+export async function listConnections(deps: CoreDeps, projectSlug: string): Promise<ConnectionRecord[]> {
+  const project = await resolveProject(deps, projectSlug);
+  return deps.settings.connections(project.id);
+}

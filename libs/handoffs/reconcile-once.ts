@@ -1,0 +1,28 @@
+import type { DispatchDeps } from './dispatch-agent.ts';
+import { liftHolds } from './lift-holds.ts';
+import { reconcileUncertain } from './reconcile-uncertain.ts';
+import { sendReminders } from './send-reminders.ts';
+import { sweepOpenWork } from './sweep-open-work.ts';
+
+export interface ReconcileReport {
+  liftedHolds: number;
+  reminders: number;
+  uncertain: number;
+  queuedAgents: number;
+}
+
+/**
+ * One pass of the reconciler, in order: lift holds that ended, send due deadline reminders,
+ * scan UNCERTAIN deliveries' histories, and re-queue every agent with open work and no lock.
+ * Every step reads Postgres and is safe to run from several processes at once.
+ */
+export async function reconcileOnce(
+  deps: DispatchDeps & { locks: DispatchDeps['locks'] & { held(agentIds: readonly string[]): Promise<boolean[]> } },
+  intervalMs: number,
+): Promise<ReconcileReport> {
+  const liftedHolds = await liftHolds(deps);
+  const reminders = (await sendReminders(deps)).length;
+  const uncertain = await reconcileUncertain(deps);
+  const queuedAgents = await sweepOpenWork(deps, intervalMs);
+  return { liftedHolds, reminders, uncertain, queuedAgents };
+}

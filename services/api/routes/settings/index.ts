@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { getSettings, listConnections, setConnection, setSetting } from '../../../../libs/handoffs/manage-settings.ts';
+import { presentConnection, presentSettings } from '../../present.ts';
+import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { ConnectionBody, ConnectionsJson, ErrorBody, ProjectHeader, SettingBody, SettingParams, SettingsJson } from '../../schemas.ts';
+
+/** Runtime settings (`baton config`) and directed connections (`baton allow|block`). */
+const settingsRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  const { core, defaultProject } = opts;
+
+  app.get('/settings', { schema: { response: { 200: SettingsJson } } }, async () => presentSettings(await getSettings(core)));
+
+  app.put(
+    '/settings/:key',
+    { schema: { params: SettingParams, body: SettingBody, response: { 200: SettingsJson, '4xx': ErrorBody } } },
+    async (request) => presentSettings(await setSetting(core, request.params.key, request.body.value)),
+  );
+
+  app.get(
+    '/connections',
+    { schema: { headers: ProjectHeader, response: { 200: ConnectionsJson, '4xx': ErrorBody } } },
+    async (request) => ({ items: (await listConnections(core, projectOf(request, defaultProject))).map(presentConnection) }),
+  );
+
+  app.put(
+    '/connections',
+    { schema: { headers: ProjectHeader, body: ConnectionBody, response: { 200: ConnectionsJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const items = await setConnection(core, { project: projectOf(request, defaultProject), ...request.body });
+      return { items: items.map(presentConnection) };
+    },
+  );
+};
+
+export default settingsRoutes;

@@ -1,0 +1,105 @@
+import type { Command } from 'commander';
+import { UsageError, type CliContext } from '../cli-context.ts';
+import { handoffLine, type HandoffJson } from '../format.ts';
+
+interface SettingsJson {
+  enabled: boolean;
+  enabledAfter: string | null;
+  connections: string;
+  outageGuard: Record<string, unknown>;
+}
+
+/** Parses a config value: JSON when it is JSON (true, 5, {"a":1}, null), else the text itself. */
+function configValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function asAgent(ctx: CliContext, as: string | undefined): string {
+  const who = as ?? ctx.env['BATON_AGENT'];
+  if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
+  return who;
+}
+
+/** `ack`, `release`, `allow`, `block`, `config`, `inbox` */
+export function registerActionCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('ack')
+    .alias('acknowledge')
+    .description('mark a plain message read (the recipient only); no turn is needed')
+    .argument('<id>', 'handoff id')
+    .option('--as <agent>', 'the recipient (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/acknowledge`, { as: asAgent(ctx, opts.as) });
+      if (opts.json) ctx.json(body);
+      else ctx.out(`acknowledged: ${handoffLine(body)}`);
+    });
+
+  program
+    .command('release')
+    .description('cancel a stuck delivery (UNCERTAIN, or a turn that hangs) when you know how it ended; nothing is resent')
+    .argument('<id>', 'handoff id')
+    .option('--as <sender>', 'act as the sender (default: as an operator)')
+    .option('--reason <text>', 'what you know about how it ended')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { as?: string; reason?: string; json?: boolean }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/release`, {
+        ...(opts.as ? { as: opts.as } : {}),
+        ...(opts.reason ? { reason: opts.reason } : {}),
+      });
+      if (opts.json) ctx.json(body);
+      else ctx.out(`released: ${handoffLine(body)}`);
+    });
+
+  for (const rule of ['allow', 'block'] as const) {
+    program
+      .command(rule)
+      .description(rule === 'allow' ? 'let FROM deliver to TO (lifts holds at once)' : 'hold deliveries from FROM to TO (HELD, no attempt spent)')
+      .argument('<from>', 'sending agent')
+      .argument('<to>', 'receiving agent')
+      .action(async (from: string, to: string, _opts: unknown, cmd: Command) => {
+        await ctx.client(cmd).request('PUT', '/v1/connections', { from, to, rule });
+        ctx.out(`${rule === 'allow' ? 'allowed' : 'blocked'}: ${from.toLowerCase()} -> ${to.toLowerCase()}`);
+      });
+  }
+
+  program
+    .command('config')
+    .description('show or change runtime settings: enabled, enabledAfter, connections, outageGuard')
+    .argument('[key]', 'setting to show or change')
+    .argument('[value]', 'new value (JSON or text), e.g. false, 2026-12-01T09:00:00Z, restricted, {"demo":{"down":true}}')
+    .option('--json', 'print JSON')
+    .action(async (key: string | undefined, value: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+      const client = ctx.client(cmd);
+      const settings =
+        key !== undefined && value !== undefined
+          ? (await client.request<SettingsJson>('PUT', `/v1/settings/${encodeURIComponent(key)}`, { value: configValue(value) })).body
+          : await client.get<SettingsJson>('/v1/settings');
+      if (key !== undefined && value === undefined) {
+        if (!(key in settings)) throw new UsageError(`no setting ${JSON.stringify(key)}; known: ${Object.keys(settings).join(', ')}`);
+        return ctx.out(JSON.stringify(settings[key as keyof SettingsJson]));
+      }
+      if (opts.json) return ctx.json(settings);
+      for (const [k, v] of Object.entries(settings)) ctx.out(`${k.padEnd(13)} ${JSON.stringify(v)}`);
+    });
+
+  program
+    .command('inbox')
+    .description("an agent's handoffs in progress and its notifications (deadline reminders)")
+    .argument('[agent]', 'agent (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+      const who = asAgent(ctx, agent);
+      const inbox = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[]; notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }> }>(
+        `/v1/agents/${encodeURIComponent(who)}/inbox`,
+      );
+      if (opts.json) return ctx.json(inbox);
+      ctx.out(`inbox of ${inbox.agent}: ${inbox.handoffs.length} in progress, ${inbox.notifications.length} notifications`);
+      for (const h of inbox.handoffs) ctx.out(`  ${handoffLine(h)}`);
+      for (const n of inbox.notifications) ctx.out(`  [${n.kind}] ${n.text}  (${n.handoffId})`);
+    });
+}

@@ -130,9 +130,11 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
 async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: string, outcome: DispatchOutcome, retryInMs: number): Promise<void> {
   const base = { agentId: job.agentId, provider: job.provider };
   try {
+    // Due-job ids carry this run's lock token: a run woken by a due job must not have its own
+    // follow-up swallowed as a duplicate of the job it is still running.
     if (outcome === 'paused') {
       const at = deps.clock.now().getTime() + retryInMs;
-      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at), retryInMs);
+      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), retryInMs);
       return;
     }
     const next = await deps.handoffs.nextWorkAt(job.agentId, deps.clock.now());
@@ -141,7 +143,7 @@ async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: str
       await deps.scheduler.enqueue({ ...base, cause: 'after_turn' }, JOB_IDS.afterTurn(job.agentId, token));
     } else {
       const delay = Math.max(0, next.getTime() - deps.clock.now().getTime());
-      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, next.getTime()), delay);
+      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, next.getTime(), token), delay);
     }
   } catch (err) {
     // The reconciler's sweep finds the work from Postgres; log and move on.

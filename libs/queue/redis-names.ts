@@ -54,8 +54,8 @@ export const JOB_IDS = {
   afterTurn: (agentId: string, token: string) => `after-${agentId}-${token}`,
   /** The turn lock `token` was held when a job arrived; retry when it expires. */
   lockRetry: (agentId: string, token: string) => `lockretry-${agentId}-${token}`,
-  /** Work becomes due at `atMs` (a delayed resend or a back-off). */
-  dueAt: (agentId: string, atMs: number) => `due-${agentId}-${atMs}`,
+  /** Work becomes due at `atMs` (a delayed resend or a back-off), scheduled by lock run `token`. */
+  dueAt: (agentId: string, atMs: number, token: string) => `due-${agentId}-${atMs}-${token}`,
   /** A hold on the handoff was lifted at this revision. */
   holdLifted: (handoffId: string, revision: number) => `lifted-${handoffId}-${revision}`,
   /** An UNCERTAIN turn was found in the session's history; resume following it. */

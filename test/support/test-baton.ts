@@ -15,6 +15,8 @@ import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { buildApp } from '../../services/api/app.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from './env.ts';
+import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
+import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { createTestDatabase } from './test-database.ts';
 
 export interface TestBaton {
@@ -28,7 +30,10 @@ export interface TestBaton {
   readonly host: DemoAgentHost;
   readonly logger: Logger;
   /** Starts a delivery worker in this process (several may run side by side). */
-  startWorker(opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number }>): RunningDeliveryWorker;
+  startWorker(opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number; outageRetryMs: number }>): RunningDeliveryWorker;
+  put(path: string, body: unknown): Promise<{ status: number; body: any }>;
+  /** One reconciler pass (holds, reminders, UNCERTAIN scans, re-queue) with the first worker's dependencies. */
+  reconcile(): Promise<ReconcileReport>;
   /** POST/GET helpers over app.inject (no network). */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   get(path: string): Promise<{ status: number; body: any }>;
@@ -65,7 +70,7 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
   const workers: RunningDeliveryWorker[] = [];
   const workerRedis: Redis[] = [];
   let n = 0;
-  const inject = async (method: 'GET' | 'POST', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
+  const inject = async (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
     const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers });
     return { status: res.statusCode, body: res.body === '' ? null : res.json() };
   };
@@ -98,12 +103,22 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
         shutdownGraceMs: 2_000,
         busyRetryMs: 100,
         unreachableRetryMs: 200,
+        outageRetryMs: o.outageRetryMs ?? 200,
+        recheckMs: 100,
+        settingsMaxAgeMs: 0,
+        outage: createProviderStatusCheck({ cacheMs: 0 }),
       });
       workers.push(w);
       return w;
     },
+    reconcile() {
+      const w = workers[0];
+      if (!w) throw new Error('start a worker before reconciling');
+      return reconcileOnce(w.deps, 1_000);
+    },
     post: (path, body, headers) => inject('POST', path, body, headers),
     get: (path) => inject('GET', path),
+    put: (path, body) => inject('PUT', path, body),
     async stop() {
       await Promise.all(workers.map((w) => w.stop()));
       await app.close();

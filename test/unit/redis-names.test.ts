@@ -28,7 +28,7 @@ describe('Redis names', () => {
     expect(JOB_IDS.sent('h1')).toBe('sent-h1');
     expect(JOB_IDS.afterTurn('a1', 't1')).toBe('after-a1-t1');
     expect(JOB_IDS.lockRetry('a1', 't1')).toBe('lockretry-a1-t1');
-    expect(JOB_IDS.dueAt('a1', 1000)).toBe('due-a1-1000');
+    expect(JOB_IDS.dueAt('a1', 1000, 't1')).toBe('due-a1-1000-t1');
     expect(JOB_IDS.sweep('a1', 7)).toBe('sweep-a1-7');
   });
 

@@ -31,6 +31,8 @@ export interface DeliveryWorkerOptions {
   readonly unreachableRetryMs?: number;
   readonly outageRetryMs?: number;
   readonly recheckMs?: number;
+  /** How stale the runtime settings this worker acts on may be (default 1 s). */
+  readonly settingsMaxAgeMs?: number;
   /** The outage guard's status check; one per process so its cache is shared. */
   readonly outage?: ProviderStatusCheck;
 }
@@ -53,7 +55,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const names = new RedisNames(opts.redisPrefix);
   const queues = new DeliveryQueues({ connection: opts.redis, names, shards: opts.queueShards, logger: opts.logger });
   const locks = new TurnLocks(opts.redis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger });
-  const settings = new RuntimeSettingsReader(opts.repos.settings);
+  const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? 1_000);
   const draining = new AbortController();
   const handBack = new AbortController();
   const deps: DispatchDeps & { locks: TurnLocks } = {

@@ -17,7 +17,7 @@ export const DEMO_BEHAVIORS = [
   'hang',
   /** say busy (nothing recorded) */
   'busy',
-  /** accept and run normally, but the reply to the writer is lost */
+  /** accept and run (as the agent's settings say), but the reply to the writer is lost */
   'lose_reply',
   /** the write is lost before it lands: nothing recorded, the writer sees a broken connection */
   'drop',
@@ -119,13 +119,15 @@ export class DemoAgentHost implements DemoHostPort {
 
   async receiveTurn(name: string, input: DemoTurnInput, settings: DemoSettings): Promise<ReceiveOutcome> {
     const s = this.session(name);
-    const behavior = s.script.shift() ?? settings.behavior ?? 'ok';
-    if (behavior === 'gone') return { status: 'gone' };
     if (s.active) {
+      // A write while a turn is live: refused, and counted (Baton's lock should prevent it).
       s.stats.overlapAttempts++;
       s.stats.busyAnswers++;
       return { status: 'busy' };
     }
+    const scripted = s.script.shift();
+    const behavior = scripted ?? settings.behavior ?? 'ok';
+    if (behavior === 'gone') return { status: 'gone' };
     if (behavior === 'busy') {
       s.stats.busyAnswers++;
       return { status: 'busy' };
@@ -139,12 +141,15 @@ export class DemoAgentHost implements DemoHostPort {
     s.active = turn;
     this.changed(turn);
     const thinkMs = Math.max(0, Number(settings.thinkMs ?? this.defaultThinkMs) || 0);
+    // A lost reply is about the writer's connection; the turn itself runs as the agent's
+    // settings say (so 'lose_reply' can be combined with 'fail', 'hang', ...).
+    const outcome = behavior === 'lose_reply' ? (settings.behavior && settings.behavior !== 'lose_reply' ? settings.behavior : 'ok') : behavior;
     this.later(0, () => {
       this.setStatus(turn, 'running');
-      if (behavior === 'hang') return;
+      if (outcome === 'hang') return;
       this.later(thinkMs, () => {
-        if (behavior === 'fail') this.end(s, turn, 'failed', null, `${name} hit an error while working`);
-        else if (behavior === 'interrupt') this.end(s, turn, 'interrupted', null, `${name}'s turn was interrupted`);
+        if (outcome === 'fail') this.end(s, turn, 'failed', null, `${name} hit an error while working`);
+        else if (outcome === 'interrupt') this.end(s, turn, 'interrupted', null, `${name}'s turn was interrupted`);
         else this.end(s, turn, 'returned', summarize(name, input), null);
       });
     });

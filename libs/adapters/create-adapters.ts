@@ -3,8 +3,7 @@ import { createDemoAdapter } from './demo/create-demo-adapter.ts';
 import type { DemoHostPort } from './demo/demo-agent-host.ts';
 import type { ProviderAdapter } from './provider-adapter.ts';
 
-/** Adapters that exist so far; later issues add command, webhook, codex and claude_code. */
-export const IMPLEMENTED_PROVIDERS = ['demo'] as const;
+import { PUSH_PROVIDERS } from './implemented-providers.ts';
 
 export interface AdapterFactoryDeps {
   /** Where the demo provider's simulated sessions live. */
@@ -21,7 +20,7 @@ export function createAdapters(providers: readonly string[], deps: AdapterFactor
       case 'demo':
         return createDemoAdapter(deps.demoHost);
       default:
-        throw new Error(`no adapter for provider ${JSON.stringify(p)}; available: ${IMPLEMENTED_PROVIDERS.join(', ')}`);
+        throw new Error(`no adapter for provider ${JSON.stringify(p)}; available: ${PUSH_PROVIDERS.join(', ')}`);
     }
   });
   return new AdapterRegistry(adapters);

@@ -32,6 +32,10 @@ export interface BatonConfig {
   readonly demoHostUrl: string | undefined;
   /** Project used when a request names none. */
   readonly defaultProject: string;
+  /** The CLI's identity for commands that act as an agent (`--as` overrides it). */
+  readonly agent: string | undefined;
+  /** The variables that were set (non-empty), for commands whose defaults differ when unset. */
+  readonly setVariables: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -117,6 +121,8 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
     demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),
     defaultProject,
+    agent: optional(env, 'BATON_AGENT'),
+    setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
   };
   return Object.freeze(config);
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { DeliveryState } from '../domain/delivery-states.ts';
+import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
 import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, NotificationRecord, ProviderName } from './records.ts';
 
@@ -373,9 +373,9 @@ export class HandoffRepository {
   async inFlightFor(recipientId: string): Promise<HandoffRecord | null> {
     const { rows } = await this.pool.query<HandoffRecord>(
       `SELECT ${H('h')} FROM handoffs h
-       WHERE h.recipient_id = $1 AND h.delivery_state IN ('SENDING', 'ACCEPTED', 'RUNNING')
+       WHERE h.recipient_id = $1 AND h.delivery_state = ANY($2::delivery_state[])
        ORDER BY h.seq LIMIT 1`,
-      [recipientId],
+      [recipientId, LIVE_TURN_STATES],
     );
     return rows[0] ?? null;
   }
@@ -385,10 +385,10 @@ export class HandoffRepository {
     const { rows } = await this.pool.query<DispatchCandidate>(
       `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
        LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
-       WHERE h.recipient_id = $1 AND h.delivery_state IN ('WAITING', 'BUSY', 'OWNER_REJECTED')
+       WHERE h.recipient_id = $1 AND h.delivery_state = ANY($3::delivery_state[])
          AND (h.not_before IS NULL OR h.not_before <= $2)
        ORDER BY h.seq LIMIT 1`,
-      [recipientId, now],
+      [recipientId, now, DISPATCHABLE_STATES],
     );
     return rows[0] ?? null;
   }
@@ -399,11 +399,11 @@ export class HandoffRepository {
    */
   async nextWorkAt(recipientId: string, now: Date): Promise<'now' | Date | null> {
     const { rows } = await this.pool.query<{ due: boolean; at: Date | null }>(
-      `SELECT bool_or(not_before IS NULL OR not_before <= $2 OR delivery_state IN ('SENDING', 'ACCEPTED', 'RUNNING')) AS due,
+      `SELECT bool_or(not_before IS NULL OR not_before <= $2 OR delivery_state = ANY($3::delivery_state[])) AS due,
               min(not_before) AS at
        FROM handoffs
-       WHERE recipient_id = $1 AND delivery_state IN ('WAITING', 'BUSY', 'OWNER_REJECTED', 'SENDING', 'ACCEPTED', 'RUNNING')`,
-      [recipientId, now],
+       WHERE recipient_id = $1 AND (delivery_state = ANY($3::delivery_state[]) OR delivery_state = ANY($4::delivery_state[]))`,
+      [recipientId, now, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );
     const row = rows[0];
     if (!row || row.due === null) return null;
@@ -498,11 +498,11 @@ export class HandoffRepository {
       `SELECT recipient_id AS "recipientId", provider FROM (
          SELECT recipient_id, provider, min(seq) AS first_seq FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
-           AND (delivery_state IN ('SENDING', 'ACCEPTED', 'RUNNING')
-             OR (delivery_state IN ('WAITING', 'BUSY', 'OWNER_REJECTED') AND (not_before IS NULL OR not_before <= $1)))
+           AND (delivery_state = ANY($3::delivery_state[])
+             OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))
          GROUP BY recipient_id, provider
        ) open ORDER BY first_seq LIMIT $2`,
-      [now, limit],
+      [now, limit, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );
     return rows;
   }

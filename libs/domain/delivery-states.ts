@@ -34,8 +34,12 @@ export const SETTLED_STATES: ReadonlySet<DeliveryState> = new Set<DeliveryState>
 /** States in which a worker may start a new attempt for the handoff. */
 export const DISPATCHABLE_STATES: readonly DeliveryState[] = ['WAITING', 'BUSY', 'OWNER_REJECTED'];
 
-/** States in which a turn may be live in the recipient's session. */
-export const IN_FLIGHT_STATES: readonly DeliveryState[] = ['SENDING', 'ACCEPTED', 'RUNNING', 'UNCERTAIN'];
+/**
+ * States in which a turn may be live and Baton must follow it: the holder of the recipient's
+ * turn lock finishes these before starting anything new. (UNCERTAIN is not among them: it is
+ * settled by history scans, and a live turn it may have started makes the session say busy.)
+ */
+export const LIVE_TURN_STATES: readonly DeliveryState[] = ['SENDING', 'ACCEPTED', 'RUNNING'];
 
 /** Every state that still needs work from Baton (the reconciler's sweep set). */
 export const OPEN_STATES: readonly DeliveryState[] = DELIVERY_STATES.filter((s) => !SETTLED_STATES.has(s));

@@ -16,7 +16,8 @@ export const ERROR_CATALOG = {
   handoff_not_found: { status: 404, retryable: false, summary: 'No handoff with that id is visible to the caller.' },
   unknown_sender: { status: 422, retryable: false, summary: 'The sender is not an active agent of the project.' },
   unknown_recipient: { status: 422, retryable: false, summary: 'The recipient is not an active agent of the project.' },
-  unknown_provider: { status: 422, retryable: false, summary: 'No adapter exists for that provider name.' },
+  unknown_provider: { status: 422, retryable: false, summary: 'Baton has no adapter for that provider (yet).' },
+  idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used for a different handoff.' },
   not_recipient: { status: 403, retryable: false, summary: 'Only the recipient of the handoff may do this.' },
   not_sender: { status: 403, retryable: false, summary: 'Only the sender of the handoff may do this.' },
   not_a_message: { status: 409, retryable: false, summary: 'Work (a handoff with a title) is returned, not acknowledged.' },
@@ -26,7 +27,6 @@ export const ERROR_CATALOG = {
   transition_not_permitted: { status: 403, retryable: false, summary: 'The caller may not cause this move.' },
   stale_revision: { status: 409, retryable: true, summary: 'The handoff changed since the caller read it; read it again.' },
   database_unavailable: { status: 503, retryable: true, summary: 'Postgres cannot be reached; nothing was recorded.' },
-  queue_unavailable: { status: 503, retryable: true, summary: 'Redis cannot be reached.' },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -23,7 +23,7 @@ export type LockAttempt =
   | { readonly acquired: false; readonly holder: string | null; readonly retryInMs: number };
 
 export interface DispatchDeps extends CoreDeps {
-  readonly locks: { acquire(agentId: string): Promise<LockAttempt> };
+  readonly locks: { acquire(agentId: string): Promise<LockAttempt>; backOff(agentId: string, ms: number): Promise<void> };
   readonly adapters: { get(provider: string): ProviderAdapter | undefined };
   readonly settingsReader: { get(): Promise<RuntimeSettings> };
   readonly outage: { check(provider: string, spec: OutageGuardSpec | undefined): Promise<{ down: boolean; detail: string | null }> };
@@ -133,6 +133,7 @@ async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: str
     // Due-job ids carry this run's lock token: a run woken by a due job must not have its own
     // follow-up swallowed as a duplicate of the job it is still running.
     if (outcome === 'paused') {
+      await deps.locks.backOff(job.agentId, retryInMs);
       const at = deps.clock.now().getTime() + retryInMs;
       await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), retryInMs);
       return;

@@ -1,6 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { AgentRecord, ProviderName } from '../db/records.ts';
+import { USABLE_PROVIDERS } from '../adapters/implemented-providers.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -18,9 +19,12 @@ export interface RegisterAgentInput {
  * Registers an agent in a project. Handles are case-insensitive (stored lower-case). A removed
  * agent's handle can be registered again; it gets a new generation, so handoffs enrolled for
  * the old one are never redirected to it.
- * @throws BatonError project_not_found, agent_exists
+ * @throws BatonError unknown_provider, project_not_found, agent_exists
  */
 export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): Promise<AgentRecord> {
+  if (!USABLE_PROVIDERS.includes(input.provider)) {
+    throw new BatonError('unknown_provider', `no adapter for provider ${input.provider} yet; use one of ${USABLE_PROVIDERS.join(', ')}`);
+  }
   const project = await resolveProject(deps, input.project);
   const handle = input.handle.toLowerCase();
   const deliveryTarget =

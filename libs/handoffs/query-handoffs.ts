@@ -1,5 +1,5 @@
 import { BatonError } from '../domain/errors.ts';
-import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import { isUuid } from '../domain/ids.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
@@ -116,7 +116,7 @@ export async function getInbox(deps: CoreDeps, projectSlug: string, handle: stri
   const open = await deps.handoffs.list({
     projectId: project.id,
     recipientId: agent.id,
-    states: ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED', 'SENDING', 'UNCERTAIN', 'ACCEPTED', 'RUNNING'],
+    states: OPEN_STATES,
     limit: 200,
   });
   const notifications = await deps.handoffs.notificationsForAgent(agent.id, 100);

@@ -17,7 +17,7 @@ export interface ReconcileReport {
  * Every step reads Postgres and is safe to run from several processes at once.
  */
 export async function reconcileOnce(
-  deps: DispatchDeps & { locks: DispatchDeps['locks'] & { held(agentIds: readonly string[]): Promise<boolean[]> } },
+  deps: DispatchDeps & { locks: DispatchDeps['locks'] & { busy(agentIds: readonly string[]): Promise<boolean[]> } },
   intervalMs: number,
 ): Promise<ReconcileReport> {
   const liftedHolds = await liftHolds(deps);

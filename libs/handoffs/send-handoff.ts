@@ -44,7 +44,7 @@ export function contentHash(recipientId: string, input: SendHandoffInput): strin
  * committed first; the dispatch job is added after the commit with a deterministic id, so a
  * lost enqueue is repaired by the reconciler and a repeated one is a no-op. The recipient's
  * session at this moment is snapshotted: the handoff is delivered there or nowhere.
- * @throws BatonError project_not_found, unknown_sender, unknown_recipient, database_unavailable
+ * @throws BatonError project_not_found, unknown_sender, unknown_recipient, idempotency_conflict, database_unavailable
  */
 export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
   const project = await resolveProject(deps, input.project);
@@ -58,14 +58,24 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   const view = (h: Omit<HandoffView, 'senderHandle' | 'recipientHandle'>): HandoffView => ({ ...h, senderHandle: sender.handle, recipientHandle: recipient.handle });
 
   const key = input.idempotencyKey ?? null;
+  const hash = contentHash(recipient.id, input);
+  // A repeated key returns the first handoff, but only for the same request: a different
+  // recipient or content under a used key is a conflict, never a silent no-op.
+  const replay = (existing: HandoffRecord): SendHandoffResult => {
+    if (existing.contentHash !== hash) {
+      throw new BatonError('idempotency_conflict', `idempotency key ${JSON.stringify(key)} was already used by ${sender.handle} for handoff ${existing.id} with different content`, {
+        handoffId: existing.id,
+      });
+    }
+    return { handoff: view(existing), created: false };
+  };
   if (key !== null) {
     const existing = await deps.handoffs.findByIdempotencyKey(sender.id, key);
-    if (existing) return { handoff: view(existing), created: false };
+    if (existing) return replay(existing);
   }
 
   const actor: Actor = { kind: 'sender', id: sender.handle, tokenId: input.tokenId ?? null };
   const now = deps.clock.now();
-  const hash = contentHash(recipient.id, input);
   const enroll = async (repo: HandoffRepository, duplicateOf: HandoffRecord | null) => {
     const event = duplicateOf ? 'duplicate_detected' : 'enrolled';
     const state = planTransition(null, event, actor.kind);
@@ -115,7 +125,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
     // Lost a race on the idempotency key: the winner is committed (ON CONFLICT waited for it).
     const winner = key !== null ? await deps.handoffs.findByIdempotencyKey(sender.id, key) : null;
     if (!winner) throw new Error('idempotency conflict without a winner');
-    return { handoff: view(winner), created: false };
+    return replay(winner);
   }
   if (recipient.provider !== 'manual' && inserted.deliveryState === 'WAITING') {
     try {

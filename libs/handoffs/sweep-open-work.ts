@@ -2,15 +2,15 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import type { CoreDeps } from './ports.ts';
 
 export interface SweepDeps extends CoreDeps {
-  readonly locks: { held(agentIds: readonly string[]): Promise<boolean[]> };
+  readonly locks: { busy(agentIds: readonly string[]): Promise<boolean[]> };
 }
 
 /** Recipients looked at per sweep; the rest are taken in the next one. */
 const SWEEP_BATCH = 5_000;
 
 /**
- * The reconciler's sweep: Postgres is the truth, so every recipient with open push work and no
- * turn lock held gets a dispatch job. This rebuilds what Redis lost (a FLUSHALL, a restart, an
+ * The reconciler's sweep: Postgres is the truth, so every recipient with open push work, no
+ * turn lock held and no back-off running gets a dispatch job. This rebuilds what Redis lost (a FLUSHALL, a restart, an
  * enqueue that failed after a commit, a worker killed mid-turn). Job ids are per sweep
  * interval, so parallel sweeps from several processes add each job once.
  * @returns how many agents were queued.
@@ -19,12 +19,12 @@ export async function sweepOpenWork(deps: SweepDeps, intervalMs: number): Promis
   const now = deps.clock.now();
   const open = await deps.handoffs.recipientsWithOpenWork(now, SWEEP_BATCH);
   if (open.length === 0) return 0;
-  const held = await deps.locks.held(open.map((o) => o.recipientId));
+  const held = await deps.locks.busy(open.map((o) => o.recipientId));
   const sweep = Math.floor(now.getTime() / intervalMs);
   const idle = open.filter((_, i) => !held[i]);
-  for (const o of idle) {
-    await deps.scheduler.enqueue({ agentId: o.recipientId, provider: o.provider, cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep));
-  }
+  await Promise.all(
+    idle.map((o) => deps.scheduler.enqueue({ agentId: o.recipientId, provider: o.provider, cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep))),
+  );
   if (idle.length > 0) deps.logger.debug({ queued: idle.length }, 'reconciler queued agents with open work');
   return idle.length;
 }

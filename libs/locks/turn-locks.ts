@@ -123,4 +123,32 @@ export class TurnLocks {
     const results = (await pipeline.exec()) ?? [];
     return results.map(([err, n]) => !err && n === 1);
   }
+
+  /**
+   * Which of the agents are busy for the reconciler: a turn lock is held, or the agent is
+   * backing off. One round trip.
+   */
+  async busy(agentIds: readonly string[]): Promise<boolean[]> {
+    if (agentIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of agentIds) pipeline.exists(this.names.turnLock(id), this.names.backoff(id));
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([err, n]) => !err && typeof n === 'number' && n > 0);
+  }
+
+  /**
+   * Marks the agent as backing off for `ms`: the reconciler's sweep leaves it alone until then
+   * (its own due job wakes it). Lost with Redis, which only makes the next sweep look sooner.
+   */
+  async backOff(agentId: string, ms: number): Promise<void> {
+    await this.redis.set(this.names.backoff(agentId), '1', 'PX', Math.max(1, Math.round(ms)));
+  }
+
+  /**
+   * Takes the reconciler lead for `ms` if nobody holds it: one process runs each pass. The key
+   * is not released: it simply expires, so a leader that dies costs at most one interval.
+   */
+  async tryLeadReconciler(group: string, holder: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(this.names.reconcilerLeader(group), holder, 'PX', Math.max(1, ms), 'NX')) === 'OK';
+  }
 }

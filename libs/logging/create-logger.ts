@@ -23,20 +23,10 @@ export const REDACT_PATHS = [
   '*.redisUrl',
 ];
 
-/**
- * Standard field names, so every process logs the same thing the same way. Untrusted
- * payloads go under `payload`, errors under `err`.
+/*
+ * Standard field names, used the same way in every process: handoffId, agentId, attemptId,
+ * requestId, jobId, queue, workerId. Errors go under `err`; untrusted payloads under `payload`.
  */
-export const LOG_FIELDS = {
-  handoffId: 'handoffId',
-  agentId: 'agentId',
-  attemptId: 'attemptId',
-  requestId: 'requestId',
-  jobId: 'jobId',
-  queue: 'queue',
-  workerId: 'workerId',
-  payload: 'payload',
-} as const;
 
 /**
  * Errors are logged as type, message, code, stack and cause only: driver errors carry their

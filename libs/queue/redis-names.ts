@@ -37,9 +37,17 @@ export class RedisNames {
     return `${this.prefix}:turn-lock:${agentId}`;
   }
 
-  /** Held by the one worker process that runs the reconciler sweep this interval. */
-  reconcilerLeader(): string {
-    return `${this.prefix}:reconciler-leader`;
+  /** Set while an agent backs off (busy session, unreachable or down provider): sweeps skip it. */
+  backoff(agentId: string): string {
+    return `${this.prefix}:backoff:${agentId}`;
+  }
+
+  /**
+   * Held by the one worker process that runs the reconciler pass this interval, per group of
+   * workers serving the same providers (only they can scan those providers' histories).
+   */
+  reconcilerLeader(group: string): string {
+    return `${this.prefix}:reconciler-leader:${group}`;
   }
 }
 

@@ -28,7 +28,7 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
     config,
     client(cmd: Command) {
       const opts = cmd.optsWithGlobals<{ url?: string; project?: string }>();
-      return new ApiClient(opts.url ?? config().api.publicUrl, opts.project ?? env['BATON_PROJECT']);
+      return new ApiClient(opts.url ?? config().api.publicUrl, opts.project ?? config().defaultProject);
     },
     out: (line) => write(`${line}\n`),
     json: (value) => write(`${JSON.stringify(value, null, 2)}\n`),
@@ -39,6 +39,14 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
 export function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
   return (raw: string): number => {
     if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from 1 to ${max}`);
+    return Number(raw);
+  };
+}
+
+/** Parses a whole number option that may be zero. */
+export function nonNegativeInt(name: string, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw) || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from 0 to ${max}`);
     return Number(raw);
   };
 }

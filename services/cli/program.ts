@@ -1,7 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../libs/config/load-config.ts';
 import { ApiError, ApiUnreachable } from './api-client.ts';
-import { UsageError, createCliContext, positiveInt } from './cli-context.ts';
+import { UsageError, createCliContext } from './cli-context.ts';
+import { registerDemoCommand } from './commands/demo.ts';
 import { registerAgentCommands } from './commands/agent.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
@@ -20,16 +21,7 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
     .showHelpAfterError()
     .exitOverride();
   registerProcessCommands(program, ctx);
-  program
-    .command('demo')
-    .description('see Baton work: four simulated agents hand work to each other (Ctrl+C stops and cleans up)')
-    .option('--think-ms <ms>', 'how long each simulated turn takes', positiveInt('--think-ms', 600_000), 700)
-    .option('--chains <n>', 'relays running at once', positiveInt('--chains', 20), 2)
-    .option('--duration <seconds>', 'stop by itself after this long', positiveInt('--duration', 86_400))
-    .action(async (opts: { thinkMs: number; chains: number; duration?: number }) => {
-      const { runDemo } = await import('./commands/demo.ts');
-      await runDemo(ctx, opts);
-    });
+  registerDemoCommand(program, ctx);
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerReadCommands(program, ctx);
@@ -74,6 +66,10 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
     }
     if (err instanceof ApiError) {
       io.err(`error: ${err.code}: ${err.message}\n`);
+      return EXIT.failed;
+    }
+    if (err instanceof Error && err.name === 'DemoSetupError') {
+      io.err(`cannot start the demo: ${err.message}\n`);
       return EXIT.failed;
     }
     if (err instanceof ApiUnreachable) {

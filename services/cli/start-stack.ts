@@ -74,7 +74,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       stalledIntervalMs: config.stalledIntervalMs,
       shutdownGraceMs: config.shutdownGraceMs,
     });
-    reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs);
+    reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, [...adapters.providers()].sort().join('+'));
   }
   if (opts.api) {
     const redis = openRedis(config.redisUrl, 'producer', logger);

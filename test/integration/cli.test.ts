@@ -73,6 +73,46 @@ describe('the baton CLI', () => {
     expect((await cli('agent', 'remove', 'planner')).code).toBe(0);
   });
 
+  it('blocks and allows connections, changes settings, acknowledges, releases and shows an inbox', async () => {
+    for (const id of ['lead', 'helper']) expect((await cli('agent', 'add', id)).code).toBe(0);
+    expect((await cli('agent', 'add', 'sleeper', '--settings', '{"behavior":"hang"}')).code).toBe(0);
+
+    expect((await cli('block', 'lead', 'helper')).out).toContain('blocked: lead -> helper');
+    const held = JSON.parse((await cli('send', 'lead', 'helper', 'please', '--title', 'Held work', '--json')).out);
+    await eventually(async () => expect(JSON.parse((await cli('show', held.id, '--json')).out).state).toBe('HELD'));
+    expect((await cli('allow', 'lead', 'helper')).out).toContain('allowed');
+    await eventually(async () => expect(JSON.parse((await cli('show', held.id, '--json')).out).state).toBe('RETURNED'));
+
+    expect((await cli('config', 'enabled', 'false')).out).toMatch(/enabled\s+false/);
+    expect((await cli('config', 'enabled')).out.trim()).toBe('false');
+    expect((await cli('config', 'enabled', 'true')).code).toBe(0);
+    const bad = await cli('config', 'connections', 'closed');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('validation_failed');
+    expect((await cli('config', 'colour', 'blue')).err).toContain('unknown_setting');
+    expect(JSON.parse((await cli('config', '--json')).out)).toMatchObject({ enabled: true, connections: 'open' });
+
+    // A plain message to a busy agent: the recipient reads it instead of getting a turn.
+    const busy = JSON.parse((await cli('send', 'lead', 'sleeper', 'long job', '--title', 'Long job', '--json')).out);
+    await eventually(async () => expect(JSON.parse((await cli('show', busy.id, '--json')).out).state).toBe('RUNNING'));
+    const note = JSON.parse((await cli('send', 'lead', 'sleeper', 'fyi', '--due-minutes', '1', '--json')).out);
+    expect((await cli('ack', note.id)).err).toMatch(/--as AGENT/);
+    expect((await cli('ack', note.id, '--as', 'lead')).err).toContain('not_recipient');
+    const acked = await runCli(['ack', note.id], { ...env, BATON_AGENT: 'sleeper' }, { out: () => undefined, err: () => undefined });
+    expect(acked).toBe(0);
+    expect(JSON.parse((await cli('show', note.id, '--json')).out).state).toBe('ACKNOWLEDGED');
+
+    const inbox = await cli('inbox', 'sleeper');
+    expect(inbox.out).toContain('inbox of sleeper: 1 in progress');
+    expect(inbox.out).toContain(busy.id);
+
+    // The hung turn is released by a person; nothing is resent.
+    const released = await cli('release', busy.id, '--reason', 'the session was restarted');
+    expect(released.out).toContain('released');
+    expect(JSON.parse((await cli('show', busy.id, '--json')).out).state).toBe('CANCELLED');
+    expect((await cli('release', busy.id)).err).toContain('invalid_transition');
+  });
+
   it('exits 2 on usage errors, without calling the API', async () => {
     const before = (await baton.db.pool.query('SELECT count(*)::int AS n FROM handoffs')).rows[0].n;
     for (const argv of [
@@ -95,8 +135,10 @@ describe('the baton CLI', () => {
     const refused = await cli('send', 'engineer', 'nobody', 'hi');
     expect(refused.code).toBe(1);
     expect(refused.err).toContain('unknown_recipient');
-    const unreachable = await runCli(['status'], { BATON_URL: 'http://127.0.0.1:9' }, { out: () => undefined, err: (s) => expect(s).toMatch(/cannot reach Baton/) });
+    let err = '';
+    const unreachable = await runCli(['status'], { BATON_URL: 'http://127.0.0.1:9' }, { out: () => undefined, err: (s) => void (err += s) });
     expect(unreachable).toBe(1);
+    expect(err).toMatch(/cannot reach Baton at http:\/\/127.0.0.1:9/);
   });
 
   it('as a real process: exit codes reach the shell', async () => {

@@ -73,6 +73,16 @@ describe('a handoff sent over HTTP', () => {
     const viaHeader = await baton.post('/v1/handoffs', { ...body, idempotencyKey: undefined }, { 'idempotency-key': 'review-1' });
     expect(viaHeader.body.id).toBe(first.body.id);
   });
+
+  it('refuses a used idempotency key with different content (409 idempotency_conflict) and creates nothing', async () => {
+    const first = await baton.post('/v1/handoffs', { from: 'planner', to: 'reviewer', message: 'review A', idempotencyKey: 'conflict-1' });
+    expect(first.status).toBe(201);
+    const other = await baton.post('/v1/handoffs', { from: 'planner', to: 'reviewer', message: 'review B', idempotencyKey: 'conflict-1' });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('idempotency_conflict');
+    const { rows } = await baton.db.pool.query(`SELECT count(*)::int AS n FROM handoffs WHERE idempotency_key = 'conflict-1'`);
+    expect(rows[0].n).toBe(1);
+  });
 });
 
 describe('bad input', () => {
@@ -124,6 +134,13 @@ describe('bad input', () => {
 });
 
 describe('agents', () => {
+  it('refuses a provider Baton has no adapter for yet', async () => {
+    const res = await baton.post('/v1/agents', { id: 'coder', provider: 'codex' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('unknown_provider');
+    expect((await baton.post('/v1/agents', { id: 'coder', provider: 'teleporter' })).body.error.code).toBe('validation_failed');
+  });
+
   it('refuses a second active agent with the same id, case-insensitively', async () => {
     const res = await baton.post('/v1/agents', { id: 'Planner', provider: 'demo' });
     expect(res.status).toBe(409);

@@ -1,33 +1,54 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { migrate } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL, databaseUrl } from './env.ts';
+
+async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+let templateReady: Promise<string> | undefined;
+
+/** Builds the migrated template once per run (an advisory lock makes parallel files wait for one builder). */
+function ensureTemplate(): Promise<string> {
+  const template = inject('templateDatabase');
+  templateReady ??= withAdmin(async (admin) => {
+    await admin.query('SELECT pg_advisory_lock(8811)');
+    try {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
+      if (!rowCount) {
+        const build = `${template}_build`;
+        await admin.query(`DROP DATABASE IF EXISTS ${build} WITH (FORCE)`);
+        await admin.query(`CREATE DATABASE ${build}`);
+        await migrate(databaseUrl(build));
+        await admin.query(`ALTER DATABASE ${build} RENAME TO ${template}`);
+      }
+      return template;
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+    }
+  });
+  return templateReady;
+}
 
 /**
  * A fresh, migrated database for one test file, cloned from the run's template (fast: a file
  * copy, no migrations). `drop()` removes it.
  */
 export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
-  const template = inject('templateDatabase');
+  const template = await ensureTemplate();
   const name = `baton_t_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-  } finally {
-    await admin.end();
-  }
+  await withAdmin((admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   return {
     name,
     url: databaseUrl(name),
-    async drop() {
-      const c = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
+    drop: () => withAdmin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
   };
 }

@@ -11,7 +11,8 @@ describe('Redis names', () => {
 
   it('names the turn lock per agent under the prefix', () => {
     expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:0190a1b2-0000-7000-8000-000000000001');
-    expect(names.reconcilerLeader()).toBe('baton:reconciler-leader');
+    expect(names.reconcilerLeader('demo')).toBe('baton:reconciler-leader:demo');
+    expect(names.backoff('a1')).toBe('baton:backoff:a1');
   });
 
   it('puts an agent on the same shard every time, spreading agents over all shards', () => {

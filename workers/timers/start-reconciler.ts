@@ -3,18 +3,32 @@ import { reconcileOnce } from '../../libs/handoffs/reconcile-once.ts';
 
 /**
  * Runs the reconciler (libs/handoffs/reconcile-once.ts) every `intervalMs`, never two passes
- * at once in this process. Errors (Postgres or Redis down) are logged and the next tick tries
+ * at once in this process, and in one process at a time across the deployment (a lead key
+ * that expires after one interval). Errors (Postgres or Redis down) are logged and the next tick tries
  * again: that is how workers back off and resume.
  */
 export function startReconciler(
-  deps: DispatchDeps & { locks: DispatchDeps['locks'] & { held(agentIds: readonly string[]): Promise<boolean[]> } },
+  deps: DispatchDeps & {
+    locks: DispatchDeps['locks'] & {
+      busy(agentIds: readonly string[]): Promise<boolean[]>;
+      tryLeadReconciler(group: string, holder: string, ms: number): Promise<boolean>;
+    };
+  },
   intervalMs: number,
+  /** Workers serving the same providers share one leader (e.g. "demo"). */
+  group: string,
 ): { stop(): Promise<void> } {
   let running: Promise<void> | null = null;
   let failures = 0;
   const tick = () => {
     if (running) return;
-    running = reconcileOnce(deps, intervalMs)
+    // One process leads each interval; the others skip it (every step is safe in parallel, but
+    // there is no point in several processes scanning the same histories).
+    running = deps.locks
+      .tryLeadReconciler(group, deps.workerId, intervalMs)
+      .then(async (leading) => {
+        if (leading) await reconcileOnce(deps, intervalMs);
+      })
       .then(() => {
         if (failures > 0) deps.logger.info({ failures }, 'reconciler recovered');
         failures = 0;

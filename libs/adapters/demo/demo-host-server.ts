@@ -25,8 +25,10 @@ export async function serveDemoHost(host: DemoAgentHost, opts: { port?: number; 
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.bind ?? '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const bind = opts.bind ?? '127.0.0.1';
+  const shown = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         host.close();

@@ -19,7 +19,7 @@ function configValue(raw: string): unknown {
 }
 
 function asAgent(ctx: CliContext, as: string | undefined): string {
-  const who = as ?? ctx.env['BATON_AGENT'];
+  const who = as ?? ctx.config().agent;
   if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
   return who;
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UsageError, positiveInt, type CliContext } from '../cli-context.ts';
+import { UsageError, nonNegativeInt, positiveInt, type CliContext } from '../cli-context.ts';
 
 // The process commands load the server side (Prisma, BullMQ, Fastify) only when they run, so
 // client commands such as `baton status` start fast.
@@ -55,12 +55,13 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     .command('demo-host')
     .description('serve simulated demo sessions over HTTP, for several workers to share (BATON_DEMO_HOST_URL)')
     .option('--port <port>', 'port to listen on', positiveInt('--port', 65535))
-    .option('--think-ms <ms>', 'default time a simulated turn takes', (v) => Number(v), 0)
-    .action(async (opts: { port?: number; thinkMs: number }) => {
+    .option('--bind <address>', 'address to listen on (0.0.0.0 to serve other hosts or containers)', '127.0.0.1')
+    .option('--think-ms <ms>', 'default time a simulated turn takes', nonNegativeInt('--think-ms', 3_600_000), 0)
+    .action(async (opts: { port?: number; bind: string; thinkMs: number }) => {
       const { createLogger, DemoAgentHost, serveDemoHost, runUntilSignal } = await serverSide();
       const logger = createLogger({ level: ctx.config().logLevel, name: 'baton-demo-host' });
       const host = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
-      const served = await serveDemoHost(host, opts.port ? { port: opts.port } : {});
+      const served = await serveDemoHost(host, { bind: opts.bind, ...(opts.port ? { port: opts.port } : {}) });
       ctx.out(`demo sessions on ${served.url}`);
       await runUntilSignal(() => served.close(), logger);
     });

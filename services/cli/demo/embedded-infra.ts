@@ -31,10 +31,13 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Where `binary` is on the PATH (as the shell would find it), or null. */
 function findOnPath(binary: string): string | null {
-  for (const dir of (process.env['PATH'] ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, binary);
-    if (dir && existsSync(candidate)) return candidate;
+  try {
+    const found = execFileSync('sh', ['-c', `command -v ${binary}`], { encoding: 'utf8' }).trim();
+    if (found) return found;
+  } catch {
+    // not on the PATH; try the usual places below
   }
   for (const dir of ['/usr/bin', '/usr/local/bin', '/usr/sbin', '/opt/homebrew/bin']) {
     const candidate = path.join(dir, binary);

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { DemoAgentHost } from '../../../libs/adapters/demo/demo-agent-host.ts';
+import { loadConfig } from '../../../libs/config/load-config.ts';
+import { newId } from '../../../libs/domain/ids.ts';
+import { AgentRepository } from '../../../libs/db/agent-repository.ts';
+import { createLogger } from '../../../libs/logging/create-logger.ts';
+import { openRedis } from '../../../libs/queue/open-redis.ts';
+import { ApiClient } from '../api-client.ts';
+import type { CliContext } from '../cli-context.ts';
+import { DemoRelay } from './demo-relay.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from './embedded-infra.ts';
+import { startStack, type RunningStack } from '../start-stack.ts';
+
+const DEFAULT_PORT = 8787;
+
+async function portFree(port: number): Promise<boolean> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * `baton demo` (registered in commands/demo.ts): everything in one process on embedded defaults (Postgres from npm in a temp
+ * dir, a private redis-server) unless DATABASE_URL / REDIS_URL are set; four simulated agents
+ * hand work around until Ctrl+C, which stops everything and deletes the demo data.
+ */
+export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number }): Promise<void> {
+  const out = ctx.out;
+  const base = ctx.config();
+  const cleanups: Array<() => Promise<void>> = [];
+  let stack: RunningStack | undefined;
+  let stopRequested = false;
+  let resolveStop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    resolveStop = resolve;
+  });
+  const requestStop = () => {
+    if (stopRequested) process.exit(1);
+    stopRequested = true;
+    resolveStop();
+  };
+  process.on('SIGINT', requestStop);
+  process.on('SIGTERM', requestStop);
+
+  const suffix = randomBytes(3).toString('hex');
+  try {
+    out('Baton demo: starting (Ctrl+C stops everything and deletes the demo data)');
+    let databaseUrl = base.databaseUrl;
+    let redisUrl = base.redisUrl;
+    if (!databaseUrl) {
+      out('  Postgres: none configured (DATABASE_URL), starting an embedded one in a temp dir...');
+      const pg: Started = await startEmbeddedPostgres();
+      cleanups.unshift(pg.stop);
+      databaseUrl = pg.url;
+    } else {
+      out('  Postgres: using DATABASE_URL (demo data goes to its own project and is deleted at the end)');
+    }
+    if (!redisUrl) {
+      out('  Redis: none configured (REDIS_URL), starting a private redis-server...');
+      const redis = await startPrivateRedis();
+      cleanups.unshift(redis.stop);
+      redisUrl = redis.url;
+    } else {
+      out('  Redis: using REDIS_URL (demo keys get their own prefix and are deleted at the end)');
+    }
+    const port = ctx.env['BATON_API_PORT'] ? base.api.port : (await portFree(DEFAULT_PORT)) ? DEFAULT_PORT : await freePort();
+    const project = base.databaseUrl ? `demo-${suffix}` : 'default';
+    const config = loadConfig({
+      ...ctx.env,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      BATON_API_PORT: String(port),
+      BATON_REDIS_PREFIX: base.redisUrl ? `baton-demo-${suffix}` : base.redisPrefix,
+      BATON_PROJECT: project,
+      // Quiet by default: the terminal is for the live view; set BATON_LOG_LEVEL to see more.
+      BATON_LOG_LEVEL: base.setVariables.includes('BATON_LOG_LEVEL') ? base.logLevel : 'error',
+    });
+    const logger = createLogger({ level: config.logLevel, name: 'baton-demo' }, pino.destination(2));
+    const demoHost = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
+    stack = await startStack({ config, logger, api: true, worker: true, demoHost });
+    const running = stack;
+    if (base.databaseUrl) {
+      const agents = new AgentRepository(running.db.prisma);
+      const created = await agents.ensureProject(newId(), project, `Baton demo ${suffix}`);
+      cleanups.unshift(async () => {
+        const db = (await import('../../../libs/db/open-database.ts')).openDatabase({ url: config.databaseUrl!, poolSize: 1, logger });
+        try {
+          await new AgentRepository(db.prisma).deleteProject(created.id);
+        } finally {
+          await db.close();
+        }
+      });
+    }
+    if (base.redisUrl) {
+      cleanups.unshift(() => deleteRedisPrefix(config.redisUrl!, config.redisPrefix, logger));
+    }
+    const url = running.api!.url;
+    out(`  API: ${url}   (try: curl ${url}/v1/status   or   BATON_URL=${url} ./bin/baton.mjs list)`);
+    const client = new ApiClient(url, project);
+    const relay = new DemoRelay(client, out);
+    await relay.registerAgents(opts.thinkMs);
+    out('');
+    out('time      handoff                 work                                     transition');
+    await relay.start(opts.chains);
+    if (opts.duration) setTimeout(requestStop, opts.duration * 1000).unref();
+    let lastSummary = Date.now();
+    while (!stopRequested) {
+      await relay.tick();
+      if (Date.now() - lastSummary > 5_000) {
+        lastSummary = Date.now();
+        out(`          -- ${relay.summary()}`);
+      }
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, 200))]);
+    }
+    out(`stopping: ${relay.summary()}`);
+  } finally {
+    await stack?.stop().catch(() => undefined);
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+    process.off('SIGINT', requestStop);
+    process.off('SIGTERM', requestStop);
+    if (stack || cleanups.length > 0) out('demo stopped; demo data deleted');
+  }
+}
+
+async function deleteRedisPrefix(url: string, prefix: string, logger: import('../../../libs/logging/create-logger.ts').Logger): Promise<void> {
+  const redis = openRedis(url, 'worker', logger);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}

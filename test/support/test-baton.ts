@@ -47,14 +47,15 @@ export const silentLogger = (): Logger => createLogger({ level: process.env['TES
  * own Redis key prefix, the HTTP app (injected, no port), and in-process simulated sessions.
  * Nothing is mocked but the provider at the adapter edge.
  */
-export async function startTestBaton(opts: { clock?: Clock; queueShards?: number } = {}): Promise<TestBaton> {
+export async function startTestBaton(opts: { clock?: Clock; queueShards?: number; redisUrl?: string } = {}): Promise<TestBaton> {
+  const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
   const database = await createTestDatabase();
   const logger = silentLogger();
   const db = openDatabase({ url: database.url, poolSize: 10, logger });
   const repos = createRepositories(db);
   const prefix = `t${randomBytes(5).toString('hex')}`;
-  const producer = openRedis(TEST_REDIS_URL, 'producer', logger);
-  const redis = openRedis(TEST_REDIS_URL, 'worker', logger);
+  const producer = openRedis(redisUrl, 'producer', logger);
+  const redis = openRedis(redisUrl, 'worker', logger);
   await Promise.all([producer.ping(), redis.ping()]);
   const clock = opts.clock ?? systemClock;
   const queueShards = opts.queueShards ?? 2;
@@ -85,7 +86,7 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
     host,
     logger,
     startWorker(o = {}) {
-      const connection = openRedis(TEST_REDIS_URL, 'worker', logger);
+      const connection = openRedis(redisUrl, 'worker', logger);
       workerRedis.push(connection);
       const w = startDeliveryWorker({
         repos,

@@ -1,6 +1,6 @@
 import type { DeliveryTarget, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
 import { DEMO_BEHAVIORS, type DemoBehavior, type DemoHostPort, type DemoObservation, type DemoSettings } from './demo-agent-host.ts';
-import { DemoHostUnreachable } from './demo-host-client.ts';
+import { DemoHostClient, DemoHostUnreachable } from './demo-host-client.ts';
 import { raceAbort } from '../race-abort.ts';
 
 /** Long-poll window for watching a turn; short enough to notice an abort quickly. */
@@ -10,6 +10,8 @@ export function demoSettings(settings: Readonly<Record<string, unknown>>): DemoS
   const out: DemoSettings = {};
   const think = settings['thinkMs'];
   if (typeof think === 'number' && Number.isFinite(think) && think >= 0) out.thinkMs = think;
+  const replyDelay = settings['replyDelayMs'];
+  if (typeof replyDelay === 'number' && Number.isFinite(replyDelay) && replyDelay >= 0) out.replyDelayMs = replyDelay;
   const behavior = settings['behavior'];
   if (typeof behavior === 'string' && (DEMO_BEHAVIORS as readonly string[]).includes(behavior)) out.behavior = behavior as DemoBehavior;
   return out;
@@ -46,6 +48,9 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
           { requestId: turn.requestId, handoffId: turn.handoffId, from: turn.from, title: turn.title, message: turn.message },
           demoSettings(target.settings),
         );
+        if (outcome.status === 'accepted' && outcome.replyDelayMs && !(host instanceof DemoHostClient)) {
+          await new Promise((r) => setTimeout(r, outcome.replyDelayMs));
+        }
         switch (outcome.status) {
           case 'accepted':
             return outcome.dropReply ? { outcome: 'lost', error: 'the reply to the write was lost' } : { outcome: 'accepted' };

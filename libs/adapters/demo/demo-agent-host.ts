@@ -31,6 +31,8 @@ export type DemoBehavior = (typeof DEMO_BEHAVIORS)[number];
 export interface DemoSettings {
   thinkMs?: number;
   behavior?: DemoBehavior;
+  /** Delay the answer to the writer (the turn is already recorded and running). */
+  replyDelayMs?: number;
 }
 
 export interface DemoTurnInput {
@@ -53,7 +55,7 @@ export interface DemoTurn extends DemoTurnInput {
 }
 
 export type ReceiveOutcome =
-  | { status: 'accepted'; dropReply: boolean }
+  | { status: 'accepted'; dropReply: boolean; replyDelayMs?: number }
   | { status: 'busy' }
   | { status: 'refused'; reason: string }
   | { status: 'gone' }
@@ -66,8 +68,10 @@ export type DemoObservation =
 export interface SessionStats {
   session: string;
   turnsReceived: number;
-  /** Writes that arrived while another turn was live in the session: must stay 0. */
+  /** Writes that arrived while another turn was live in the session (refused as busy). */
   overlapAttempts: number;
+  /** Writes that reused a request id the session had already received: must stay 0. */
+  repeatedRequestIds: number;
   busyAnswers: number;
 }
 
@@ -106,7 +110,7 @@ export class DemoAgentHost implements DemoHostPort {
   private session(name: string): Session {
     let s = this.sessions.get(name);
     if (!s) {
-      s = { name, active: null, turns: new Map(), order: [], script: [], stats: { session: name, turnsReceived: 0, overlapAttempts: 0, busyAnswers: 0 } };
+      s = { name, active: null, turns: new Map(), order: [], script: [], stats: { session: name, turnsReceived: 0, overlapAttempts: 0, repeatedRequestIds: 0, busyAnswers: 0 } };
       this.sessions.set(name, s);
     }
     return s;
@@ -119,6 +123,11 @@ export class DemoAgentHost implements DemoHostPort {
 
   async receiveTurn(name: string, input: DemoTurnInput, settings: DemoSettings): Promise<ReceiveOutcome> {
     const s = this.session(name);
+    if (s.turns.has(input.requestId)) {
+      // The same request id twice is a resend Baton must never make; record it, change nothing.
+      s.stats.repeatedRequestIds++;
+      return { status: 'accepted', dropReply: false };
+    }
     if (s.active) {
       // A write while a turn is live: refused, and counted (Baton's lock should prevent it).
       s.stats.overlapAttempts++;
@@ -153,7 +162,8 @@ export class DemoAgentHost implements DemoHostPort {
         else this.end(s, turn, 'returned', summarize(name, input), null);
       });
     });
-    return { status: 'accepted', dropReply: behavior === 'lose_reply' };
+    const replyDelayMs = Math.max(0, Number(settings.replyDelayMs ?? 0) || 0);
+    return { status: 'accepted', dropReply: behavior === 'lose_reply', ...(replyDelayMs > 0 ? { replyDelayMs } : {}) };
   }
 
   /** Ends a turn by hand (for 'hang'). Returns false when the turn is unknown or already over. */

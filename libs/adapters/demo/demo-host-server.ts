@@ -62,6 +62,9 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   if (req.method === 'POST' && sub === 'turns' && !rid) {
     const body = await readJson(req);
     const outcome = await host.receiveTurn(session, body['turn'] as never, (body['settings'] ?? {}) as never);
+    if (outcome.status === 'accepted' && outcome.replyDelayMs) {
+      await new Promise((r) => setTimeout(r, outcome.replyDelayMs));
+    }
     if (outcome.status === 'accepted' && outcome.dropReply) {
       req.socket.destroy();
       return;

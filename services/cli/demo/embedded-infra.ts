@@ -154,14 +154,14 @@ export async function startEmbeddedPostgres(): Promise<Started> {
  * A private `redis-server` on a free port that keeps nothing on disk. Redis has no npm build,
  * so it must be installed; when it is not, the error says how.
  */
-export async function startPrivateRedis(): Promise<Started> {
+export async function startPrivateRedis(opts: { port?: number } = {}): Promise<Started> {
   const binary = findOnPath('redis-server');
   if (!binary) {
     throw new DemoSetupError(
       'the demo needs Redis 6.2+ and `redis-server` is not installed. Install it (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`) or set REDIS_URL=redis://host:6379',
     );
   }
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   // Own process group: a Ctrl+C reaches Baton, which stops Redis after its own shutdown.
   const child: ChildProcess = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
     stdio: 'ignore',

@@ -1,16 +1,8 @@
 import type { PrismaClient } from './generated/prisma/client.ts';
 import type { AgentRecord, ProjectRecord, ProviderName } from './records.ts';
 
-export interface AgentInput {
-  id: string;
-  projectId: string;
-  handle: string;
-  displayName: string;
-  provider: ProviderName;
-  providerSettings: Record<string, unknown>;
-  deliveryTarget: string | null;
-  at: Date;
-}
+/** What registration writes: the agent's own fields and the time. */
+export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget'> & { at: Date };
 
 type AgentRow = {
   id: string;

@@ -45,30 +45,13 @@ const H = (alias: string) => `
 const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle"`;
 const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id`;
 
-export interface NewHandoff {
-  id: string;
-  projectId: string;
-  senderId: string;
-  recipientId: string;
-  recipientGeneration: number;
-  provider: ProviderName;
-  deliveryTarget: string | null;
-  title: string | null;
-  message: string;
-  focus: string | null;
-  doneWhen: string | null;
-  contextSummary: string | null;
-  openQuestions: string[];
-  nextSteps: string[];
-  dueAt: Date | null;
-  idempotencyKey: string | null;
-  contentHash: string;
-  duplicateOfId: string | null;
-  deliveryState: DeliveryState;
-  deliveryDetail: string | null;
-  workState: 'open' | null;
-  createdAt: Date;
-}
+/** What enrollment writes: the record's own fields, with the recipient known and the work open or absent. */
+export type NewHandoff = Pick<
+  HandoffRecord,
+  | 'id' | 'projectId' | 'senderId' | 'deliveryTarget' | 'title' | 'message' | 'focus' | 'doneWhen' | 'contextSummary'
+  | 'openQuestions' | 'nextSteps' | 'dueAt' | 'idempotencyKey' | 'contentHash' | 'duplicateOfId' | 'deliveryState'
+  | 'deliveryDetail' | 'createdAt'
+> & { recipientId: string; recipientGeneration: number; provider: ProviderName; workState: 'open' | null };
 
 export interface EventWrite {
   event: string;

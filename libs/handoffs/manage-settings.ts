@@ -4,7 +4,7 @@ import { SETTING_KEYS, parseSetting, settingsFrom, type RuntimeSettings, type Se
 import type { ConnectionRecord } from '../db/settings-repository.ts';
 import { liftHolds } from './lift-holds.ts';
 import type { CoreDeps } from './ports.ts';
-import { resolveProject } from './resolve-project.ts';
+import { findAgents, resolveProject } from './resolve-project.ts';
 
 const fresh = (deps: CoreDeps) => ({ get: async () => settingsFrom(await deps.settings.all()) });
 
@@ -38,9 +38,7 @@ export async function setConnection(deps: CoreDeps, input: { project: string; fr
   const project = await resolveProject(deps, input.project);
   const from = input.from.toLowerCase();
   const to = input.to.toLowerCase();
-  const agents = await deps.agents.findActiveByHandles(project.id, [from, to]);
-  const fromAgent = agents.find((a) => a.handle === from);
-  const toAgent = agents.find((a) => a.handle === to);
+  const [fromAgent, toAgent] = await findAgents(deps, project, [from, to]);
   if (!fromAgent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(from)} in project ${project.slug}`);
   if (!toAgent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
   await deps.settings.setConnection(project.id, newId(deps.clock.now().getTime()), fromAgent.id, toAgent.id, input.rule, deps.clock.now());

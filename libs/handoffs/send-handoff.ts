@@ -6,7 +6,7 @@ import type { HandoffRecord, HandoffView } from '../db/records.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { Actor, CoreDeps } from './ports.ts';
-import { resolveProject } from './resolve-project.ts';
+import { findAgents, resolveProject } from './resolve-project.ts';
 
 export interface SendHandoffInput {
   project: string;
@@ -50,9 +50,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   const project = await resolveProject(deps, input.project);
   const from = input.from.toLowerCase();
   const to = input.to.toLowerCase();
-  const found = await deps.agents.findActiveByHandles(project.id, [from, to]);
-  const sender = found.find((a) => a.handle === from);
-  const recipient = found.find((a) => a.handle === to);
+  const [sender, recipient] = await findAgents(deps, project, [from, to]);
   if (!sender) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project.slug}`);
   if (!recipient) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
   const view = (h: Omit<HandoffView, 'senderHandle' | 'recipientHandle'>): HandoffView => ({ ...h, senderHandle: sender.handle, recipientHandle: recipient.handle });

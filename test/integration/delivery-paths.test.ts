@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DemoBehavior } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
 
 let baton: TestBaton;
 let agentNo = 0;
@@ -20,13 +21,7 @@ async function send(to: string, message = 'do the thing') {
   return res.body.id as string;
 }
 
-async function settle(id: string, state: string) {
-  return eventually(async () => {
-    const res = await baton.get(`/v1/handoffs/${id}`);
-    expect(res.body.state).toBe(state);
-    return res.body;
-  }, { what: `handoff ${state}` });
-}
+const settle = (id: string, state: string) => waitForState(baton, id, state);
 
 const path = (h: any) => h.events.map((e: any) => `${e.to}`).join(' ');
 

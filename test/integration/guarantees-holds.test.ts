@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../libs/domain/clock.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
 
 let baton: TestBaton;
 const clock = new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
@@ -23,13 +24,7 @@ async function send(from: string, to: string, extra: Record<string, unknown> = {
 
 const detail = async (id: string) => (await baton.get(`/v1/handoffs/${id}`)).body;
 
-async function until(id: string, state: string) {
-  return eventually(async () => {
-    const h = await detail(id);
-    expect(h.state).toBe(state);
-    return h;
-  }, { what: `${id} ${state}` });
-}
+const until = (id: string, state: string) => waitForState(baton, id, state);
 
 beforeAll(async () => {
   baton = await startTestBaton({ clock });

@@ -3,6 +3,7 @@ import { ConfigError } from '../../libs/config/load-config.ts';
 import { ApiError, ApiUnreachable } from './api-client.ts';
 import { UsageError, createCliContext } from './cli-context.ts';
 import { registerDemoCommand } from './commands/demo.ts';
+import { registerBenchCommand } from './commands/bench.ts';
 import { registerAgentCommands } from './commands/agent.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
@@ -22,6 +23,7 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
     .exitOverride();
   registerProcessCommands(program, ctx);
   registerDemoCommand(program, ctx);
+  registerBenchCommand(program, ctx);
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerReadCommands(program, ctx);

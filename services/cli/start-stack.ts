@@ -44,7 +44,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const clock = opts.clock ?? systemClock;
   const applied = await migrate(config.databaseUrl);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const db = openDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, logger, applicationName: 'baton' });
+  // Named per process, so pg_stat_activity shows which process holds which connections.
+  const role = opts.api && opts.worker ? 'serve' : opts.api ? 'api' : 'worker';
+  const db = openDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, logger, applicationName: `baton-${role}-${process.pid}` });
   const repos = createRepositories(db);
   const connections: Redis[] = [];
   let api: RunningApi | undefined;

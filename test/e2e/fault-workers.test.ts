@@ -7,7 +7,7 @@ import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
 import { ManualClock } from '../../libs/domain/clock.ts';
 import { SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
 import { reconcileUncertain } from '../../libs/handoffs/reconcile-uncertain.ts';
-import { startPrivateRedis } from '../../services/cli/demo/embedded-infra.ts';
+import { startPrivateRedis } from '../../services/cli/embedded-infra.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';

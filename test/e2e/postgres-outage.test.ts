@@ -4,7 +4,7 @@ import { eventually } from '../support/eventually.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { createTestDatabase } from '../support/test-database.ts';
-import { freePort } from '../../services/cli/demo/embedded-infra.ts';
+import { freePort } from '../../services/cli/embedded-infra.ts';
 
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,71 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { spawnBaton as spawnProcess, type BatonProcess } from '../../services/cli/spawn-baton.ts';
 
-export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.mjs', import.meta.url));
+export type { BatonProcess } from '../../services/cli/spawn-baton.ts';
 
-export interface BatonProcess {
-  readonly child: ChildProcess;
-  output(): string;
-  /** Resolves when a line matching `pattern` has been printed (stdout or stderr). */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
-  /** Sends `signal` and resolves with the exit code. */
-  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
-  exited(): Promise<number | null>;
-}
-
-/** Runs `baton ARGS` as a separate process with exactly the environment given (plus PATH/HOME). */
+/** Runs `baton ARGS` as a separate process (the test runner's PATH and HOME, plus `env`). */
 export function spawnBaton(args: string[], env: Record<string, string>): BatonProcess {
-  const child = spawn(process.execPath, [BATON_BIN, ...args], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const listeners = new Set<() => void>();
-  const onData = (chunk: Buffer) => {
-    out += chunk.toString('utf8');
-    for (const l of [...listeners]) l();
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    output: () => out,
-    waitFor(pattern, timeoutMs = 20_000) {
-      return new Promise<string>((resolve, reject) => {
-        const check = () => {
-          const m = out.match(pattern);
-          if (m) {
-            listeners.delete(check);
-            clearTimeout(timer);
-            resolve(m[0]);
-          }
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${out}`));
-        }, timeoutMs);
-        listeners.add(check);
-        exit.then(() => {
-          if (listeners.has(check)) {
-            listeners.delete(check);
-            clearTimeout(timer);
-            reject(new Error(`process exited before printing ${pattern}; output:\n${out}`));
-          }
-        });
-        check();
-      });
-    },
-    async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
-      if (child.exitCode !== null) return child.exitCode;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-      const code = await exit;
-      clearTimeout(timer);
-      return code;
-    },
-    exited: () => exit,
-  };
+  return spawnProcess(args, env, { PATH: process.env['PATH'], HOME: process.env['HOME'] });
 }
 
 /** Runs `baton ARGS` to completion. */

@@ -9,7 +9,7 @@ import { openRedis } from '../../../libs/queue/open-redis.ts';
 import { ApiClient } from '../api-client.ts';
 import type { CliContext } from '../cli-context.ts';
 import { DemoRelay } from './demo-relay.ts';
-import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from './embedded-infra.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../embedded-infra.ts';
 import { startStack, type RunningStack } from '../start-stack.ts';
 
 const DEFAULT_PORT = 8787;

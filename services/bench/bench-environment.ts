@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import type { BatonConfig } from '../../libs/config/load-config.ts';
+import { migrate } from '../../libs/db/migrate.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis } from '../cli/embedded-infra.ts';
+import { spawnBaton, type BatonProcess } from '../cli/spawn-baton.ts';
+import { JsonClient } from './http-load.ts';
+
+export interface ProcessTuning {
+  workerConcurrency: number;
+  queueShards: number;
+  dbPoolSize: number;
+}
+
+export const DEFAULT_TUNING: ProcessTuning = { workerConcurrency: 64, queueShards: 4, dbPoolSize: 10 };
+
+/**
+ * Everything a benchmark run needs, on the same embedded-or-configured Postgres and Redis as
+ * the demo: a fresh database (its own, dropped at the end), a Redis key prefix, and Baton as
+ * real separate processes (API, workers, a shared demo-session host).
+ */
+export class BenchEnvironment {
+  readonly prefix = `bench${randomBytes(3).toString('hex')}`;
+  readonly pool: pg.Pool;
+  readonly redis: Redis;
+  demoHostUrl = '';
+  apiUrl = '';
+  api: BatonProcess | undefined;
+  workers: BatonProcess[] = [];
+  private demoHost: BatonProcess | undefined;
+  private readonly cleanups: Array<() => Promise<void>> = [];
+
+  private constructor(
+    readonly databaseUrl: string,
+    readonly redisUrl: string,
+    readonly embedded: { postgres: boolean; redis: boolean },
+    private readonly tuning: ProcessTuning,
+    cleanups: Array<() => Promise<void>>,
+  ) {
+    this.cleanups.push(...cleanups);
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'baton-bench' });
+    this.pool.on('error', () => undefined);
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'baton-bench' });
+    this.redis.on('error', () => undefined);
+  }
+
+  static async start(config: BatonConfig, tuning: ProcessTuning, log: (s: string) => void): Promise<BenchEnvironment> {
+    const cleanups: Array<() => Promise<void>> = [];
+    let databaseUrl: string;
+    let embeddedPg = false;
+    if (config.databaseUrl) {
+      // A database of its own on the configured server, dropped at the end.
+      const name = `baton_bench_${randomBytes(3).toString('hex')}`;
+      const admin = new URL(config.databaseUrl);
+      admin.pathname = '/postgres';
+      const c = new pg.Client({ connectionString: admin.toString() });
+      await c.connect();
+      await c.query(`CREATE DATABASE ${name}`);
+      await c.end();
+      const url = new URL(config.databaseUrl);
+      url.pathname = `/${name}`;
+      databaseUrl = url.toString();
+      cleanups.unshift(async () => {
+        const d = new pg.Client({ connectionString: admin.toString() });
+        await d.connect();
+        await d.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await d.end();
+      });
+    } else {
+      log('starting an embedded Postgres (no DATABASE_URL)');
+      const started = await startEmbeddedPostgres();
+      cleanups.unshift(started.stop);
+      databaseUrl = started.url;
+      embeddedPg = true;
+    }
+    let redisUrl: string;
+    let embeddedRedis = false;
+    if (config.redisUrl) {
+      redisUrl = config.redisUrl;
+    } else {
+      log('starting a private redis-server (no REDIS_URL)');
+      const started = await startPrivateRedis();
+      cleanups.unshift(started.stop);
+      redisUrl = started.url;
+      embeddedRedis = true;
+    }
+    await migrate(databaseUrl);
+    const env = new BenchEnvironment(databaseUrl, redisUrl, { postgres: embeddedPg, redis: embeddedRedis }, tuning, cleanups);
+    await env.startDemoHost();
+    return env;
+  }
+
+  get redisPort(): number {
+    return Number(new URL(this.redisUrl).port || 6379);
+  }
+
+  get postgresPort(): number {
+    return Number(new URL(this.databaseUrl).port || 5432);
+  }
+
+  private processEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      DATABASE_URL: this.databaseUrl,
+      REDIS_URL: this.redisUrl,
+      BATON_REDIS_PREFIX: this.prefix,
+      BATON_LOG_LEVEL: 'warn',
+      BATON_QUEUE_SHARDS: String(this.tuning.queueShards),
+      BATON_WORKER_CONCURRENCY: String(this.tuning.workerConcurrency),
+      BATON_DB_POOL_SIZE: String(this.tuning.dbPoolSize),
+      BATON_DEMO_HOST_URL: this.demoHostUrl,
+      ...extra,
+    };
+  }
+
+  private async startDemoHost(): Promise<void> {
+    const port = await freePort();
+    this.demoHost = spawnBaton(['demo-host', '--port', String(port)], this.processEnv());
+    await this.demoHost.waitFor(/demo sessions on/, 30_000);
+    this.demoHostUrl = `http://127.0.0.1:${port}`;
+  }
+
+  get demoHostPid(): number {
+    return this.demoHost?.pid ?? -1;
+  }
+
+  /** Demo-session statistics from the shared host (writes per handoff, overlaps). */
+  async demoStats(): Promise<{ sessions: Array<{ session: string; turnsReceived: number; overlapAttempts: number; repeatedRequestIds: number }>; writesByHandoff: Record<string, string[]> }> {
+    const res = await fetch(`${this.demoHostUrl}/stats`);
+    return (await res.json()) as never;
+  }
+
+  async demoHistory(session: string): Promise<Array<{ handoffId: string; receivedAt: number; finishedAt: number | null }>> {
+    const res = await fetch(`${this.demoHostUrl}/sessions/${encodeURIComponent(session)}/history`);
+    return (await res.json()) as never;
+  }
+
+  /** Restarts the demo host so each scenario starts with empty sessions. */
+  async resetDemoHost(): Promise<void> {
+    await this.demoHost?.stop('SIGTERM');
+    await this.startDemoHost();
+  }
+
+  async startApi(): Promise<JsonClient> {
+    const port = await freePort();
+    this.api = spawnBaton(['api'], this.processEnv({ BATON_API_PORT: String(port) }));
+    await this.api.waitFor(/Baton API on/, 30_000);
+    this.apiUrl = `http://127.0.0.1:${port}`;
+    return new JsonClient(this.apiUrl, 64);
+  }
+
+  async startWorkers(n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const w = spawnBaton(['worker'], this.processEnv({ BATON_LOG_LEVEL: 'info' }));
+      await w.waitFor(/delivery worker started/, 30_000);
+      this.workers.push(w);
+    }
+  }
+
+  async stopWorkers(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.stop(signal)));
+    this.workers = [];
+  }
+
+  async stopApi(): Promise<void> {
+    await this.api?.stop('SIGTERM');
+    this.api = undefined;
+  }
+
+  /** A project in the default workspace (bench set-up, straight into the bench's own database). */
+  async createProject(slug: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO projects (id, workspace_id, slug, name)
+       SELECT gen_random_uuid(), id, $1, $1 FROM workspaces WHERE slug = 'default' ON CONFLICT DO NOTHING`,
+      [slug],
+    );
+  }
+
+  /** Deletes every queue and lock key of this run (between scenarios). */
+  async clearRedis(): Promise<void> {
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await this.redis.del(...keys);
+    } while (cursor !== '0');
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorkers('SIGKILL').catch(() => undefined);
+    await this.stopApi().catch(() => undefined);
+    await this.demoHost?.stop('SIGKILL').catch(() => undefined);
+    if (!this.embedded.redis) await this.clearRedis().catch(() => undefined);
+    this.redis.disconnect();
+    await this.pool.end().catch(() => undefined);
+    for (const c of this.cleanups) await c().catch(() => undefined);
+  }
+}

@@ -1,0 +1,103 @@
+import http from 'node:http';
+import { percentile, round } from './measure.ts';
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  seconds: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  statuses: Record<string, number>;
+}
+
+/** A keep-alive JSON client for one base URL, sized for `concurrency` sockets. */
+export class JsonClient {
+  private readonly agent: http.Agent;
+  constructor(
+    private readonly baseUrl: string,
+    concurrency: number,
+    private readonly headers: Record<string, string> = {},
+  ) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
+  }
+
+  request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const url = new URL(path, this.baseUrl);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        url,
+        {
+          method,
+          agent: this.agent,
+          headers: {
+            ...this.headers,
+            ...headers,
+            ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/**
+ * Runs `count` calls of `make(i)` with `concurrency` in flight, timing each; `onProgress` is
+ * called every 1,000 requests.
+ */
+export async function runLoad(
+  count: number,
+  concurrency: number,
+  call: (i: number) => Promise<{ status: number }>,
+  onProgress?: (done: number) => void,
+): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let next = 0;
+  let errors = 0;
+  const started = performance.now();
+  const workers = Array.from({ length: Math.min(concurrency, count) }, async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= count) return;
+      const t0 = performance.now();
+      try {
+        const { status } = await call(i);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        if (status >= 300) errors++;
+      } catch {
+        errors++;
+        statuses['error'] = (statuses['error'] ?? 0) + 1;
+      }
+      latencies.push(performance.now() - t0);
+      if (onProgress && (i + 1) % 1000 === 0) onProgress(i + 1);
+    }
+  });
+  await Promise.all(workers);
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    requests: count,
+    errors,
+    seconds: round(seconds, 2),
+    perSecond: round(count / seconds, 0),
+    p50Ms: round(percentile(latencies, 50), 2),
+    p99Ms: round(percentile(latencies, 99), 2),
+    statuses,
+  };
+}

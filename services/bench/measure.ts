@@ -1,0 +1,80 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+
+/** Percentile (nearest rank) of an unsorted list; 0 for an empty one. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Peak resident set size of a process, in MiB (VmHWM), or null when it is gone. */
+export async function peakRssMiB(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
+    return Number.isFinite(kb) ? round(kb / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * How many TCP connections a process holds to `port` (its sockets in /proc/<pid>/fd matched
+ * against /proc/net/tcp{,6}): counts every connection, named or not, blocking or not.
+ */
+export async function connectionsTo(pid: number, port: number): Promise<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of await readdir(`/proc/${pid}/fd`)) {
+      const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      const m = /^socket:\[(\d+)\]$/.exec(link);
+      if (m) inodes.add(m[1]!);
+    }
+  } catch {
+    return 0;
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let count = 0;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      const remote = cols[2];
+      const state = cols[3];
+      const inode = cols[9];
+      if (remote?.endsWith(`:${hexPort}`) && state === '01' && inode && inodes.has(inode)) count++;
+    }
+  }
+  return count;
+}
+
+/** A single-line progress bar on stderr (redrawn on a terminal, one line per step elsewhere). */
+export class Progress {
+  private done = 0;
+  constructor(
+    private readonly total: number,
+    private readonly enabled: boolean,
+    private readonly tty: boolean,
+    private readonly write: (s: string) => void,
+  ) {}
+
+  step(label: string): void {
+    this.done = Math.min(this.total, this.done + 1);
+    this.show(label);
+  }
+
+  show(label: string): void {
+    if (!this.enabled) return;
+    const width = 24;
+    const filled = Math.round((this.done / this.total) * width);
+    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} ${label}`;
+    this.write(this.tty ? `\r\x1b[2K${bar}` : `${bar}\n`);
+  }
+
+  end(): void {
+    if (this.enabled && this.tty) this.write('\r\x1b[2K');
+  }
+}

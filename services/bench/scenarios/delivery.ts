@@ -1,0 +1,66 @@
+import type { BenchEnvironment } from '../bench-environment.ts';
+import type { LoadResult } from '../http-load.ts';
+import { connectionsTo, peakRssMiB } from '../measure.ts';
+import { deliveryMetrics, registerAgents, sendMany, waitSettled, type DeliveryMetrics } from './common.ts';
+
+export interface ProcessCost {
+  apiRssMiB: number | null;
+  workerRssMiB: Array<number | null>;
+  demoHostRssMiB: number | null;
+  redisConnectionsPerWorker: number[];
+  redisConnectionsApi: number;
+  postgresConnections: Record<string, number>;
+}
+
+export interface DeliveryRun extends DeliveryMetrics {
+  agents: number;
+  send: LoadResult;
+  cost: ProcessCost;
+}
+
+/**
+ * End to end with API and two workers as separate processes and zero-think demo agents: send
+ * `handoffs` over HTTP (32 clients) round-robin to `agents` agents, wait until every one is
+ * RETURNED, then read throughput and latencies from Postgres and the cost from /proc and
+ * pg_stat_activity. Fresh processes per run, so peaks belong to this agent count.
+ */
+export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, tick: (label: string) => void): Promise<DeliveryRun> {
+  const project = `e2e-${agents}`;
+  await env.createProject(project);
+  await env.resetDemoHost();
+  const client = await env.startApi();
+  const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
+  await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
+  tick(`e2e ${agents} agents: agents registered`);
+  await env.startWorkers(2);
+  const send = await sendMany(client, project, handoffs, 32, (i) => ({
+    from: `e${agents}-sender`,
+    to: handles[i % agents],
+    title: `task ${i}`,
+    message: `End-to-end handoff ${i}`,
+  }));
+  await waitSettled(env.pool, project, handoffs, 300_000);
+  const cost = await processCost(env);
+  const metrics = await deliveryMetrics(env.pool, project);
+  await env.stopWorkers();
+  await env.stopApi();
+  client.close();
+  await env.clearRedis();
+  tick(`e2e ${agents} agents: done`);
+  return { agents, send, cost, ...metrics };
+}
+
+export async function processCost(env: BenchEnvironment): Promise<ProcessCost> {
+  const { rows } = await env.pool.query<{ app: string; n: number }>(
+    `SELECT application_name AS app, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'baton-%' AND application_name <> 'baton-bench' GROUP BY 1`,
+  );
+  const label = (app: string) => (env.api && app.endsWith(`-${env.api.pid}`) ? 'api' : env.workers.some((w) => app.endsWith(`-${w.pid}`)) ? `worker-${env.workers.findIndex((w) => app.endsWith(`-${w.pid}`)) + 1}` : app);
+  return {
+    apiRssMiB: env.api ? await peakRssMiB(env.api.pid) : null,
+    workerRssMiB: await Promise.all(env.workers.map((w) => peakRssMiB(w.pid))),
+    demoHostRssMiB: await peakRssMiB(env.demoHostPid),
+    redisConnectionsPerWorker: await Promise.all(env.workers.map((w) => connectionsTo(w.pid, env.redisPort))),
+    redisConnectionsApi: env.api ? await connectionsTo(env.api.pid, env.redisPort) : 0,
+    postgresConnections: Object.fromEntries(rows.map((r) => [label(r.app), r.n])),
+  };
+}

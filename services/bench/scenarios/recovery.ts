@@ -1,0 +1,95 @@
+import type { BenchEnvironment } from '../bench-environment.ts';
+import { round } from '../measure.ts';
+import { registerAgents, sendMany } from './common.ts';
+
+export interface RecoveryResult {
+  /** SIGKILL of the worker writing a turn -> the handoff is UNCERTAIN (another worker noticed). */
+  killToUncertainSec: number;
+  /** Handoffs recorded but not yet final when Redis was wiped (sending goes on after it). */
+  openAtWipe: number;
+  /** FLUSHALL (or, on a shared Redis, deleting every Baton key) -> every handoff final again. */
+  wipeToFinalSec: number;
+}
+
+/** Crash recovery, timed: a worker killed mid-write, and Redis wiped mid-run. */
+export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: number, tick: (label: string) => void): Promise<RecoveryResult> {
+  const project = 'recovery';
+  await env.createProject(project);
+  await env.resetDemoHost();
+  const client = await env.startApi();
+  await registerAgents(client, project, ['rec-sender']);
+  // Answers the writer 30 s late: a worker killed in that window has reserved and written.
+  await registerAgents(client, project, ['rec-slow'], { replyDelayMs: 30_000 });
+  const wipeAgents = Array.from({ length: 100 }, (_, i) => `rec-${i}`);
+  await registerAgents(client, project, wipeAgents, { thinkMs: 5 });
+  await env.startWorkers(2);
+
+  // 1. SIGKILL the worker in the middle of a write.
+  const sent = await client.request('POST', '/v1/handoffs', { from: 'rec-sender', to: 'rec-slow', title: 'killed mid-write', message: 'x' }, { 'x-baton-project': project });
+  const id = sent.body.id as string;
+  let workerId: string | undefined;
+  for (let i = 0; i < 200 && !workerId; i++) {
+    const { rows } = await env.pool.query<{ worker_id: string }>(`SELECT worker_id FROM delivery_attempts WHERE handoff_id = $1`, [id]);
+    workerId = rows[0]?.worker_id;
+    if (!workerId) await new Promise((r) => setTimeout(r, 25));
+  }
+  const pid = Number(workerId?.split('-').at(-1));
+  const victim = env.workers.find((w) => w.pid === pid);
+  if (!victim) throw new Error(`could not find the worker writing the turn (${workerId})`);
+  victim.child.kill('SIGKILL');
+  const killedAt = Date.now();
+  env.workers = env.workers.filter((w) => w !== victim);
+  let killToUncertainSec = NaN;
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await env.pool.query<{ at: Date }>(`SELECT created_at AS at FROM handoff_events WHERE handoff_id = $1 AND event = 'reply_lost'`, [id]);
+    if (rows[0]) {
+      killToUncertainSec = round((rows[0].at.getTime() - killedAt) / 1000, 2);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  tick('recovery: worker killed');
+  await env.startWorkers(1);
+
+  // 2. Wipe Redis while a run is under way.
+  const sending = sendMany(client, project, wipeHandoffs, 32, (i) => ({ from: 'rec-sender', to: wipeAgents[i % wipeAgents.length], title: `wipe ${i}`, message: `wipe ${i}` }));
+  let openAtWipe = 0;
+  for (;;) {
+    const { rows } = await env.pool.query<{ open: number; settled: number }>(
+      `SELECT count(*) FILTER (WHERE settled_at IS NULL)::int AS open, count(*) FILTER (WHERE settled_at IS NOT NULL)::int AS settled
+       FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1) AND title LIKE 'wipe %'`,
+      [project],
+    );
+    if ((rows[0]?.settled ?? 0) >= wipeHandoffs * 0.3) {
+      openAtWipe = rows[0]?.open ?? 0;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const wipedAt = performance.now();
+  if (env.embedded.redis) await env.redis.flushall();
+  else await env.clearRedis();
+  await sending;
+  // The killed-mid-write handoff is UNCERTAIN until its history is scanned; count only the run.
+  await waitSettledExcept(env, project, id);
+  const wipeToFinalSec = round((performance.now() - wipedAt) / 1000, 2);
+  await env.stopWorkers();
+  await env.stopApi();
+  client.close();
+  await env.clearRedis();
+  tick('recovery: redis wiped');
+  return { killToUncertainSec, openAtWipe, wipeToFinalSec };
+}
+
+async function waitSettledExcept(env: BenchEnvironment, project: string, exceptId: string): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const { rows } = await env.pool.query<{ open: number }>(
+      `SELECT count(*)::int AS open FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1) AND settled_at IS NULL AND id <> $2`,
+      [project, exceptId],
+    );
+    if ((rows[0]?.open ?? 1) === 0) return;
+    if (performance.now() - started > 120_000) throw new Error(`${rows[0]?.open} handoffs still open 120 s after the wipe`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

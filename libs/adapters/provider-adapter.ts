@@ -41,7 +41,8 @@ export interface TurnRequest {
  * - lost: nobody knows whether it landed (timeout, reset after sending). Never resend blindly.
  */
 export type SendResult =
-  | { readonly outcome: 'accepted' }
+  /** `seen`: the turn's state as the provider reported it with the acceptance (saves a look). */
+  | { readonly outcome: 'accepted'; readonly seen?: TurnObservation }
   | { readonly outcome: 'busy'; readonly detail?: string }
   | { readonly outcome: 'rejected'; readonly reason: string }
   | { readonly outcome: 'not_sent'; readonly error: string }
@@ -82,6 +83,11 @@ export interface WatchHooks {
 
 export interface ProviderAdapter {
   readonly provider: string;
+  /**
+   * true when `sendTurn` itself answers `busy` (atomically, nothing written) while the session
+   * is in a turn; Baton then skips the separate `isBusy` question before each write.
+   */
+  readonly reportsBusyOnSend?: boolean;
   /** Writes exactly one turn. Never retries on its own. Resolves; throws only on programming errors. */
   sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult>;
   /** Scans the session's history for the request id. Throws when the provider cannot be asked. */

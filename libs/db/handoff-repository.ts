@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
@@ -5,11 +6,25 @@ import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffV
 
 /** A pool or a client inside a transaction: both run queries the same way. */
 export interface Queryable {
-  query: pg.Pool['query'];
+  query<T extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<T>>;
 }
 
 /** The head of an agent's queue, with the sender-to-recipient connection rule (for holds). */
 export type DispatchCandidate = HandoffRecord & { connectionRule: 'allow' | 'block' | null };
+
+/**
+ * What the lock holder of an agent does next, with everything needed to do it (one query):
+ * a turn to follow (`live`), or the oldest handoff to deliver.
+ */
+export interface WorkItem {
+  handoff: DispatchCandidate;
+  /** A turn may be live (SENDING, ACCEPTED, RUNNING): follow it before starting anything new. */
+  live: boolean;
+  senderHandle: string;
+  recipient: { handle: string; settings: Record<string, unknown>; current: boolean } | null;
+  /** The newest attempt, for a live turn. */
+  attempt: Pick<AttemptRecord, 'id' | 'requestId' | 'startedAt' | 'acceptedAt'> | null;
+}
 
 /** An UNCERTAIN handoff due for a history scan, with the attempt whose write is in doubt. */
 export interface UncertainCandidate {
@@ -45,13 +60,51 @@ const H = (alias: string) => `
 const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle"`;
 const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id`;
 
-/** What enrollment writes: the record's own fields, with the recipient known and the work open or absent. */
-export type NewHandoff = Pick<
-  HandoffRecord,
-  | 'id' | 'projectId' | 'senderId' | 'deliveryTarget' | 'title' | 'message' | 'focus' | 'doneWhen' | 'contextSummary'
-  | 'openQuestions' | 'nextSteps' | 'dueAt' | 'idempotencyKey' | 'contentHash' | 'duplicateOfId' | 'deliveryState'
-  | 'deliveryDetail' | 'createdAt'
-> & { recipientId: string; recipientGeneration: number; provider: ProviderName; workState: 'open' | null };
+/**
+ * What enrollment writes. Sender and recipient are named by handle: the statement resolves
+ * them (and the project) itself, so a send is one round trip.
+ */
+export interface Enrollment {
+  id: string;
+  projectSlug: string;
+  fromHandle: string;
+  toHandle: string;
+  title: string | null;
+  message: string;
+  focus: string | null;
+  doneWhen: string | null;
+  contextSummary: string | null;
+  openQuestions: string[];
+  nextSteps: string[];
+  dueAt: Date | null;
+  idempotencyKey: string | null;
+  contentHash: string;
+  /** true: set in_progress_key (an original without an idempotency key), so an identical send conflicts. */
+  guardDuplicates: boolean;
+  duplicateOfId: string | null;
+  deliveryState: DeliveryState;
+  deliveryDetail: string | null;
+  workState: 'open' | null;
+  createdAt: Date;
+  /**
+   * When the recipient has a turn in flight, insert the handoff already BUSY: `to` and `event`
+   * are the second move (planned by the caller), written as a second event row.
+   */
+  busyIfLive?: { to: DeliveryState; event: EventWrite } | undefined;
+}
+
+/** What one enrollment statement found and did. */
+export interface EnrollOutcome {
+  projectId: string | null;
+  senderId: string | null;
+  recipientId: string | null;
+  recipientProvider: ProviderName | null;
+  recipientGeneration: number | null;
+  /** The key an in-progress original holds (whether or not this insert happened). */
+  inProgressKey: string | null;
+  /** null: nothing inserted (a missing project/agent, or a unique conflict). */
+  handoff: HandoffRecord | null;
+}
 
 export interface EventWrite {
   event: string;
@@ -69,6 +122,7 @@ export interface HandoffPatch {
   resultSummary?: string | null;
   result?: unknown;
   settledAt?: Date | null;
+  inProgressKey?: null;
 }
 
 export type HandoffCounter = 'attemptCount' | 'refusals' | 'errorResends' | 'interruptResends';
@@ -92,17 +146,29 @@ export interface AttemptUpdate {
   absentScan?: boolean;
 }
 
-export interface TransitionWrite {
-  handoffId: string;
+/** One move of a chain: the state it leaves, the state it reaches, and its event row. */
+export interface TransitionStep {
   from: DeliveryState;
   to: DeliveryState;
-  expectRevision: number;
-  at: Date;
   event: EventWrite;
+}
+
+export interface TransitionWrite {
+  handoffId: string;
+  /** One or more moves applied together; each gets its own event row and revision. */
+  steps: readonly TransitionStep[];
+  /** The revision the writer read; null only for moves that are conditional on the state alone. */
+  expectRevision: number | null;
+  at: Date;
   patch?: HandoffPatch;
   increment?: readonly HandoffCounter[];
   insertAttempt?: AttemptInsert;
   updateAttempt?: AttemptUpdate;
+  /**
+   * In the same statement, moves the recipient's other handoffs that are in `from` to `to`
+   * (each with its own event row): the handoffs queued behind a turn that is starting.
+   */
+  alsoMoveQueued?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
 }
 
 const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }> = {
@@ -111,6 +177,7 @@ const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }
   resultSummary: { column: 'result_summary', cast: 'text' },
   result: { column: 'result', cast: 'jsonb' },
   settledAt: { column: 'settled_at', cast: 'timestamptz' },
+  inProgressKey: { column: 'in_progress_key', cast: 'text' },
 };
 
 const COUNTER_COLUMNS: Record<HandoffCounter, string> = {
@@ -134,84 +201,122 @@ export interface HandoffFilter {
   limit: number;
 }
 
+const statementNames = new Map<string, string>();
+
+/** A stable name per SQL text: Postgres then parses and plans each statement once per connection. */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `baton_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
 export class HandoffRepository {
-  constructor(private readonly pool: Queryable & { connect?: pg.Pool['connect'] }) {}
+  constructor(private readonly pool: Queryable) {}
 
   /**
-   * Runs `fn` in one transaction, holding a transaction-scoped advisory lock on `lockKey`, with a
-   * repository bound to that transaction. Used where a read-then-insert must not race (duplicate
-   * detection on send).
+   * Every query here runs as a named prepared statement: the hot-path statements are long CTEs
+   * whose planning costs more than their execution when re-planned on every call.
    */
-  async withLock<T>(lockKey: string, fn: (tx: HandoffRepository) => Promise<T>): Promise<T> {
-    if (!this.pool.connect) throw new Error('already inside a transaction');
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockKey]);
-      const result = await fn(new HandoffRepository({ query: client.query.bind(client) as pg.Pool['query'] }));
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
-  /** The oldest handoff from this sender to this recipient with the same content, still in progress. */
-  async findInProgressDuplicate(senderId: string, recipientId: string, contentHash: string): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(
-      `SELECT ${H('h')} FROM handoffs h
-       WHERE h.sender_id = $1 AND h.recipient_id = $2 AND h.content_hash = $3 AND h.settled_at IS NULL
-       ORDER BY h.seq LIMIT 1`,
-      [senderId, recipientId, contentHash],
-    );
-    return rows[0] ?? null;
+  private q<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<T>> {
+    return this.pool.query<T>({ name: statementName(text), text, values });
   }
 
   /**
-   * Inserts a handoff and its creation event in one statement. With an idempotency key that
-   * the sender already used, inserts nothing and returns null (the caller reads the winner).
+   * Enrolls a handoff in one statement: resolves the project and both agents by handle,
+   * snapshots the recipient (generation, provider, session), inserts the row and its creation
+   * event. Inserts nothing on any unique conflict (idempotency key, or an identical handoff
+   * still in progress); the outcome says which agents and key were involved.
    */
-  async insert(h: NewHandoff, event: EventWrite): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(
-      `WITH h AS (
+  async enroll(e: Enrollment, event: EventWrite): Promise<EnrollOutcome> {
+    type Row = HandoffRecord & {
+      foundProject: string | null;
+      foundSender: string | null;
+      foundRecipient: string | null;
+      foundProvider: ProviderName | null;
+      foundGeneration: number | null;
+      foundKey: string | null;
+    };
+    const { rows } = await this.q<Row>(
+      `WITH p AS (
+         SELECT pr.id FROM projects pr JOIN workspaces w ON w.id = pr.workspace_id WHERE w.slug = 'default' AND pr.slug = $2
+       ), s AS (
+         SELECT a.id FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $3 AND a.removed_at IS NULL
+       ), r AS (
+         SELECT a.id, a.generation, a.provider, a.delivery_target FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
+       ), k AS (
+         SELECT CASE WHEN $19 THEN s.id || ':' || r.id || ':' || r.generation || ':' || $16 END AS key FROM s, r
+       ), b AS (
+         SELECT $27::boolean AND EXISTS (
+           SELECT 1 FROM handoffs x JOIN r ON x.recipient_id = r.id WHERE x.delivery_state = ANY($28::delivery_state[])
+         ) AS busy
+       ), h AS (
          INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, delivery_target,
            title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
-           content_hash, duplicate_of_id, delivery_state, delivery_detail, work_state, created_at, updated_at, settled_at)
-         VALUES ($1, $2, $3, $4, $5, $6::provider, $7, $8, $9, $10, $11, $12, $13::text[], $14::text[], $15, $16, $17, $18,
-           $19::delivery_state, $20, $21::work_state, $22, $22, CASE WHEN $19 = 'DUPLICATE' THEN $22::timestamptz END)
-         ON CONFLICT (sender_id, idempotency_key) DO NOTHING
+           content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at)
+         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, r.delivery_target, $5, $6, $7, $8, $9, $10::text[], $11::text[],
+           $12, $13, $16, k.key, $14, CASE WHEN b.busy THEN $29::delivery_state ELSE $17::delivery_state END, $18, $20::work_state,
+           CASE WHEN b.busy THEN 1 ELSE 0 END, $15, $15,
+           CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END
+         FROM p, s, r, k, b
+         ON CONFLICT DO NOTHING
          RETURNING *
        ), ev AS (
          INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
-         SELECT id, NULL, delivery_state, $23, $24::actor_kind, $25, $26, $27, $28::jsonb, revision, created_at FROM h
+         SELECT id, NULL::delivery_state, $17::delivery_state, $21::text, $22::actor_kind, $23::text, $24::uuid, $25::text, $26::jsonb, 0, created_at FROM h
+         UNION ALL
+         SELECT id, $17::delivery_state, delivery_state, $30::text, $31::actor_kind, $32::text, NULL::uuid, $33::text, NULL::jsonb, 1, created_at FROM h WHERE revision = 1
        )
-       SELECT ${H('h')} FROM h`,
+       SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
+         (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration",
+         (SELECT key FROM k) AS "foundKey", ${H('h')}
+       FROM (SELECT 1) one LEFT JOIN h ON true`,
       [
-        h.id, h.projectId, h.senderId, h.recipientId, h.recipientGeneration, h.provider, h.deliveryTarget,
-        h.title, h.message, h.focus, h.doneWhen, h.contextSummary, h.openQuestions, h.nextSteps, h.dueAt, h.idempotencyKey,
-        h.contentHash, h.duplicateOfId, h.deliveryState, h.deliveryDetail, h.workState, h.createdAt,
+        e.id, e.projectSlug, e.fromHandle, e.toHandle, e.title, e.message, e.focus, e.doneWhen, e.contextSummary,
+        e.openQuestions, e.nextSteps, e.dueAt, e.idempotencyKey, e.duplicateOfId, e.createdAt, e.contentHash,
+        e.deliveryState, e.deliveryDetail, e.guardDuplicates, e.workState,
         event.event, event.actorKind, event.actorId, event.tokenId ?? null, event.reason ?? null, jsonParam(event.detail),
+        e.busyIfLive !== undefined, LIVE_TURN_STATES, e.busyIfLive?.to ?? 'BUSY', e.busyIfLive?.event.event ?? null,
+        e.busyIfLive?.event.actorKind ?? 'system', e.busyIfLive?.event.actorId ?? null, e.busyIfLive?.event.reason ?? null,
       ],
     );
+    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundKey, ...h } = rows[0]!;
+    return {
+      projectId: foundProject,
+      senderId: foundSender,
+      recipientId: foundRecipient,
+      recipientProvider: foundProvider,
+      recipientGeneration: foundGeneration,
+      inProgressKey: foundKey,
+      handoff: h.id ? h : null,
+    };
+  }
+
+  /** The in-progress original holding `key`, if it is still in progress. */
+  async findByInProgressKey(key: string): Promise<HandoffRecord | null> {
+    const { rows } = await this.q<HandoffRecord>(`SELECT ${H('h')} FROM handoffs h WHERE h.in_progress_key = $1`, [key]);
     return rows[0] ?? null;
   }
 
   /**
-   * The compare-and-set transition: moves the row only if it is still in `from` at
-   * `expectRevision`, bumps the revision, and appends the event (and attempt changes) in the
-   * same statement. Returns the new revision, or null when the row was not in the expected
-   * state (nothing was written).
+   * The compare-and-set transition: moves the row only if it is still in the first step's
+   * `from` at `expectRevision`, bumps the revision once per step, and appends one event per
+   * step (and the attempt changes) in the same statement. Returns the new revision, or null
+   * when the row was not in the expected state (nothing was written).
    */
   async transition(w: TransitionWrite): Promise<number | null> {
-    const params: unknown[] = [w.handoffId, w.expectRevision, w.from, w.to, w.at];
+    const first = w.steps[0];
+    const last = w.steps[w.steps.length - 1];
+    if (!first || !last) throw new Error('a transition needs at least one step');
+    const n = w.steps.length;
+    const params: unknown[] = [w.handoffId, w.expectRevision, first.from, last.to, w.at, n];
     const p = (value: unknown) => {
       params.push(value);
       return `$${params.length}`;
     };
-    const sets = ['delivery_state = $4::delivery_state', 'revision = revision + 1', 'updated_at = $5'];
+    const sets = ['delivery_state = $4::delivery_state', 'revision = revision + $6::int', 'updated_at = $5'];
     for (const key of Object.keys(w.patch ?? {}) as Array<keyof HandoffPatch>) {
       const value = w.patch?.[key];
       if (value === undefined) continue;
@@ -223,15 +328,20 @@ export class HandoffRepository {
       sets.push(`${column} = ${column} + 1`);
     }
     const attemptId = w.insertAttempt?.id ?? w.updateAttempt?.id ?? null;
+    const attemptParam = p(attemptId);
+    const events = w.steps.map(
+      (step, i) =>
+        `SELECT id, ${p(step.from)}::delivery_state, ${p(step.to)}::delivery_state, ${p(step.event.event)}, ${p(step.event.actorKind)}::actor_kind,
+          ${p(step.event.actorId)}, ${p(step.event.tokenId ?? null)}::uuid, ${p(step.event.reason ?? null)}, ${p(jsonParam(step.event.detail))}::jsonb,
+          revision - ${n - 1 - i}, ${attemptParam}::uuid, $5::timestamptz FROM moved`,
+    );
     let sql = `WITH moved AS (
         UPDATE handoffs SET ${sets.join(', ')}
-        WHERE id = $1 AND revision = $2 AND delivery_state = $3::delivery_state
+        WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state
         RETURNING id, revision
       ), ev AS (
         INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, attempt_id, created_at)
-        SELECT id, $3::delivery_state, $4::delivery_state, ${p(w.event.event)}, ${p(w.event.actorKind)}::actor_kind, ${p(w.event.actorId)},
-          ${p(w.event.tokenId ?? null)}::uuid, ${p(w.event.reason ?? null)}, ${p(jsonParam(w.event.detail))}::jsonb, revision, ${p(attemptId)}::uuid, $5
-        FROM moved
+        ${events.join(' UNION ALL ')}
       )`;
     if (w.insertAttempt) {
       const a = w.insertAttempt;
@@ -253,18 +363,31 @@ export class HandoffRepository {
         WHERE id = ${p(u.id)}::uuid AND EXISTS (SELECT 1 FROM moved)
       )`;
     }
+    if (w.alsoMoveQueued) {
+      const o = w.alsoMoveQueued;
+      sql += `, queued AS (
+        UPDATE handoffs SET delivery_state = ${p(o.to)}::delivery_state, revision = revision + 1, updated_at = $5
+        WHERE recipient_id = ${p(o.recipientId)}::uuid AND delivery_state = ${p(o.from)}::delivery_state AND id <> $1
+          AND EXISTS (SELECT 1 FROM moved)
+        RETURNING id, revision
+      ), queued_ev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
+        SELECT id, ${p(o.from)}::delivery_state, ${p(o.to)}::delivery_state, ${p(o.event.event)}, ${p(o.event.actorKind)}::actor_kind,
+          ${p(o.event.actorId)}, ${p(o.event.reason ?? null)}, revision, $5 FROM queued
+      )`;
+    }
     sql += ' SELECT revision FROM moved';
-    const { rows } = await this.pool.query<{ revision: number }>(sql, params);
+    const { rows } = await this.q<{ revision: number }>(sql, params);
     return rows[0]?.revision ?? null;
   }
 
   async findById(id: string): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(`SELECT ${H('h')} FROM handoffs h WHERE h.id = $1`, [id]);
+    const { rows } = await this.q<HandoffRecord>(`SELECT ${H('h')} FROM handoffs h WHERE h.id = $1`, [id]);
     return rows[0] ?? null;
   }
 
   async findView(projectId: string, id: string): Promise<HandoffView | null> {
-    const { rows } = await this.pool.query<HandoffView>(
+    const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.id = $1 AND h.project_id = $2`,
       [id, projectId],
     );
@@ -272,7 +395,7 @@ export class HandoffRepository {
   }
 
   async findByIdempotencyKey(senderId: string, key: string): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(
+    const { rows } = await this.q<HandoffRecord>(
       `SELECT ${H('h')} FROM handoffs h WHERE h.sender_id = $1 AND h.idempotency_key = $2`,
       [senderId, key],
     );
@@ -300,7 +423,7 @@ export class HandoffRepository {
       where.push(`h.seq < $${params.length}::bigint`);
     }
     params.push(f.limit);
-    const { rows } = await this.pool.query<HandoffView>(
+    const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE ${where.join(' AND ')} ORDER BY h.seq DESC LIMIT $${params.length}`,
       params,
     );
@@ -308,7 +431,7 @@ export class HandoffRepository {
   }
 
   async countByState(projectId: string): Promise<Map<DeliveryState, number>> {
-    const { rows } = await this.pool.query<{ state: DeliveryState; n: number }>(
+    const { rows } = await this.q<{ state: DeliveryState; n: number }>(
       `SELECT delivery_state AS state, count(*)::int AS n FROM handoffs WHERE project_id = $1 GROUP BY delivery_state`,
       [projectId],
     );
@@ -316,7 +439,7 @@ export class HandoffRepository {
   }
 
   async attempts(handoffId: string): Promise<AttemptRecord[]> {
-    const { rows } = await this.pool.query<AttemptRecord>(
+    const { rows } = await this.q<AttemptRecord>(
       `SELECT id, handoff_id AS "handoffId", number, request_id AS "requestId", status, worker_id AS "workerId",
          delivery_target AS "deliveryTarget", error, absent_scans AS "absentScans", started_at AS "startedAt",
          accepted_at AS "acceptedAt", finished_at AS "finishedAt"
@@ -327,7 +450,7 @@ export class HandoffRepository {
   }
 
   async events(handoffId: string): Promise<EventRecord[]> {
-    const { rows } = await this.pool.query<EventRecord>(
+    const { rows } = await this.q<EventRecord>(
       `SELECT id, handoff_id AS "handoffId", from_state AS "fromState", to_state AS "toState", event,
          actor_kind AS "actorKind", actor_id AS "actorId", reason, detail, revision, attempt_id AS "attemptId",
          created_at AS "createdAt"
@@ -339,7 +462,7 @@ export class HandoffRepository {
 
   /** The attempt a transition acts on: the newest one. */
   async latestAttempt(handoffId: string): Promise<AttemptRecord | null> {
-    const { rows } = await this.pool.query<AttemptRecord>(
+    const { rows } = await this.q<AttemptRecord>(
       `SELECT id, handoff_id AS "handoffId", number, request_id AS "requestId", status, worker_id AS "workerId",
          delivery_target AS "deliveryTarget", error, absent_scans AS "absentScans", started_at AS "startedAt",
          accepted_at AS "acceptedAt", finished_at AS "finishedAt"
@@ -350,30 +473,52 @@ export class HandoffRepository {
   }
 
   /**
-   * The recipient's handoff whose turn may be live (SENDING, ACCEPTED, RUNNING), oldest
-   * first. Only the holder of the recipient's turn lock calls this.
+   * The agent's next piece of work: first a turn that may be live (oldest first), else the
+   * oldest handoff that may start an attempt now; with its sender, recipient, connection rule
+   * and (for a live turn) newest attempt. Only the holder of the agent's turn lock calls this.
    */
-  async inFlightFor(recipientId: string): Promise<HandoffRecord | null> {
-    const { rows } = await this.pool.query<HandoffRecord>(
-      `SELECT ${H('h')} FROM handoffs h
-       WHERE h.recipient_id = $1 AND h.delivery_state = ANY($2::delivery_state[])
-       ORDER BY h.seq LIMIT 1`,
-      [recipientId, LIVE_TURN_STATES],
-    );
-    return rows[0] ?? null;
-  }
-
-  /** The recipient's oldest handoff that may start an attempt now (the head of its queue). */
-  async nextDispatchable(recipientId: string, now: Date): Promise<DispatchCandidate | null> {
-    const { rows } = await this.pool.query<DispatchCandidate>(
-      `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
+  async nextWork(recipientId: string, now: Date): Promise<WorkItem | null> {
+    type Row = DispatchCandidate & {
+      live: boolean;
+      senderHandle: string;
+      recipientHandle: string | null;
+      recipientSettings: Record<string, unknown> | null;
+      recipientCurrent: boolean | null;
+      attemptId: string | null;
+      attemptRequestId: string | null;
+      attemptStartedAt: Date | null;
+      attemptAcceptedAt: Date | null;
+    };
+    const { rows } = await this.q<Row>(
+      `SELECT ${H('h')}, c.rule AS "connectionRule", (h.delivery_state = ANY($3::delivery_state[])) AS live,
+         s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",
+         (r.removed_at IS NULL AND r.generation = h.recipient_generation) AS "recipientCurrent",
+         a.id AS "attemptId", a.request_id AS "attemptRequestId", a.started_at AS "attemptStartedAt", a.accepted_at AS "attemptAcceptedAt"
+       FROM handoffs h
+       JOIN agents s ON s.id = h.sender_id
+       LEFT JOIN agents r ON r.id = h.recipient_id
        LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
-       WHERE h.recipient_id = $1 AND h.delivery_state = ANY($3::delivery_state[])
-         AND (h.not_before IS NULL OR h.not_before <= $2)
-       ORDER BY h.seq LIMIT 1`,
-      [recipientId, now, DISPATCHABLE_STATES],
+       LEFT JOIN LATERAL (
+         SELECT d.id, d.request_id, d.started_at, d.accepted_at FROM delivery_attempts d
+         WHERE d.handoff_id = h.id AND h.delivery_state = ANY($3::delivery_state[]) ORDER BY d.number DESC LIMIT 1
+       ) a ON true
+       WHERE h.recipient_id = $1
+         AND (h.delivery_state = ANY($3::delivery_state[])
+           OR (h.delivery_state = ANY($4::delivery_state[]) AND (h.not_before IS NULL OR h.not_before <= $2)))
+       ORDER BY (h.delivery_state = ANY($3::delivery_state[])) DESC, h.seq
+       LIMIT 1`,
+      [recipientId, now, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );
-    return rows[0] ?? null;
+    const row = rows[0];
+    if (!row) return null;
+    const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, ...handoff } = row;
+    return {
+      handoff,
+      live,
+      senderHandle,
+      recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
+      attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,
+    };
   }
 
   /**
@@ -381,7 +526,7 @@ export class HandoffRepository {
    * earliest not_before otherwise, or null when nothing is open.
    */
   async nextWorkAt(recipientId: string, now: Date): Promise<'now' | Date | null> {
-    const { rows } = await this.pool.query<{ due: boolean; at: Date | null }>(
+    const { rows } = await this.q<{ due: boolean; at: Date | null }>(
       `SELECT bool_or(not_before IS NULL OR not_before <= $2 OR delivery_state = ANY($3::delivery_state[])) AS due,
               min(not_before) AS at
        FROM handoffs
@@ -395,7 +540,7 @@ export class HandoffRepository {
 
   /** HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds. */
   async held(limit: number): Promise<DispatchCandidate[]> {
-    const { rows } = await this.pool.query<DispatchCandidate>(
+    const { rows } = await this.q<DispatchCandidate>(
       `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
        LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
        WHERE h.delivery_state = 'HELD' ORDER BY h.seq LIMIT $1`,
@@ -406,7 +551,7 @@ export class HandoffRepository {
 
   /** UNCERTAIN handoffs whose next history scan is due, with the attempt in doubt. */
   async uncertainDue(now: Date, limit: number): Promise<UncertainCandidate[]> {
-    const { rows } = await this.pool.query<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
+    const { rows } = await this.q<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
       `SELECT ${H('h')}, a.id AS "attemptId", a.request_id AS "requestId", a.absent_scans AS "absentScans", a.first_absent_at AS "firstAbsentAt"
        FROM handoffs h
        LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
@@ -429,7 +574,7 @@ export class HandoffRepository {
    * concurrent sweeps remind once. Returns the reminded handoff ids.
    */
   async sendDueReminders(now: Date, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ id: string }>(
+    const { rows } = await this.q<{ id: string }>(
       `WITH due AS (
          SELECT id FROM handoffs
          WHERE due_at IS NOT NULL AND due_at <= $1 AND reminder_sent_at IS NULL AND settled_at IS NULL
@@ -452,7 +597,7 @@ export class HandoffRepository {
   }
 
   async notificationsFor(handoffId: string): Promise<NotificationRecord[]> {
-    const { rows } = await this.pool.query<NotificationRecord>(
+    const { rows } = await this.q<NotificationRecord>(
       `SELECT id, handoff_id AS "handoffId", agent_id AS "agentId", kind, text, created_at AS "createdAt", read_at AS "readAt"
        FROM notifications WHERE handoff_id = $1 ORDER BY created_at`,
       [handoffId],
@@ -462,7 +607,7 @@ export class HandoffRepository {
 
   /** An agent's notifications, newest first. */
   async notificationsForAgent(agentId: string, limit: number): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
-    const { rows } = await this.pool.query<NotificationRecord & { handoffTitle: string | null }>(
+    const { rows } = await this.q<NotificationRecord & { handoffTitle: string | null }>(
       `SELECT n.id, n.handoff_id AS "handoffId", n.agent_id AS "agentId", n.kind, n.text, n.created_at AS "createdAt",
          n.read_at AS "readAt", h.title AS "handoffTitle"
        FROM notifications n JOIN handoffs h ON h.id = n.handoff_id
@@ -477,7 +622,7 @@ export class HandoffRepository {
    * turn that may be live. Bounded by `limit`, oldest work first.
    */
   async recipientsWithOpenWork(now: Date, limit: number): Promise<Array<{ recipientId: string; provider: ProviderName }>> {
-    const { rows } = await this.pool.query<{ recipientId: string; provider: ProviderName }>(
+    const { rows } = await this.q<{ recipientId: string; provider: ProviderName }>(
       `SELECT recipient_id AS "recipientId", provider FROM (
          SELECT recipient_id, provider, min(seq) AS first_seq FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'

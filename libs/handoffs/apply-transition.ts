@@ -2,7 +2,7 @@ import { BatonError } from '../domain/errors.ts';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
-import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository } from '../db/handoff-repository.ts';
+import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor } from './ports.ts';
 
@@ -26,42 +26,103 @@ export interface TransitionOptions {
   updateAttempt?: AttemptUpdate;
   /** Sets not_before to the transition's own time plus this many milliseconds. */
   notBeforeInMs?: number;
+  /**
+   * Also moves the recipient's other WAITING handoffs with this event (planned with the table,
+   * as the same actor), in the same statement: used when a turn starts, so what waits behind
+   * it is visibly BUSY.
+   */
+  alsoQueued?: { recipientId: string; event: DeliveryEvent; reason: string };
 }
+
+type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock };
 
 /**
  * THE way a handoff's delivery state changes. Plans the move with the transition table, then
  * writes it as one compare-and-set statement that also appends the event row (and any attempt
- * change). Settled states stamp `settled_at`.
+ * change). Settled states stamp `settled_at` and release the duplicate guard.
  * @returns the handoff as it now is (state, revision + 1, counters bumped).
  * @throws BatonError invalid_transition / transition_not_permitted (refused by the table),
  *   stale_revision (someone moved it first; nothing written), handoff_not_found.
  */
-export async function applyTransition(
-  deps: { readonly handoffs: HandoffRepository; readonly clock: Clock },
+export function applyTransition(deps: Deps, h: Moveable, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<Moveable> {
+  return applyTransitions(deps, h, [[event, opts]], actor);
+}
+
+/**
+ * Several moves in a row, written as one statement: each is planned with the table from the
+ * state the previous one reached, and each gets its own event row and revision, exactly as if
+ * applied one by one (used when a turn is seen to have been accepted, run and returned at
+ * once). Options merge in order: later patches win, increments add up, attempt changes merge.
+ */
+export async function applyTransitions(
+  deps: Deps,
   h: Moveable,
-  event: DeliveryEvent,
+  moves: ReadonlyArray<readonly [DeliveryEvent, TransitionOptions?]>,
   actor: Actor,
-  opts: TransitionOptions = {},
+  guard: { anyRevision?: boolean } = {},
 ): Promise<Moveable> {
-  const to = planTransition(h.deliveryState, event, actor.kind);
   const at = deps.clock.now();
-  const patch: HandoffPatch = { ...opts.patch };
-  if (isSettled(to) && patch.settledAt === undefined) patch.settledAt = at;
-  if (!isSettled(to) && isSettled(h.deliveryState)) patch.settledAt = null;
-  if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
+  const steps: TransitionStep[] = [];
+  const patch: HandoffPatch = {};
+  const increment: HandoffCounter[] = [];
+  let insertAttempt: AttemptInsert | undefined;
+  let updateAttempt: AttemptUpdate | undefined;
+  let alsoMoveQueued: TransitionWrite['alsoMoveQueued'];
+  let state = h.deliveryState;
+  for (const [event, opts = {}] of moves) {
+    const to = planTransition(state, event, actor.kind);
+    steps.push({
+      from: state,
+      to,
+      event: { event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: opts.reason ?? null, detail: opts.detail },
+    });
+    Object.assign(patch, opts.patch);
+    if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
+    increment.push(...(opts.increment ?? []));
+    insertAttempt = opts.insertAttempt ?? insertAttempt;
+    if (opts.alsoQueued) {
+      const q = opts.alsoQueued;
+      alsoMoveQueued = {
+        recipientId: q.recipientId,
+        from: 'WAITING',
+        to: planTransition('WAITING', q.event, actor.kind),
+        event: { event: q.event, actorKind: actor.kind, actorId: actor.id, reason: q.reason },
+      };
+    }
+    if (opts.updateAttempt) {
+      const prev: Partial<AttemptUpdate> = updateAttempt ?? {};
+      const u = opts.updateAttempt;
+      updateAttempt = {
+        ...prev,
+        ...u,
+        accepted: Boolean(prev.accepted || u.accepted),
+        finished: Boolean(prev.finished || u.finished),
+        observed: Boolean(prev.observed || u.observed),
+        absentScan: Boolean(prev.absentScan || u.absentScan),
+      };
+    }
+    state = to;
+  }
+  if (isSettled(state)) {
+    if (patch.settledAt === undefined) patch.settledAt = at;
+    // A settled handoff no longer makes identical sends duplicates of it.
+    patch.inProgressKey = null;
+  } else if (isSettled(h.deliveryState)) {
+    patch.settledAt = null;
+  }
   const revision = await deps.handoffs.transition({
     handoffId: h.id,
-    from: h.deliveryState,
-    to,
-    expectRevision: h.revision,
+    steps,
+    expectRevision: guard.anyRevision ? null : h.revision,
     at,
-    event: { event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: opts.reason ?? null, detail: opts.detail },
     patch,
-    ...(opts.increment ? { increment: opts.increment } : {}),
-    ...(opts.insertAttempt ? { insertAttempt: opts.insertAttempt } : {}),
-    ...(opts.updateAttempt ? { updateAttempt: opts.updateAttempt } : {}),
+    increment,
+    ...(insertAttempt ? { insertAttempt } : {}),
+    ...(updateAttempt ? { updateAttempt } : {}),
+    ...(alsoMoveQueued ? { alsoMoveQueued } : {}),
   });
   if (revision === null) {
+    if (guard.anyRevision) throw new BatonError('stale_revision', `handoff ${h.id} is no longer ${h.deliveryState}`);
     const current = await deps.handoffs.findById(h.id);
     if (!current) throw new BatonError('handoff_not_found', `handoff ${h.id} does not exist`);
     throw new BatonError('stale_revision', `handoff ${h.id} changed since revision ${h.revision}; it is now ${current.deliveryState} at revision ${current.revision}`, {
@@ -70,14 +131,14 @@ export async function applyTransition(
       currentState: current.deliveryState,
     });
   }
-  const bump = (name: HandoffCounter) => (opts.increment?.includes(name) ? 1 : 0);
+  const bumps = (name: HandoffCounter) => increment.filter((c) => c === name).length;
   return {
     id: h.id,
-    deliveryState: to,
+    deliveryState: state,
     revision,
-    attemptCount: h.attemptCount + bump('attemptCount'),
-    refusals: h.refusals + bump('refusals'),
-    errorResends: h.errorResends + bump('errorResends'),
-    interruptResends: h.interruptResends + bump('interruptResends'),
+    attemptCount: h.attemptCount + bumps('attemptCount'),
+    refusals: h.refusals + bumps('refusals'),
+    errorResends: h.errorResends + bumps('errorResends'),
+    interruptResends: h.interruptResends + bumps('interruptResends'),
   };
 }

@@ -3,10 +3,8 @@ import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { planTransition } from '../domain/transitions.ts';
 import type { HandoffRecord, HandoffView } from '../db/records.ts';
-import type { HandoffRepository } from '../db/handoff-repository.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { Actor, CoreDeps } from './ports.ts';
-import { findAgents, resolveProject } from './resolve-project.ts';
 
 export interface SendHandoffInput {
   project: string;
@@ -28,64 +26,42 @@ export interface SendHandoffResult {
   created: boolean;
 }
 
-export function contentHash(recipientId: string, input: SendHandoffInput): string {
+/** sha256 of the content (who and to whom are added by the in-progress key). */
+export function contentHash(input: SendHandoffInput): string {
   const c = input.context ?? {};
   return createHash('sha256')
-    .update(
-      JSON.stringify([recipientId, input.title ?? null, input.message, input.focus ?? null, input.doneWhen ?? null, c.summary ?? null, c.openQuestions ?? [], c.nextSteps ?? []]),
-    )
+    .update(JSON.stringify([input.title ?? null, input.message, input.focus ?? null, input.doneWhen ?? null, c.summary ?? null, c.openQuestions ?? [], c.nextSteps ?? []]))
     .digest('hex');
 }
 
 /**
- * Records a handoff and queues it for its recipient. A send identical to one still in
- * progress (same sender, recipient and content, no idempotency key) is recorded as DUPLICATE
- * of it and not delivered. The record (and its `enrolled` event) is
- * committed first; the dispatch job is added after the commit with a deterministic id, so a
- * lost enqueue is repaired by the reconciler and a repeated one is a no-op. The recipient's
- * session at this moment is snapshotted: the handoff is delivered there or nowhere.
+ * Records a handoff and queues it for its recipient, in one statement (project and agents are
+ * resolved inside it). The recipient's session at this moment is snapshotted: the handoff is
+ * delivered there or nowhere. The dispatch job is added after the commit with a deterministic
+ * id, so a lost enqueue is repaired by the reconciler and a repeated one is a no-op.
+ * - With an idempotency key the sender already used: the first handoff is returned (same id,
+ *   no new delivery), also when two such sends race; with different content it is a conflict.
+ * - Without a key, identical to a handoff still in progress (same sender, recipient and
+ *   content): recorded as DUPLICATE of it and not delivered, also when two such sends race.
  * @throws BatonError project_not_found, unknown_sender, unknown_recipient, idempotency_conflict, database_unavailable
  */
 export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
-  const project = await resolveProject(deps, input.project);
   const from = input.from.toLowerCase();
   const to = input.to.toLowerCase();
-  const [sender, recipient] = await findAgents(deps, project, [from, to]);
-  if (!sender) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project.slug}`);
-  if (!recipient) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
-  const view = (h: Omit<HandoffView, 'senderHandle' | 'recipientHandle'>): HandoffView => ({ ...h, senderHandle: sender.handle, recipientHandle: recipient.handle });
-
+  const project = input.project.toLowerCase();
   const key = input.idempotencyKey ?? null;
-  const hash = contentHash(recipient.id, input);
-  // A repeated key returns the first handoff, but only for the same request: a different
-  // recipient or content under a used key is a conflict, never a silent no-op.
-  const replay = (existing: HandoffRecord): SendHandoffResult => {
-    if (existing.contentHash !== hash) {
-      throw new BatonError('idempotency_conflict', `idempotency key ${JSON.stringify(key)} was already used by ${sender.handle} for handoff ${existing.id} with different content`, {
-        handoffId: existing.id,
-      });
-    }
-    return { handoff: view(existing), created: false };
-  };
-  if (key !== null) {
-    const existing = await deps.handoffs.findByIdempotencyKey(sender.id, key);
-    if (existing) return replay(existing);
-  }
-
-  const actor: Actor = { kind: 'sender', id: sender.handle, tokenId: input.tokenId ?? null };
-  const now = deps.clock.now();
-  const enroll = async (repo: HandoffRepository, duplicateOf: HandoffRecord | null) => {
+  const hash = contentHash(input);
+  const actor: Actor = { kind: 'sender', id: from, tokenId: input.tokenId ?? null };
+  const view = (h: HandoffRecord): HandoffView => ({ ...h, senderHandle: from, recipientHandle: to });
+  const enroll = (duplicateOf: HandoffRecord | null) => {
     const event = duplicateOf ? 'duplicate_detected' : 'enrolled';
-    const state = planTransition(null, event, actor.kind);
-    return repo.insert(
+    const now = deps.clock.now();
+    return deps.handoffs.enroll(
       {
         id: newId(now.getTime()),
-        projectId: project.id,
-        senderId: sender.id,
-        recipientId: recipient.id,
-        recipientGeneration: recipient.generation,
-        provider: recipient.provider,
-        deliveryTarget: recipient.deliveryTarget,
+        projectSlug: project,
+        fromHandle: from,
+        toHandle: to,
         title: input.title ?? null,
         message: input.message,
         focus: input.focus ?? null,
@@ -96,11 +72,21 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
         dueAt: input.dueAt ?? null,
         idempotencyKey: key,
         contentHash: hash,
+        guardDuplicates: key === null && !duplicateOf,
         duplicateOfId: duplicateOf?.id ?? null,
-        deliveryState: state,
+        deliveryState: planTransition(null, event, actor.kind),
         deliveryDetail: duplicateOf ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered` : null,
         workState: input.title ? 'open' : null,
         createdAt: now,
+        // A recipient in the middle of a turn: the new handoff waits, visibly, as BUSY.
+        ...(duplicateOf
+          ? {}
+          : {
+              busyIfLive: {
+                to: planTransition('WAITING', 'recipient_busy', 'system'),
+                event: { event: 'recipient_busy', actorKind: 'system' as const, actorId: null, reason: 'the recipient is in a turn' },
+              },
+            }),
       },
       {
         event,
@@ -111,28 +97,44 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
       },
     );
   };
-  // With an idempotency key the unique index decides; without one, an identical handoff still
-  // in progress makes this one a DUPLICATE. The advisory lock makes that check race-free.
-  const inserted =
-    key !== null
-      ? await enroll(deps.handoffs, null)
-      : await deps.handoffs.withLock(`enroll:${sender.id}:${recipient.id}:${hash}`, async (tx) =>
-          enroll(tx, await tx.findInProgressDuplicate(sender.id, recipient.id, hash)),
-        );
-  if (!inserted) {
-    // Lost a race on the idempotency key: the winner is committed (ON CONFLICT waited for it).
-    const winner = key !== null ? await deps.handoffs.findByIdempotencyKey(sender.id, key) : null;
-    if (!winner) throw new Error('idempotency conflict without a winner');
-    return replay(winner);
-  }
-  if (recipient.provider !== 'manual' && inserted.deliveryState === 'WAITING') {
-    try {
-      await deps.scheduler.enqueue({ agentId: recipient.id, provider: recipient.provider, cause: 'sent', handoffId: inserted.id }, JOB_IDS.sent(inserted.id));
-    } catch (err) {
-      // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
-      deps.logger.warn({ err, handoffId: inserted.id }, 'enqueue after commit failed; the reconciler will queue it');
+
+  // Three tries cover the one race that needs a retry: the original settling between our
+  // conflict and our look-up of it.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const o = await enroll(null);
+    if (!o.projectId) throw new BatonError('project_not_found', `project ${JSON.stringify(project)} does not exist`);
+    if (!o.senderId) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project}`);
+    if (!o.recipientId) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project}`);
+    if (o.handoff) {
+      // Recorded is what the sender is told; the wake-up goes to Redis without holding the
+      // answer back (a lost one is re-queued from Postgres by the reconciler).
+      void queueAfterCommit(deps, o.handoff);
+      return { handoff: view(o.handoff), created: true };
     }
+    if (key !== null) {
+      const existing = await deps.handoffs.findByIdempotencyKey(o.senderId, key);
+      if (!existing) continue;
+      if (existing.contentHash !== hash || existing.recipientId !== o.recipientId) {
+        throw new BatonError('idempotency_conflict', `idempotency key ${JSON.stringify(key)} was already used by ${from} for handoff ${existing.id} with different content`, {
+          handoffId: existing.id,
+        });
+      }
+      return { handoff: view(existing), created: false };
+    }
+    const original = o.inProgressKey ? await deps.handoffs.findByInProgressKey(o.inProgressKey) : null;
+    if (!original) continue;
+    const dup = await enroll(original);
+    if (dup.handoff) return { handoff: view(dup.handoff), created: true };
   }
-  deps.logger.debug({ handoffId: inserted.id, from, to }, 'handoff enrolled');
-  return { handoff: view(inserted), created: true };
+  throw new Error(`could not enroll the handoff from ${from} to ${to} after 3 tries`);
+}
+
+async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord): Promise<void> {
+  if (!h.recipientId || !h.provider || h.provider === 'manual' || h.deliveryState !== 'WAITING') return;
+  try {
+    await deps.scheduler.enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
+  } catch (err) {
+    // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
+    deps.logger.warn({ err, handoffId: h.id }, 'enqueue after commit failed; the reconciler will queue it');
+  }
 }

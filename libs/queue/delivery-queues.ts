@@ -10,6 +10,13 @@ export interface DeliveryQueueOptions {
   names: RedisNames;
   shards: number;
   logger: Logger;
+  /**
+   * Which agents' turn locks are held right now. A `sent` wake-up for such an agent is not
+   * added: its lock holder looks at Postgres again after releasing the lock (after this
+   * handoff's commit, since the lock was still held when we looked), and a holder that dies is
+   * replaced by the reconciler's sweep.
+   */
+  heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
 }
 
 /**
@@ -20,6 +27,11 @@ export interface DeliveryQueueOptions {
  */
 export class DeliveryQueues {
   private readonly queues = new Map<string, Queue>();
+  /** Jobs waiting for this tick's bulk add, per queue. */
+  private readonly pending = new Map<
+    string,
+    { jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }>; agents: Set<string>; done: Promise<void> }
+  >();
 
   constructor(private readonly opts: DeliveryQueueOptions) {}
 
@@ -47,12 +59,47 @@ export class DeliveryQueues {
   }
 
   /**
-   * Adds one dispatch job. Idempotent per `jobId` while a job with that id exists.
+   * Adds one dispatch job (immediate ones are batched per tick). Idempotent per `jobId` while a
+   * job with that id exists.
    * @throws when Redis cannot be reached (callers decide: the API logs it, the reconciler retries).
    */
   async enqueue(job: DispatchJob, jobId: string, delayMs = 0): Promise<void> {
     const name = this.queueName(job.provider, job.agentId);
-    await this.queue(name).add(DISPATCH_JOB_NAME, job, { jobId, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+    if (delayMs > 0) {
+      await this.queue(name).add(DISPATCH_JOB_NAME, job, { jobId, delay: delayMs });
+      return;
+    }
+    // Immediate jobs added in the same tick go to Redis together (one round trip per queue),
+    // and an agent needs one wake-up per tick however many handoffs it got: the worker that
+    // takes its turn lock delivers everything Postgres says is next.
+    let batch = this.pending.get(name);
+    if (!batch) {
+      const jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }> = [];
+      const done = new Promise<void>((resolve, reject) => {
+        setImmediate(() => {
+          this.pending.delete(name);
+          this.flush(name, jobs).then(resolve, reject);
+        });
+      });
+      batch = { jobs, agents: new Set(), done };
+      this.pending.set(name, batch);
+    }
+    if (!batch.agents.has(job.agentId)) {
+      batch.agents.add(job.agentId);
+      batch.jobs.push({ name: DISPATCH_JOB_NAME, data: job, opts: { jobId } });
+    }
+    await batch.done;
+  }
+
+  private async flush(name: string, jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }>): Promise<void> {
+    let toAdd = jobs;
+    const sent = jobs.filter((j) => j.data.cause === 'sent');
+    if (this.opts.heldLocks && sent.length > 0) {
+      const held = await this.opts.heldLocks(sent.map((j) => j.data.agentId)).catch(() => sent.map(() => false));
+      const skip = new Set(sent.filter((_, i) => held[i]).map((j) => j.opts.jobId));
+      toAdd = jobs.filter((j) => !skip.has(j.opts.jobId));
+    }
+    if (toAdd.length > 0) await this.queue(name).addBulk(toAdd);
   }
 
   /** Adds many jobs, one round trip per queue. */
@@ -73,6 +120,7 @@ export class DeliveryQueues {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled([...this.pending.values()].map((b) => b.done));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }

@@ -6,6 +6,7 @@ import { createRepositories } from '../../libs/db/repositories.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { buildApp } from './app.ts';
 
 export interface ApiServerOptions {
@@ -30,11 +31,14 @@ export interface RunningApi {
 
 /** Builds the app from real dependencies and listens. */
 export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi> {
+  const names = new RedisNames(opts.redisPrefix);
+  const locks = new TurnLocks(opts.redis, names, { ttlMs: 1, logger: opts.logger });
   const queues = new DeliveryQueues({
     connection: opts.redis,
-    names: new RedisNames(opts.redisPrefix),
+    names,
     shards: opts.queueShards,
     logger: opts.logger,
+    heldLocks: (ids) => locks.held(ids),
   });
   const core = { ...createRepositories(opts.db), scheduler: queues, clock: opts.clock, logger: opts.logger };
   const app = await buildApp({

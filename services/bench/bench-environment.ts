@@ -135,10 +135,9 @@ export class BenchEnvironment {
     return (await res.json()) as never;
   }
 
-  /** Restarts the demo host so each scenario starts with empty sessions. */
+  /** Empties the demo sessions so each scenario starts clean. */
   async resetDemoHost(): Promise<void> {
-    await this.demoHost?.stop('SIGTERM');
-    await this.startDemoHost();
+    await fetch(`${this.demoHostUrl}/reset`, { method: 'POST' });
   }
 
   async startApi(): Promise<JsonClient> {
@@ -150,11 +149,9 @@ export class BenchEnvironment {
   }
 
   async startWorkers(n: number): Promise<void> {
-    for (let i = 0; i < n; i++) {
-      const w = spawnBaton(['worker'], this.processEnv({ BATON_LOG_LEVEL: 'info' }));
-      await w.waitFor(/delivery worker started/, 30_000);
-      this.workers.push(w);
-    }
+    const started = Array.from({ length: n }, () => spawnBaton(['worker'], this.processEnv({ BATON_LOG_LEVEL: 'info' })));
+    await Promise.all(started.map((w) => w.waitFor(/delivery worker started/, 30_000)));
+    this.workers.push(...started);
   }
 
   async stopWorkers(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

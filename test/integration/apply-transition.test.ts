@@ -12,9 +12,8 @@ let baton: TestBaton;
 
 beforeAll(async () => {
   baton = await startTestBaton();
-  // Recipient is pull-only (manual), so no worker moves these handoffs behind the test's back.
+  // Recipients are pull-only (manual), so no worker moves these handoffs behind the test's back.
   await registerAgent(baton.core, { project: 'default', handle: 'a', provider: 'demo' });
-  await registerAgent(baton.core, { project: 'default', handle: 'b', provider: 'manual' });
 });
 
 afterAll(async () => {
@@ -22,8 +21,13 @@ afterAll(async () => {
 });
 
 /** A fresh handoff put straight into `state` (test set-up only: bypasses the table on purpose). */
+let recipients = 0;
+
 async function handoffIn(state: string): Promise<Moveable> {
-  const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'a', to: 'b', message: `in ${state} ${Math.random()}` });
+  // A fresh recipient each time: no other handoff of it is in flight, so it enrolls WAITING.
+  const to = `r${++recipients}`;
+  await registerAgent(baton.core, { project: 'default', handle: to, provider: 'manual' });
+  const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'a', to, message: `in ${state} ${Math.random()}` });
   await baton.db.pool.query(`UPDATE handoffs SET delivery_state = $2::delivery_state, revision = 7 WHERE id = $1`, [handoff.id, state]);
   return { id: handoff.id, deliveryState: state as Moveable['deliveryState'], revision: 7, attemptCount: 0, refusals: 0, errorResends: 0, interruptResends: 0 };
 }
@@ -101,5 +105,33 @@ describe('applyTransition against Postgres', () => {
     const h = await handoffIn('WAITING');
     await expect(baton.db.pool.query(`UPDATE handoff_events SET reason = 'x' WHERE handoff_id = $1`, [h.id])).rejects.toThrow(/append-only/);
     await expect(baton.db.pool.query(`DELETE FROM handoff_events WHERE handoff_id = $1`, [h.id])).rejects.toThrow(/append-only/);
+  });
+});
+
+describe('applyTransitions (a chain in one statement)', () => {
+  it('writes each move as its own event with consecutive revisions, ending in the last state', async () => {
+    const h = await handoffIn('SENDING');
+    const { applyTransitions } = await import('../../libs/handoffs/apply-transition.ts');
+    const moved = await applyTransitions(baton.core, h, [['turn_accepted'], ['turn_started'], ['turn_returned', { patch: { resultSummary: 'done' } }]], { kind: 'system', id: 'w' });
+    expect(moved).toMatchObject({ deliveryState: 'RETURNED', revision: 10 });
+    const r = await row(h.id);
+    expect(r.delivery_state).toBe('RETURNED');
+    expect(r.settled_at).not.toBeNull();
+    expect(r.events.slice(1)).toEqual([
+      { from_state: 'SENDING', to_state: 'ACCEPTED', event: 'turn_accepted', revision: 8, actor_kind: 'system' },
+      { from_state: 'ACCEPTED', to_state: 'RUNNING', event: 'turn_started', revision: 9, actor_kind: 'system' },
+      { from_state: 'RUNNING', to_state: 'RETURNED', event: 'turn_returned', revision: 10, actor_kind: 'system' },
+    ]);
+  });
+
+  it('refuses the whole chain, writing nothing, when any move is not in the table', async () => {
+    const h = await handoffIn('SENDING');
+    const { applyTransitions } = await import('../../libs/handoffs/apply-transition.ts');
+    await expect(applyTransitions(baton.core, h, [['turn_accepted'], ['turn_returned'], ['turn_started']], { kind: 'system', id: 'w' })).rejects.toSatisfy((err: unknown) =>
+      hasErrorCode(err, 'invalid_transition'),
+    );
+    const r = await row(h.id);
+    expect(r.delivery_state).toBe('SENDING');
+    expect(r.events).toHaveLength(1);
   });
 });

@@ -62,11 +62,9 @@ describe('two worker processes competing for one agent', () => {
     for (let i = 1; i < turns.length; i++) expect(turns[i]!.receivedAt).toBeGreaterThanOrEqual(turns[i - 1]!.finishedAt!);
     expect(sessions.stats().find((s) => s.session === 'solo')).toMatchObject({ turnsReceived: 10, overlapAttempts: 0 });
 
-    // Both processes took part: each system event names the worker process that caused it.
-    const { rows: actors } = await baton.db.pool.query<{ actor_id: string }>(
-      `SELECT DISTINCT actor_id FROM handoff_events WHERE actor_kind = 'system'`,
-    );
-    expect(actors).toHaveLength(2);
+    // Handoffs sent while a turn was live waited, visibly, as BUSY.
+    const { rows: busy } = await baton.db.pool.query<{ n: number }>(`SELECT count(DISTINCT handoff_id)::int AS n FROM handoff_events WHERE to_state = 'BUSY'`);
+    expect(busy[0]!.n).toBeGreaterThan(0);
   });
 
   it('stop gracefully on SIGTERM', async () => {

@@ -167,9 +167,10 @@ describe('idempotent sends and duplicates', () => {
     for (const d of duplicates) expect(d.body.duplicateOf).toBe(originals[0]!.body.id);
     await until(originals[0]!.body.id, 'RUNNING');
     expect(baton.host.history(b)).toHaveLength(1);
-    // Different content is not a duplicate.
+    // Different content is not a duplicate (it waits behind the running turn, as BUSY).
     const other = await baton.post('/v1/handoffs', { ...body, message: 'other words' });
-    expect(other.body.state).toBe('WAITING');
+    expect(other.body.state).toBe('BUSY');
+    expect(other.body.duplicateOf).toBeNull();
   });
 });
 

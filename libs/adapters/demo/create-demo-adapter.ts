@@ -40,6 +40,8 @@ function aborted(signal: AbortSignal): never {
 export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
   return {
     provider: 'demo',
+    // The simulated session refuses a write while a turn is live, in the same step.
+    reportsBusyOnSend: true,
 
     async sendTurn(target: DeliveryTarget, turn: TurnRequest): Promise<SendResult> {
       try {
@@ -53,7 +55,8 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
         }
         switch (outcome.status) {
           case 'accepted':
-            return outcome.dropReply ? { outcome: 'lost', error: 'the reply to the write was lost' } : { outcome: 'accepted' };
+            if (outcome.dropReply) return { outcome: 'lost', error: 'the reply to the write was lost' };
+            return outcome.turn ? { outcome: 'accepted', seen: toObservation(outcome.turn) } : { outcome: 'accepted' };
           case 'busy':
             return { outcome: 'busy', detail: 'the session is in a turn' };
           case 'refused':

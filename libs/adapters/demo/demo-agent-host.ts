@@ -55,7 +55,7 @@ export interface DemoTurn extends DemoTurnInput {
 }
 
 export type ReceiveOutcome =
-  | { status: 'accepted'; dropReply: boolean; replyDelayMs?: number }
+  | { status: 'accepted'; dropReply: boolean; replyDelayMs?: number; turn?: DemoObservation }
   | { status: 'busy' }
   | { status: 'refused'; reason: string }
   | { status: 'gone' }
@@ -153,16 +153,24 @@ export class DemoAgentHost implements DemoHostPort {
     // A lost reply is about the writer's connection; the turn itself runs as the agent's
     // settings say (so 'lose_reply' can be combined with 'fail', 'hang', ...).
     const outcome = behavior === 'lose_reply' ? (settings.behavior && settings.behavior !== 'lose_reply' ? settings.behavior : 'ok') : behavior;
+    const finish = () => {
+      if (outcome === 'fail') this.end(s, turn, 'failed', null, `${name} hit an error while working`);
+      else if (outcome === 'interrupt') this.end(s, turn, 'interrupted', null, `${name}'s turn was interrupted`);
+      else this.end(s, turn, 'returned', summarize(name, input), null);
+    };
+    const replyDelayMs = Math.max(0, Number(settings.replyDelayMs ?? 0) || 0);
+    if (thinkMs === 0 && outcome !== 'hang') {
+      // A zero-think agent (benchmarks) runs and ends its turn before it answers the write.
+      this.setStatus(turn, 'running');
+      finish();
+      const seen = await this.observe(name, input.requestId);
+      return { status: 'accepted', dropReply: behavior === 'lose_reply', turn: seen, ...(replyDelayMs > 0 ? { replyDelayMs } : {}) };
+    }
     this.later(0, () => {
       this.setStatus(turn, 'running');
       if (outcome === 'hang') return;
-      this.later(thinkMs, () => {
-        if (outcome === 'fail') this.end(s, turn, 'failed', null, `${name} hit an error while working`);
-        else if (outcome === 'interrupt') this.end(s, turn, 'interrupted', null, `${name}'s turn was interrupted`);
-        else this.end(s, turn, 'returned', summarize(name, input), null);
-      });
+      this.later(thinkMs, finish);
     });
-    const replyDelayMs = Math.max(0, Number(settings.replyDelayMs ?? 0) || 0);
     return { status: 'accepted', dropReply: behavior === 'lose_reply', ...(replyDelayMs > 0 ? { replyDelayMs } : {}) };
   }
 
@@ -224,6 +232,12 @@ export class DemoAgentHost implements DemoHostPort {
       }
     }
     return out;
+  }
+
+  /** Forgets every session (between benchmark scenarios). */
+  reset(): void {
+    this.close();
+    this.sessions.clear();
   }
 
   /** Stops every timer; live turns stay as they are. */

@@ -15,6 +15,7 @@ import { DEMO_BEHAVIORS, type DemoAgentHost, type DemoBehavior, type DemoTurnSta
  *   POST /sessions/:s/script                {behaviors}
  *   POST /sessions/:s/turns/:rid/finish     {status}
  *   GET  /stats                             -> {sessions, writesByHandoff}
+ *   POST /reset                             forget every session
  */
 export async function serveDemoHost(host: DemoAgentHost, opts: { port?: number; bind?: string } = {}): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
@@ -55,6 +56,10 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   const url = new URL(req.url ?? '/', 'http://x');
   const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   const [root, session, sub, rid, action] = parts;
+  if (req.method === 'POST' && root === 'reset') {
+    host.reset();
+    return send(res, 200, { reset: true });
+  }
   if (req.method === 'GET' && root === 'stats') {
     return send(res, 200, { sessions: host.stats(), writesByHandoff: Object.fromEntries(host.writesByHandoff()) });
   }

@@ -22,10 +22,9 @@ export async function measureBusyAgents(env: BenchEnvironment, agents: number, p
   const project = 'busy';
   await env.createProject(project);
   await env.resetDemoHost();
-  const client = await env.startApi();
+  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
   const handles = Array.from({ length: agents }, (_, i) => `busy-${i}`);
   await registerAgents(client, project, ['busy-sender', ...handles], { thinkMs: 0 });
-  await env.startWorkers(2);
   tick('busy agents: sending');
   const started = performance.now();
   await sendMany(client, project, agents * perAgent, 64, (i) => ({ from: 'busy-sender', to: handles[i % agents], title: `burst ${i}`, message: `burst ${i}` }));

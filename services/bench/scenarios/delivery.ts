@@ -28,11 +28,10 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const project = `e2e-${agents}`;
   await env.createProject(project);
   await env.resetDemoHost();
-  const client = await env.startApi();
+  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
-  await env.startWorkers(2);
   const send = await sendMany(client, project, handoffs, 32, (i) => ({
     from: `e${agents}-sender`,
     to: handles[i % agents],

@@ -16,13 +16,12 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
   const project = 'recovery';
   await env.createProject(project);
   await env.resetDemoHost();
-  const client = await env.startApi();
+  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
   await registerAgents(client, project, ['rec-sender']);
   // Answers the writer 30 s late: a worker killed in that window has reserved and written.
   await registerAgents(client, project, ['rec-slow'], { replyDelayMs: 30_000 });
   const wipeAgents = Array.from({ length: 100 }, (_, i) => `rec-${i}`);
   await registerAgents(client, project, wipeAgents, { thinkMs: 5 });
-  await env.startWorkers(2);
 
   // 1. SIGKILL the worker in the middle of a write.
   const sent = await client.request('POST', '/v1/handoffs', { from: 'rec-sender', to: 'rec-slow', title: 'killed mid-write', message: 'x' }, { 'x-baton-project': project });

@@ -54,11 +54,15 @@ const H = (alias: string) => `
   ${alias}.attempt_count AS "attemptCount", ${alias}.refusals, ${alias}.error_resends AS "errorResends",
   ${alias}.interrupt_resends AS "interruptResends", ${alias}.not_before AS "notBefore",
   ${alias}.work_state AS "workState", ${alias}.reminder_sent_at AS "reminderSentAt",
+  ${alias}.work_revision AS "workRevision", ${alias}.work_attempt AS "workAttempt", ${alias}.claim_token AS "claimToken",
+  ${alias}.claimed_by_id AS "claimedById", ${alias}.lease_expires_at AS "leaseExpiresAt", ${alias}.work_resolution AS "workResolution",
+  ${alias}.close_note AS "closeNote", ${alias}.return_outcome AS "returnOutcome", ${alias}.result_fact_ids AS "resultFactIds",
+  ${alias}.returned_at AS "returnedAt",
   ${alias}.result_summary AS "resultSummary", ${alias}.result,
   ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
 
-const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle"`;
-const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id`;
+const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle", c.handle AS "claimedByHandle"`;
+const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id LEFT JOIN agents c ON c.id = h.claimed_by_id`;
 
 /**
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
@@ -68,7 +72,10 @@ export interface Enrollment {
   id: string;
   projectSlug: string;
   fromHandle: string;
-  toHandle: string;
+  /** null: unowned work addressed to the project (any of its agents may claim it). */
+  toHandle: string | null;
+  /** The tracked session the handoff belongs to (must be in the same project). */
+  sessionId: string | null;
   title: string | null;
   message: string;
   focus: string | null;
@@ -100,6 +107,8 @@ export interface EnrollOutcome {
   recipientId: string | null;
   recipientProvider: ProviderName | null;
   recipientGeneration: number | null;
+  /** false: the session named does not exist in the project (nothing inserted). */
+  sessionFound: boolean;
   /** The key an in-progress original holds (whether or not this insert happened). */
   inProgressKey: string | null;
   /** null: nothing inserted (a missing project/agent, or a unique conflict). */
@@ -237,6 +246,7 @@ export class HandoffRepository {
       foundRecipient: string | null;
       foundProvider: ProviderName | null;
       foundGeneration: number | null;
+      foundSession: boolean;
       foundKey: string | null;
     };
     const { rows } = await this.q<Row>(
@@ -246,21 +256,25 @@ export class HandoffRepository {
          SELECT a.id FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $3 AND a.removed_at IS NULL
        ), r AS (
          SELECT a.id, a.generation, a.provider, a.delivery_target FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
+       ), ses AS (
+         SELECT $34::uuid IS NULL OR EXISTS (SELECT 1 FROM sessions x JOIN p ON x.project_id = p.id WHERE x.id = $34::uuid) AS ok
        ), k AS (
-         SELECT CASE WHEN $19 THEN s.id || ':' || r.id || ':' || r.generation || ':' || $16 END AS key FROM s, r
-       ), b AS (
-         SELECT $27::boolean AND EXISTS (
-           SELECT 1 FROM handoffs x JOIN r ON x.recipient_id = r.id WHERE x.delivery_state = ANY($28::delivery_state[])
-         ) AS busy
+         SELECT CASE WHEN $19 THEN (SELECT id::text FROM s) || ':' || coalesce((SELECT id::text || ':' || generation FROM r), 'project') || ':' || $16 END AS key
        ), h AS (
-         INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, delivery_target,
+         INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, delivery_target, session_id,
            title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
            content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at)
-         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, r.delivery_target, $5, $6, $7, $8, $9, $10::text[], $11::text[],
+         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, r.delivery_target, $34::uuid, $5, $6, $7, $8, $9, $10::text[], $11::text[],
            $12, $13, $16, k.key, $14, CASE WHEN b.busy THEN $29::delivery_state ELSE $17::delivery_state END, $18, $20::work_state,
            CASE WHEN b.busy THEN 1 ELSE 0 END, $15, $15,
            CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END
-         FROM p, s, r, k, b
+         FROM p CROSS JOIN s CROSS JOIN k CROSS JOIN ses LEFT JOIN r ON true
+         CROSS JOIN LATERAL (
+           SELECT $27::boolean AND r.id IS NOT NULL AND EXISTS (
+             SELECT 1 FROM handoffs x WHERE x.recipient_id = r.id AND x.delivery_state = ANY($28::delivery_state[])
+           ) AS busy
+         ) b
+         WHERE ses.ok AND ($4::text IS NULL OR r.id IS NOT NULL)
          ON CONFLICT DO NOTHING
          RETURNING *
        ), ev AS (
@@ -271,7 +285,7 @@ export class HandoffRepository {
        )
        SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
          (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration",
-         (SELECT key FROM k) AS "foundKey", ${H('h')}
+         (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey", ${H('h')}
        FROM (SELECT 1) one LEFT JOIN h ON true`,
       [
         e.id, e.projectSlug, e.fromHandle, e.toHandle, e.title, e.message, e.focus, e.doneWhen, e.contextSummary,
@@ -280,15 +294,17 @@ export class HandoffRepository {
         event.event, event.actorKind, event.actorId, event.tokenId ?? null, event.reason ?? null, jsonParam(event.detail),
         e.busyIfLive !== undefined, LIVE_TURN_STATES, e.busyIfLive?.to ?? 'BUSY', e.busyIfLive?.event.event ?? null,
         e.busyIfLive?.event.actorKind ?? 'system', e.busyIfLive?.event.actorId ?? null, e.busyIfLive?.event.reason ?? null,
+        e.sessionId,
       ],
     );
-    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundKey, ...h } = rows[0]!;
+    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, ...h } = rows[0]!;
     return {
       projectId: foundProject,
       senderId: foundSender,
       recipientId: foundRecipient,
       recipientProvider: foundProvider,
       recipientGeneration: foundGeneration,
+      sessionFound: foundSession === true,
       inProgressKey: foundKey,
       handoff: h.id ? h : null,
     };

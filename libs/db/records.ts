@@ -57,6 +57,16 @@ export interface HandoffRecord {
   interruptResends: number;
   notBefore: Date | null;
   workState: 'open' | 'claimed' | 'returned' | 'closed' | 'cancelled' | 'expired' | null;
+  workRevision: number;
+  workAttempt: number;
+  claimToken: string | null;
+  claimedById: string | null;
+  leaseExpiresAt: Date | null;
+  workResolution: string | null;
+  closeNote: string | null;
+  returnOutcome: string | null;
+  resultFactIds: string[];
+  returnedAt: Date | null;
   reminderSentAt: Date | null;
   resultSummary: string | null;
   result: unknown;
@@ -65,10 +75,11 @@ export interface HandoffRecord {
   settledAt: Date | null;
 }
 
-/** A handoff with the sender's and recipient's handles resolved, as lists and reads show it. */
+/** A handoff with the sender's, recipient's and claimant's handles resolved, as lists and reads show it. */
 export interface HandoffView extends HandoffRecord {
   senderHandle: string;
   recipientHandle: string | null;
+  claimedByHandle?: string | null;
 }
 
 export type AttemptStatus =

@@ -161,9 +161,11 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
     }
     return { kind: 'pause', retryInMs: deps.timing.outageRetryMs };
   }
-  // A session busy with a turn Baton did not start is asked first, unless the adapter's write
-  // itself answers "busy" atomically (then asking first only costs a round trip).
-  if (!adapter.reportsBusyOnSend) {
+  // A session busy with a turn Baton did not start is asked first. An adapter whose write
+  // itself answers "busy" atomically is asked only for a handoff that already waited (BUSY):
+  // a fresh one goes straight to the write, saving a round trip per turn, and a busy answer
+  // then costs one attempt row, not one per retry.
+  if (!adapter.reportsBusyOnSend || h.deliveryState !== 'WAITING') {
     let busy: boolean;
     try {
       busy = await adapter.isBusy(target, NEVER);

@@ -6,10 +6,15 @@ import type { HandoffRecord, HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { Actor, CoreDeps } from './ports.ts';
 
+/** `to` value that addresses the project: unowned work any of its agents may claim. */
+export const TO_PROJECT = '@project';
+
 export interface SendHandoffInput {
   project: string;
   from: string;
-  to: string;
+  /** An agent id, or TO_PROJECT (or null) for unowned work. */
+  to: string | null;
+  sessionId?: string | null | undefined;
   message: string;
   title?: string | null | undefined;
   focus?: string | null | undefined;
@@ -47,7 +52,7 @@ export function contentHash(input: SendHandoffInput): string {
  */
 export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
   const from = input.from.toLowerCase();
-  const to = input.to.toLowerCase();
+  const to = input.to === null || input.to === TO_PROJECT ? null : input.to.toLowerCase();
   const project = input.project.toLowerCase();
   const key = input.idempotencyKey ?? null;
   const hash = contentHash(input);
@@ -62,6 +67,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
         projectSlug: project,
         fromHandle: from,
         toHandle: to,
+        sessionId: input.sessionId ?? null,
         title: input.title ?? null,
         message: input.message,
         focus: input.focus ?? null,
@@ -76,7 +82,9 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
         duplicateOfId: duplicateOf?.id ?? null,
         deliveryState: planTransition(null, event, actor.kind),
         deliveryDetail: duplicateOf ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered` : null,
-        workState: input.title ? 'open' : null,
+        // Work (a title, or anything addressed to the project) is returned and closed; a plain
+        // message to an agent is only delivered (and may be acknowledged).
+        workState: input.title || to === null ? 'open' : null,
         createdAt: now,
         // A recipient in the middle of a turn: the new handoff waits, visibly, as BUSY.
         ...(duplicateOf
@@ -104,7 +112,8 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
     const o = await enroll(null);
     if (!o.projectId) throw new BatonError('project_not_found', `project ${JSON.stringify(project)} does not exist`);
     if (!o.senderId) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project}`);
-    if (!o.recipientId) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project}`);
+    if (to !== null && !o.recipientId) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project}`);
+    if (!o.sessionFound) throw new BatonError('session_not_found', `no session ${JSON.stringify(input.sessionId)} in project ${project}`);
     if (o.handoff) {
       // Recorded is what the sender is told; the wake-up goes to Redis without holding the
       // answer back (a lost one is re-queued from Postgres by the reconciler).
@@ -114,7 +123,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
     if (key !== null) {
       const existing = await deps.handoffs.findByIdempotencyKey(o.senderId, key);
       if (!existing) continue;
-      if (existing.contentHash !== hash || existing.recipientId !== o.recipientId) {
+      if (existing.contentHash !== hash || existing.recipientId !== (o.recipientId ?? null)) {
         throw new BatonError('idempotency_conflict', `idempotency key ${JSON.stringify(key)} was already used by ${from} for handoff ${existing.id} with different content`, {
           handoffId: existing.id,
         });

@@ -20,7 +20,7 @@ export interface BenchOptions {
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
 export function benchSizes(quick: boolean) {
   return quick
-    ? { ceilingSeconds: 1, bullmqJobs: 2_000, sendOne: 200, sendMany: 1_000, agentCounts: [10, 1_000], handoffs: 1_000, busyAgents: 20, busyPerAgent: 10, wipeHandoffs: 300 }
+    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 500, agentCounts: [10, 1_000], handoffs: 300, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 200 }
     : { ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000 };
 }
 

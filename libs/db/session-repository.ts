@@ -1,0 +1,94 @@
+import type { PrismaClient } from './generated/prisma/client.ts';
+
+export type FactKindName = 'decision' | 'failed_attempt' | 'lesson' | 'open_question' | 'note' | 'result';
+
+export interface SessionRecord {
+  id: string;
+  projectId: string;
+  title: string;
+  summary: string | null;
+  createdAt: Date;
+}
+
+export interface FactRecord {
+  id: string;
+  sessionId: string;
+  projectId: string;
+  authorId: string;
+  authorHandle: string;
+  kind: FactKindName;
+  text: string;
+  supersedesId: string | null;
+  supersededById: string | null;
+  createdAt: Date;
+}
+
+/** Tracked sessions and their facts, through Prisma (not on the delivery hot path). */
+export class SessionRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(s: { id: string; projectId: string; title: string; summary: string | null; at: Date }): Promise<SessionRecord> {
+    return this.prisma.session.create({
+      data: { id: s.id, projectId: s.projectId, title: s.title, summary: s.summary, createdAt: s.at },
+      select: { id: true, projectId: true, title: true, summary: true, createdAt: true },
+    });
+  }
+
+  async find(id: string): Promise<SessionRecord | null> {
+    return this.prisma.session.findUnique({ where: { id }, select: { id: true, projectId: true, title: true, summary: true, createdAt: true } });
+  }
+
+  /** Every fact of the session, oldest first, with who wrote it and what superseded it. */
+  async facts(sessionId: string): Promise<FactRecord[]> {
+    const rows = await this.prisma.fact.findMany({
+      where: { sessionId },
+      orderBy: { createdAt: 'asc' },
+      include: { author: { select: { handle: true } }, supersededBy: { select: { id: true }, orderBy: { createdAt: 'asc' }, take: 1 } },
+    });
+    return rows.map((r) => ({
+      id: r.id,
+      sessionId: r.sessionId,
+      projectId: r.projectId,
+      authorId: r.authorId,
+      authorHandle: r.author.handle,
+      kind: r.kind,
+      text: r.text,
+      supersedesId: r.supersedesId,
+      supersededById: r.supersededBy[0]?.id ?? null,
+      createdAt: r.createdAt,
+    }));
+  }
+
+  async factsByIds(ids: readonly string[]): Promise<FactRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.prisma.fact.findMany({ where: { id: { in: [...ids] } }, include: { author: { select: { handle: true } } } });
+    return rows.map((r) => ({
+      id: r.id,
+      sessionId: r.sessionId,
+      projectId: r.projectId,
+      authorId: r.authorId,
+      authorHandle: r.author.handle,
+      kind: r.kind,
+      text: r.text,
+      supersedesId: r.supersedesId,
+      supersededById: null,
+      createdAt: r.createdAt,
+    }));
+  }
+
+  async addFact(f: { id: string; sessionId: string; projectId: string; authorId: string; kind: FactKindName; text: string; supersedesId: string | null; at: Date }): Promise<void> {
+    await this.prisma.fact.create({
+      data: { id: f.id, sessionId: f.sessionId, projectId: f.projectId, authorId: f.authorId, kind: f.kind, text: f.text, supersedesId: f.supersedesId, createdAt: f.at },
+    });
+  }
+
+  /** Handoffs pointing at the session, oldest first (ids, titles, states, who). */
+  async handoffs(sessionId: string): Promise<Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null; createdAt: Date }>> {
+    const rows = await this.prisma.handoff.findMany({
+      where: { sessionId },
+      orderBy: { seq: 'asc' },
+      select: { id: true, title: true, deliveryState: true, workState: true, createdAt: true, sender: { select: { handle: true } }, recipient: { select: { handle: true } } },
+    });
+    return rows.map((r) => ({ id: r.id, title: r.title, from: r.sender.handle, to: r.recipient?.handle ?? null, deliveryState: r.deliveryState, workState: r.workState, createdAt: r.createdAt }));
+  }
+}

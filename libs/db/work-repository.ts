@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { DeliveryState } from '../domain/delivery-states.ts';
+import type { WorkState } from '../domain/work-states.ts';
+import type { EventWrite, Queryable } from './handoff-repository.ts';
+
+/** Work columns a work move may also set; `undefined` leaves a column alone. */
+export interface WorkPatch {
+  claimToken?: string | null;
+  claimedById?: string | null;
+  leaseExpiresAt?: Date | null;
+  resultSummary?: string | null;
+  result?: unknown;
+  returnOutcome?: string | null;
+  resultFactIds?: string[];
+  returnedAt?: Date | null;
+  workResolution?: string | null;
+  closeNote?: string | null;
+}
+
+const COLUMNS: Record<keyof WorkPatch, { column: string; cast: string }> = {
+  claimToken: { column: 'claim_token', cast: 'text' },
+  claimedById: { column: 'claimed_by_id', cast: 'uuid' },
+  leaseExpiresAt: { column: 'lease_expires_at', cast: 'timestamptz' },
+  resultSummary: { column: 'result_summary', cast: 'text' },
+  result: { column: 'result', cast: 'jsonb' },
+  returnOutcome: { column: 'return_outcome', cast: 'text' },
+  resultFactIds: { column: 'result_fact_ids', cast: 'uuid[]' },
+  returnedAt: { column: 'returned_at', cast: 'timestamptz' },
+  workResolution: { column: 'work_resolution', cast: 'text' },
+  closeNote: { column: 'close_note', cast: 'text' },
+};
+
+export interface WorkWrite {
+  handoffId: string;
+  from: WorkState;
+  to: WorkState;
+  /** The work revision the writer read (compare-and-set). */
+  expectWorkRevision: number;
+  at: Date;
+  event: EventWrite;
+  patch?: WorkPatch;
+  /** +1 to the work attempt (a new claim). */
+  newAttempt?: boolean;
+  /** The claim must still be this one (fences a writer whose lease ran out). */
+  claimToken?: string;
+  /** The delivery moves too, in the same statement (e.g. a pull claim: WAITING -> ACCEPTED). */
+  delivery?: { from: DeliveryState; to: DeliveryState; expectRevision: number; event: EventWrite };
+}
+
+export interface WorkMoved {
+  workRevision: number;
+  workAttempt: number;
+  revision: number;
+  deliveryState: DeliveryState;
+}
+
+const names = new Map<string, string>();
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `baton_w_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/** SQL for the work of a handoff (claims, returns, closes) and remembered requests. */
+export class WorkRepository {
+  constructor(private readonly pool: Queryable) {}
+
+  private q<T extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
+    return this.pool.query<T>({ name: statementName(text), text, values });
+  }
+
+  /**
+   * Moves the work if it is still `from` at `expectWorkRevision` (and, when given, still held
+   * by `claimToken`, and the delivery still where the writer read it), bumping the work
+   * revision and appending the work event (and the delivery event) in one statement.
+   * Returns null when nothing matched (nothing written).
+   */
+  async move(w: WorkWrite): Promise<WorkMoved | null> {
+    const params: unknown[] = [w.handoffId, w.expectWorkRevision, w.from, w.to, w.at];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const sets = ['work_state = $4::work_state', 'work_revision = work_revision + 1', 'updated_at = $5'];
+    const where = ['id = $1', 'work_revision = $2', 'work_state = $3::work_state'];
+    for (const key of Object.keys(w.patch ?? {}) as Array<keyof WorkPatch>) {
+      const value = w.patch?.[key];
+      if (value === undefined) continue;
+      const { column, cast } = COLUMNS[key];
+      sets.push(`${column} = ${p(cast === 'jsonb' ? (value === null ? null : JSON.stringify(value)) : value)}::${cast}`);
+    }
+    if (w.newAttempt) sets.push('work_attempt = work_attempt + 1');
+    if (w.claimToken !== undefined) where.push(`claim_token = ${p(w.claimToken)}`);
+    if (w.delivery) {
+      sets.push(`delivery_state = ${p(w.delivery.to)}::delivery_state`, 'revision = revision + 1');
+      where.push(`delivery_state = ${p(w.delivery.from)}::delivery_state`, `revision = ${p(w.delivery.expectRevision)}`);
+      if (['RETURNED', 'CANCELLED', 'ACKNOWLEDGED', 'FAILED', 'UNAVAILABLE', 'DUPLICATE'].includes(w.delivery.to)) {
+        sets.push('settled_at = $5', 'in_progress_key = NULL');
+      } else {
+        sets.push('settled_at = NULL');
+      }
+    }
+    const e = w.event;
+    let sql = `WITH moved AS (
+        UPDATE handoffs SET ${sets.join(', ')} WHERE ${where.join(' AND ')}
+        RETURNING id, work_revision, work_attempt, revision, delivery_state
+      ), ev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
+        SELECT id, delivery_state, delivery_state, $3::work_state, $4::work_state, ${p(e.event)}, ${p(e.actorKind)}::actor_kind, ${p(e.actorId)},
+          ${p(e.tokenId ?? null)}::uuid, ${p(e.reason ?? null)}, ${p(e.detail === undefined ? null : JSON.stringify(e.detail))}::jsonb, revision, $5 FROM moved
+      )`;
+    if (w.delivery) {
+      const d = w.delivery;
+      sql += `, dev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, revision, created_at)
+        SELECT id, ${p(d.from)}::delivery_state, ${p(d.to)}::delivery_state, ${p(d.event.event)}, ${p(d.event.actorKind)}::actor_kind,
+          ${p(d.event.actorId)}, ${p(d.event.tokenId ?? null)}::uuid, ${p(d.event.reason ?? null)}, revision, $5 FROM moved
+      )`;
+    }
+    sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState" FROM moved`;
+    const { rows } = await this.q<WorkMoved>(sql, params);
+    return rows[0] ?? null;
+  }
+
+  /** Renews a live claim's lease; false when the claim is gone or its lease already ran out. */
+  async heartbeat(handoffId: string, claimToken: string, now: Date, until: Date): Promise<boolean> {
+    const { rowCount } = await this.q(
+      `UPDATE handoffs SET lease_expires_at = $4 WHERE id = $1 AND claim_token = $2 AND work_state = 'claimed' AND lease_expires_at > $3`,
+      [handoffId, claimToken, now, until],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** Claimed work whose lease ran out (oldest first). */
+  async expiredLeases(now: Date, limit: number): Promise<Array<{ id: string; workRevision: number; revision: number; deliveryState: DeliveryState; claimToken: string }>> {
+    const { rows } = await this.q<{ id: string; workRevision: number; revision: number; deliveryState: DeliveryState; claimToken: string }>(
+      `SELECT id, work_revision AS "workRevision", revision, delivery_state AS "deliveryState", claim_token AS "claimToken"
+       FROM handoffs WHERE work_state = 'claimed' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`,
+      [now, limit],
+    );
+    return rows;
+  }
+
+  async remembered(handoffId: string, action: string, claimToken: string): Promise<{ bodyHash: string; response: unknown } | null> {
+    const { rows } = await this.q<{ bodyHash: string; response: unknown }>(
+      `SELECT body_hash AS "bodyHash", response FROM work_requests WHERE handoff_id = $1 AND action = $2 AND claim_token = $3`,
+      [handoffId, action, claimToken],
+    );
+    return rows[0] ?? null;
+  }
+
+  async remember(handoffId: string, action: string, claimToken: string, bodyHash: string, response: unknown, at: Date): Promise<void> {
+    await this.q(
+      `INSERT INTO work_requests (handoff_id, action, claim_token, body_hash, response, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+       ON CONFLICT DO NOTHING`,
+      [handoffId, action, claimToken, bodyHash, JSON.stringify(response), at],
+    );
+  }
+}

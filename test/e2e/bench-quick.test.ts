@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from '../support/env.ts';
+import { runBaton } from '../support/spawn-baton.ts';
+
+const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/** Checks the shape of `npm run bench -- --quick --json`, never its speed. */
+describe('baton bench --quick --json', () => {
+  it('runs every scenario and prints machine-readable results of the documented shape', async () => {
+    const { code, output } = await runBaton(['bench', '--quick', '--json', '--no-progress'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'error' }, 180_000);
+    expect(code, output.slice(-3000)).toBe(0);
+    const start = output.indexOf('{\n');
+    const end = output.indexOf('\n}', start);
+    const r = JSON.parse(output.slice(start, end + 2));
+    expect(r).toMatchObject({ version: 1, mode: 'quick' });
+    expect(isNumber(r.seconds)).toBe(true);
+    expect(r.machine).toMatchObject({ cpus: expect.any(Number), node: expect.any(String), postgres: expect.any(String), redis: expect.any(String) });
+    for (const k of ['postgres1', 'postgres8', 'bullmq']) expect(isNumber(r.ceilings[k]), `ceilings.${k}`).toBe(true);
+    for (const k of ['oneClient', 'thirtyTwoClients']) {
+      expect(r.send[k]).toMatchObject({ requests: expect.any(Number), errors: 0 });
+      for (const f of ['perSecond', 'p50Ms', 'p99Ms']) expect(isNumber(r.send[k][f]), `send.${k}.${f}`).toBe(true);
+    }
+    expect(isNumber(r.send.redisBytesPerQueuedHandoff)).toBe(true);
+    expect(r.delivery.map((d: any) => d.agents)).toEqual([10, 1000]);
+    for (const d of r.delivery) {
+      expect(d.returned).toBe(d.handoffs);
+      for (const f of ['acceptedPerSec', 'returnedPerSec', 'acceptedP50Ms', 'acceptedP99Ms', 'returnedP50Ms', 'returnedP99Ms', 'dispatchP50Ms', 'dispatchP99Ms']) {
+        expect(isNumber(d[f]), `delivery.${d.agents}.${f}`).toBe(true);
+      }
+      expect(d.cost.redisConnectionsPerWorker).toHaveLength(2);
+      expect(d.cost.workerRssMiB).toHaveLength(2);
+    }
+    expect(r.busyAgents).toMatchObject({ overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 });
+    expect(isNumber(r.recovery.killToUncertainSec)).toBe(true);
+    expect(isNumber(r.recovery.wipeToFinalSec)).toBe(true);
+    expect(r.targets.length).toBeGreaterThanOrEqual(10);
+    for (const t of r.targets) expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String), met: expect.any(Boolean) });
+    // The human table goes to stderr beside the JSON.
+    expect(output).toContain('target');
+  }, 200_000);
+});

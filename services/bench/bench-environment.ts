@@ -154,6 +154,34 @@ export class BenchEnvironment {
     this.workers.push(...started);
   }
 
+  private client: JsonClient | undefined;
+
+  /**
+   * The API and two workers for a scenario. `fresh` restarts them, so peaks (RSS) and
+   * connection counts belong to this scenario alone (the full run); otherwise running ones are
+   * reused (the quick run, where process start-up would dominate).
+   */
+  async processes(fresh: boolean): Promise<JsonClient> {
+    if (fresh) await this.releaseProcesses(true);
+    const missing = Math.max(0, 2 - this.workers.length);
+    if (!this.api || !this.client) {
+      const [client] = await Promise.all([this.startApi(), this.startWorkers(missing)]);
+      this.client = client;
+    } else if (missing > 0) {
+      await this.startWorkers(missing);
+    }
+    return this.client;
+  }
+
+  /** Ends a scenario: stops the processes when they were started fresh for it. */
+  async releaseProcesses(fresh: boolean): Promise<void> {
+    if (!fresh) return;
+    await this.stopWorkers();
+    await this.stopApi();
+    this.client?.close();
+    this.client = undefined;
+  }
+
   async stopWorkers(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     await Promise.all(this.workers.map((w) => w.stop(signal)));
     this.workers = [];
@@ -184,6 +212,7 @@ export class BenchEnvironment {
   }
 
   async close(): Promise<void> {
+    this.client?.close();
     await this.stopWorkers('SIGKILL').catch(() => undefined);
     await this.stopApi().catch(() => undefined);
     await this.demoHost?.stop('SIGKILL').catch(() => undefined);

@@ -20,7 +20,7 @@ export interface BenchOptions {
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
 export function benchSizes(quick: boolean) {
   return quick
-    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 500, agentCounts: [10, 1_000], handoffs: 300, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 200 }
+    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150 }
     : { ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000 };
 }
 
@@ -50,12 +50,12 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     const delivery = [];
     for (const agents of sizes.agentCounts) {
       progress.show(`e2e with ${agents} agents`);
-      delivery.push(await measureDelivery(env, agents, sizes.handoffs, (label) => progress.step(label)));
+      delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, (label) => progress.step(label)));
     }
     progress.show('busy agents');
-    const busyAgents = await measureBusyAgents(env, sizes.busyAgents, sizes.busyPerAgent, (label) => progress.step(label));
+    const busyAgents = await measureBusyAgents(env, sizes.busyAgents, sizes.busyPerAgent, !opts.quick, (label) => progress.step(label));
     progress.show('recovery');
-    const recovery = await measureRecovery(env, sizes.wipeHandoffs, (label) => progress.step(label));
+    const recovery = await measureRecovery(env, sizes.wipeHandoffs, !opts.quick, (label) => progress.step(label));
     const partial = {
       version: 1 as const,
       mode: opts.quick ? ('quick' as const) : ('full' as const),

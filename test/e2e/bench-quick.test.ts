@@ -21,7 +21,7 @@ describe('baton bench --quick --json', () => {
       for (const f of ['perSecond', 'p50Ms', 'p99Ms']) expect(isNumber(r.send[k][f]), `send.${k}.${f}`).toBe(true);
     }
     expect(isNumber(r.send.redisBytesPerQueuedHandoff)).toBe(true);
-    expect(r.delivery.map((d: any) => d.agents)).toEqual([10, 1000]);
+    expect(r.delivery.map((d: any) => d.agents)).toEqual([10, 100]);
     for (const d of r.delivery) {
       expect(d.returned).toBe(d.handoffs);
       for (const f of ['acceptedPerSec', 'returnedPerSec', 'acceptedP50Ms', 'acceptedP99Ms', 'returnedP50Ms', 'returnedP99Ms', 'dispatchP50Ms', 'dispatchP99Ms']) {

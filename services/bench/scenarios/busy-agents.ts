@@ -18,11 +18,11 @@ export interface BusyAgentsResult {
  * 100 agents each receiving 50 handoffs at once: total time to deliver all, and the proof
  * that no agent had two turns at once and that each agent's turns came in send order.
  */
-export async function measureBusyAgents(env: BenchEnvironment, agents: number, perAgent: number, tick: (label: string) => void): Promise<BusyAgentsResult> {
+export async function measureBusyAgents(env: BenchEnvironment, agents: number, perAgent: number, fresh: boolean, tick: (label: string) => void): Promise<BusyAgentsResult> {
   const project = 'busy';
   await env.createProject(project);
   await env.resetDemoHost();
-  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
+  const client = await env.processes(fresh);
   const handles = Array.from({ length: agents }, (_, i) => `busy-${i}`);
   await registerAgents(client, project, ['busy-sender', ...handles], { thinkMs: 0 });
   tick('busy agents: sending');
@@ -45,10 +45,8 @@ export async function measureBusyAgents(env: BenchEnvironment, agents: number, p
     for (const id of r.ids) if ((stats.writesByHandoff[id]?.length ?? 0) !== 1) handoffsNotWrittenOnce++;
   }
   const overlappingTurns = stats.sessions.filter((s) => s.session.startsWith('busy-')).reduce((n, s) => n + s.overlapAttempts, 0);
-  await env.stopWorkers();
-  await env.stopApi();
-  client.close();
-  await env.clearRedis();
+  await env.releaseProcesses(fresh);
+  if (fresh) await env.clearRedis();
   tick('busy agents: done');
   return { agents, handoffsPerAgent: perAgent, totalSeconds, overlappingTurns, agentsOutOfOrder, handoffsNotWrittenOnce };
 }

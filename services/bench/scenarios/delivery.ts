@@ -24,11 +24,11 @@ export interface DeliveryRun extends DeliveryMetrics {
  * RETURNED, then read throughput and latencies from Postgres and the cost from /proc and
  * pg_stat_activity. Fresh processes per run, so peaks belong to this agent count.
  */
-export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, tick: (label: string) => void): Promise<DeliveryRun> {
+export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, fresh: boolean, tick: (label: string) => void): Promise<DeliveryRun> {
   const project = `e2e-${agents}`;
   await env.createProject(project);
   await env.resetDemoHost();
-  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
+  const client = await env.processes(fresh);
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
@@ -41,10 +41,8 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   await waitSettled(env.pool, project, handoffs, 300_000);
   const cost = await processCost(env);
   const metrics = await deliveryMetrics(env.pool, project);
-  await env.stopWorkers();
-  await env.stopApi();
-  client.close();
-  await env.clearRedis();
+  await env.releaseProcesses(fresh);
+  if (fresh) await env.clearRedis();
   tick(`e2e ${agents} agents: done`);
   return { agents, send, cost, ...metrics };
 }

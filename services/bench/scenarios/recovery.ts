@@ -12,11 +12,11 @@ export interface RecoveryResult {
 }
 
 /** Crash recovery, timed: a worker killed mid-write, and Redis wiped mid-run. */
-export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: number, tick: (label: string) => void): Promise<RecoveryResult> {
+export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: number, fresh: boolean, tick: (label: string) => void): Promise<RecoveryResult> {
   const project = 'recovery';
   await env.createProject(project);
   await env.resetDemoHost();
-  const [client] = await Promise.all([env.startApi(), env.startWorkers(2)]);
+  const client = await env.processes(fresh);
   await registerAgents(client, project, ['rec-sender']);
   // Answers the writer 30 s late: a worker killed in that window has reserved and written.
   await registerAgents(client, project, ['rec-slow'], { replyDelayMs: 30_000 });
@@ -48,9 +48,10 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
     await new Promise((r) => setTimeout(r, 25));
   }
   tick('recovery: worker killed');
-  await env.startWorkers(1);
+  const replacement = env.startWorkers(1);
 
   // 2. Wipe Redis while a run is under way.
+  await replacement;
   const sending = sendMany(client, project, wipeHandoffs, 32, (i) => ({ from: 'rec-sender', to: wipeAgents[i % wipeAgents.length], title: `wipe ${i}`, message: `wipe ${i}` }));
   let openAtWipe = 0;
   for (;;) {
@@ -72,9 +73,7 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
   // The killed-mid-write handoff is UNCERTAIN until its history is scanned; count only the run.
   await waitSettledExcept(env, project, id);
   const wipeToFinalSec = round((performance.now() - wipedAt) / 1000, 2);
-  await env.stopWorkers();
-  await env.stopApi();
-  client.close();
+  await env.releaseProcesses(true);
   await env.clearRedis();
   tick('recovery: redis wiped');
   return { killToUncertainSec, openAtWipe, wipeToFinalSec };

@@ -29,6 +29,11 @@ export interface TurnRequest {
     readonly openQuestions: readonly string[];
     readonly nextSteps: readonly string[];
   };
+  /**
+   * The bounded context packet (handoff context and the session's newest facts), as text in
+   * which everything agents wrote is fenced as data. Adapters put it in the turn.
+   */
+  readonly packet: string;
 }
 
 /**

@@ -61,8 +61,8 @@ const H = (alias: string) => `
   ${alias}.result_summary AS "resultSummary", ${alias}.result,
   ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
 
-const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle", c.handle AS "claimedByHandle"`;
-const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id LEFT JOIN agents c ON c.id = h.claimed_by_id`;
+export const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle", c.handle AS "claimedByHandle"`;
+export const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id LEFT JOIN agents c ON c.id = h.claimed_by_id`;
 
 /**
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
@@ -178,6 +178,11 @@ export interface TransitionWrite {
    * (each with its own event row): the handoffs queued behind a turn that is starting.
    */
   alsoMoveQueued?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
+  /**
+   * In the same statement, moves the handoff's work when it is in one of `from` (and only
+   * then), with its own event row: a push turn that returned a result returns the work.
+   */
+  alsoWork?: { from: readonly string[]; to: string; event: EventWrite; returnOutcome: string };
 }
 
 const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }> = {
@@ -271,7 +276,7 @@ export class HandoffRepository {
          FROM p CROSS JOIN s CROSS JOIN k CROSS JOIN ses LEFT JOIN r ON true
          CROSS JOIN LATERAL (
            SELECT $27::boolean AND r.id IS NOT NULL AND EXISTS (
-             SELECT 1 FROM handoffs x WHERE x.recipient_id = r.id AND x.delivery_state = ANY($28::delivery_state[])
+             SELECT 1 FROM handoffs x WHERE x.recipient_id = r.id AND x.delivery_state = ANY($28::delivery_state[]) AND x.attempt_count > 0
            ) AS busy
          ) b
          WHERE ses.ok AND ($4::text IS NULL OR r.id IS NOT NULL)
@@ -343,6 +348,19 @@ export class HandoffRepository {
       const column = COUNTER_COLUMNS[counter];
       sets.push(`${column} = ${column} + 1`);
     }
+    let workFrom = '';
+    if (w.alsoWork) {
+      workFrom = p(w.alsoWork.from);
+      const hit = `work_state = ANY(${workFrom}::work_state[])`;
+      sets.push(
+        `work_state = CASE WHEN ${hit} THEN ${p(w.alsoWork.to)}::work_state ELSE work_state END`,
+        `work_revision = CASE WHEN ${hit} THEN work_revision + 1 ELSE work_revision END`,
+        `returned_at = CASE WHEN ${hit} THEN $5 ELSE returned_at END`,
+        `return_outcome = CASE WHEN ${hit} THEN ${p(w.alsoWork.returnOutcome)} ELSE return_outcome END`,
+        `claim_token = CASE WHEN ${hit} THEN NULL ELSE claim_token END`,
+        `lease_expires_at = CASE WHEN ${hit} THEN NULL ELSE lease_expires_at END`,
+      );
+    }
     const attemptId = w.insertAttempt?.id ?? w.updateAttempt?.id ?? null;
     const attemptParam = p(attemptId);
     const events = w.steps.map(
@@ -351,7 +369,9 @@ export class HandoffRepository {
           ${p(step.event.actorId)}, ${p(step.event.tokenId ?? null)}::uuid, ${p(step.event.reason ?? null)}, ${p(jsonParam(step.event.detail))}::jsonb,
           revision - ${n - 1 - i}, ${attemptParam}::uuid, $5::timestamptz FROM moved`,
     );
-    let sql = `WITH moved AS (
+    let sql = `WITH before AS (
+        SELECT work_state FROM handoffs WHERE id = $1
+      ), moved AS (
         UPDATE handoffs SET ${sets.join(', ')}
         WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state
         RETURNING id, revision
@@ -377,6 +397,15 @@ export class HandoffRepository {
       sql += `, upd AS (
         UPDATE delivery_attempts SET ${attemptSets.join(', ')}
         WHERE id = ${p(u.id)}::uuid AND EXISTS (SELECT 1 FROM moved)
+      )`;
+    }
+    if (w.alsoWork) {
+      const a = w.alsoWork;
+      sql += `, work_ev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, reason, revision, created_at)
+        SELECT moved.id, $4::delivery_state, $4::delivery_state, before.work_state, ${p(a.to)}::work_state, ${p(a.event.event)},
+          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, ${p(a.event.reason ?? null)}, moved.revision, $5
+        FROM moved, before WHERE before.work_state = ANY(${workFrom}::work_state[])
       )`;
     }
     if (w.alsoMoveQueued) {
@@ -467,7 +496,8 @@ export class HandoffRepository {
 
   async events(handoffId: string): Promise<EventRecord[]> {
     const { rows } = await this.q<EventRecord>(
-      `SELECT id, handoff_id AS "handoffId", from_state AS "fromState", to_state AS "toState", event,
+      `SELECT id, handoff_id AS "handoffId", from_state AS "fromState", to_state AS "toState", work_from_state AS "workFromState",
+         work_to_state AS "workToState", event,
          actor_kind AS "actorKind", actor_id AS "actorId", reason, detail, revision, attempt_id AS "attemptId",
          created_at AS "createdAt"
        FROM handoff_events WHERE handoff_id = $1 ORDER BY id`,
@@ -506,7 +536,7 @@ export class HandoffRepository {
       attemptAcceptedAt: Date | null;
     };
     const { rows } = await this.q<Row>(
-      `SELECT ${H('h')}, c.rule AS "connectionRule", (h.delivery_state = ANY($3::delivery_state[])) AS live,
+      `SELECT ${H('h')}, c.rule AS "connectionRule", (h.delivery_state = ANY($3::delivery_state[]) AND h.attempt_count > 0) AS live,
          s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",
          (r.removed_at IS NULL AND r.generation = h.recipient_generation) AS "recipientCurrent",
          a.id AS "attemptId", a.request_id AS "attemptRequestId", a.started_at AS "attemptStartedAt", a.accepted_at AS "attemptAcceptedAt"
@@ -519,9 +549,9 @@ export class HandoffRepository {
          WHERE d.handoff_id = h.id AND h.delivery_state = ANY($3::delivery_state[]) ORDER BY d.number DESC LIMIT 1
        ) a ON true
        WHERE h.recipient_id = $1
-         AND (h.delivery_state = ANY($3::delivery_state[])
+         AND ((h.delivery_state = ANY($3::delivery_state[]) AND h.attempt_count > 0)
            OR (h.delivery_state = ANY($4::delivery_state[]) AND (h.not_before IS NULL OR h.not_before <= $2)))
-       ORDER BY (h.delivery_state = ANY($3::delivery_state[])) DESC, h.seq
+       ORDER BY (h.delivery_state = ANY($3::delivery_state[]) AND h.attempt_count > 0) DESC, h.seq
        LIMIT 1`,
       [recipientId, now, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );
@@ -546,7 +576,7 @@ export class HandoffRepository {
       `SELECT bool_or(not_before IS NULL OR not_before <= $2 OR delivery_state = ANY($3::delivery_state[])) AS due,
               min(not_before) AS at
        FROM handoffs
-       WHERE recipient_id = $1 AND (delivery_state = ANY($3::delivery_state[]) OR delivery_state = ANY($4::delivery_state[]))`,
+       WHERE recipient_id = $1 AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0) OR delivery_state = ANY($4::delivery_state[]))`,
       [recipientId, now, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );
     const row = rows[0];
@@ -642,7 +672,7 @@ export class HandoffRepository {
       `SELECT recipient_id AS "recipientId", provider FROM (
          SELECT recipient_id, provider, min(seq) AS first_seq FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
-           AND (delivery_state = ANY($3::delivery_state[])
+           AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0)
              OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))
          GROUP BY recipient_id, provider
        ) open ORDER BY first_seq LIMIT $2`,

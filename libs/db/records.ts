@@ -115,6 +115,9 @@ export interface EventRecord {
   handoffId: string;
   fromState: DeliveryState | null;
   toState: DeliveryState;
+  /** Set when the event moved the work (the delivery state is then unchanged). */
+  workFromState?: string | null;
+  workToState?: string | null;
   event: string;
   actorKind: ActorKind;
   actorId: string | null;

@@ -2,13 +2,23 @@ import { AgentRepository } from './agent-repository.ts';
 import { HandoffRepository } from './handoff-repository.ts';
 import type { Database } from './open-database.ts';
 import { SettingsRepository } from './settings-repository.ts';
+import { SessionRepository } from './session-repository.ts';
+import { WorkRepository } from './work-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
   readonly agents: AgentRepository;
   readonly settings: SettingsRepository;
+  readonly work: WorkRepository;
+  readonly sessions: SessionRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
-  return { handoffs: new HandoffRepository(db.pool), agents: new AgentRepository(db.prisma), settings: new SettingsRepository(db.prisma) };
+  return {
+    handoffs: new HandoffRepository(db.pool),
+    agents: new AgentRepository(db.prisma),
+    settings: new SettingsRepository(db.prisma),
+    work: new WorkRepository(db.pool),
+    sessions: new SessionRepository(db.prisma),
+  };
 }

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { WorkState } from '../domain/work-states.ts';
-import type { EventWrite, Queryable } from './handoff-repository.ts';
+import { VIEW_COLUMNS, VIEW_FROM, type EventWrite, type Queryable } from './handoff-repository.ts';
+import type { HandoffView } from './records.ts';
 
 /** Work columns a work move may also set; `undefined` leaves a column alone. */
 export interface WorkPatch {
@@ -141,6 +142,44 @@ export class WorkRepository {
       `SELECT id, work_revision AS "workRevision", revision, delivery_state AS "deliveryState", claim_token AS "claimToken"
        FROM handoffs WHERE work_state = 'claimed' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`,
       [now, limit],
+    );
+    return rows;
+  }
+
+  /**
+   * What needs the agent: handoffs to it whose work is open or claimed (or, for a plain
+   * message, whose delivery is not settled), and unowned work of the project that is open or
+   * claimed by it. Oldest first.
+   */
+  async inbox(projectId: string, agentId: string, limit: number): Promise<HandoffView[]> {
+    const { rows } = await this.q<HandoffView>(
+      `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
+       WHERE h.project_id = $1 AND (
+         (h.recipient_id = $2 AND (h.work_state IN ('open', 'claimed') OR (h.work_state IS NULL AND h.settled_at IS NULL)))
+         OR (h.recipient_id IS NULL AND (h.work_state = 'open' OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
+       ORDER BY h.seq LIMIT $3`,
+      [projectId, agentId, limit],
+    );
+    return rows;
+  }
+
+  /** What the agent sent, newest first. */
+  async outbox(projectId: string, agentId: string, limit: number): Promise<HandoffView[]> {
+    const { rows } = await this.q<HandoffView>(
+      `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.project_id = $1 AND h.sender_id = $2 ORDER BY h.seq DESC LIMIT $3`,
+      [projectId, agentId, limit],
+    );
+    return rows;
+  }
+
+  /** Work not yet closed in the project (optionally only where the agent is involved), oldest first. */
+  async openWork(projectId: string, agentId: string | null, limit: number): Promise<HandoffView[]> {
+    const { rows } = await this.q<HandoffView>(
+      `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
+       WHERE h.project_id = $1 AND h.work_state IN ('open', 'claimed', 'returned')
+         AND ($2::uuid IS NULL OR h.sender_id = $2 OR h.recipient_id = $2 OR h.claimed_by_id = $2 OR h.recipient_id IS NULL)
+       ORDER BY h.seq LIMIT $3`,
+      [projectId, agentId, limit],
     );
     return rows;
   }

@@ -37,6 +37,8 @@ export interface PacketInput {
   nextSteps: readonly string[];
   session: { id: string; title: string; summary: string | null } | null;
   facts: readonly PacketFact[];
+  /** The sender's note when the work came back for a revision. */
+  revisionNote?: string | null;
 }
 
 export interface ContextPacket {
@@ -72,6 +74,7 @@ export function buildContextPacket(input: PacketInput): ContextPacket {
   lines.push(FENCE);
   if (input.session) lines.push(`Session ${input.session.id}: ${clip(input.session.title)}`);
   if (input.session?.summary) lines.push(`Session summary: ${clip(input.session.summary)}`);
+  if (input.revisionNote) lines.push(`Revision requested: ${clip(input.revisionNote)}`);
   if (input.summary) lines.push(`Summary: ${clip(input.summary)}`);
   if (input.focus) lines.push(`Focus: ${clip(input.focus)}`);
   if (input.doneWhen) lines.push(`Done when: ${clip(input.doneWhen)}`);

@@ -16,6 +16,7 @@ export const LIMITS = {
   listItems: 20,
   listItem: 1_000,
   idempotencyKey: 200,
+  factText: 4_000,
   dueMinutesMax: 60 * 24 * 365,
   pageSizeDefault: 50,
   pageSizeMax: 200,

@@ -41,6 +41,8 @@ export const DELIVERY_EVENTS = [
   'cancelled',
   'acknowledged',
   'claimed',
+  'claim_released',
+  'claim_cancelled',
   'work_returned',
   'revision_requested',
 ] as const;
@@ -95,8 +97,10 @@ export const TRANSITIONS: readonly TransitionRule[] = [
   { from: ['UNCERTAIN'], event: 'proven_absent', to: 'CANCELLED', actors: SYS, note: 'three complete scans over an hour prove it never arrived; not resent' },
   { from: ['UNCERTAIN', 'ACCEPTED', 'RUNNING'], event: 'released', to: 'CANCELLED', actors: ['operator', 'sender'], note: 'a person knows how it ended; nothing is resent' },
   { from: ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'], event: 'cancelled', to: 'CANCELLED', actors: ['sender', 'operator'], note: 'withdrawn before any write' },
+  { from: ['ACCEPTED'], event: 'claim_cancelled', to: 'CANCELLED', actors: ['sender'], note: 'pull-claimed work withdrawn by its sender' },
   { from: ['WAITING', 'BUSY', 'HELD', 'RETURNED'], event: 'acknowledged', to: 'ACKNOWLEDGED', actors: ['recipient'], note: 'a plain message marked read; no turn needed' },
   { from: ['WAITING', 'BUSY'], event: 'claimed', to: 'ACCEPTED', actors: ['recipient'], note: 'a pull receiver took the work' },
+  { from: ['ACCEPTED'], event: 'claim_released', to: 'WAITING', actors: ['recipient', 'system'], note: 'a pull claim ended without a result (failed return, lost lease)' },
   { from: ['ACCEPTED', 'RUNNING'], event: 'work_returned', to: 'RETURNED', actors: ['recipient'], note: 'a pull receiver returned its result' },
   { from: ['RETURNED'], event: 'revision_requested', to: 'WAITING', actors: ['sender'], note: 'sent back to the recipient with a note' },
 ];

@@ -2,6 +2,7 @@ import { BatonError } from '../domain/errors.ts';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
+import { WORK_TRANSITIONS, planWorkTransition, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
 import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor } from './ports.ts';
@@ -32,6 +33,11 @@ export interface TransitionOptions {
    * it is visibly BUSY.
    */
   alsoQueued?: { recipientId: string; event: DeliveryEvent; reason: string };
+  /**
+   * Also moves the handoff's work, if it is in a state from which the work table lets this
+   * actor take `event` (planned here), in the same statement.
+   */
+  alsoWork?: { current: WorkState | null; event: WorkEvent; role: WorkActor; reason: string };
 }
 
 type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock };
@@ -68,6 +74,7 @@ export async function applyTransitions(
   let insertAttempt: AttemptInsert | undefined;
   let updateAttempt: AttemptUpdate | undefined;
   let alsoMoveQueued: TransitionWrite['alsoMoveQueued'];
+  let alsoWork: TransitionWrite['alsoWork'];
   let state = h.deliveryState;
   for (const [event, opts = {}] of moves) {
     const to = planTransition(state, event, actor.kind);
@@ -80,6 +87,13 @@ export async function applyTransitions(
     if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
     increment.push(...(opts.increment ?? []));
     insertAttempt = opts.insertAttempt ?? insertAttempt;
+    if (opts.alsoWork && opts.alsoWork.current !== null) {
+      const wk = opts.alsoWork;
+      // Every work state from which the table allows this move: the statement re-checks it.
+      const from = WORK_TRANSITIONS.filter((r) => r.event === wk.event && r.actors.includes(wk.role)).flatMap((r) => r.from);
+      const to = planWorkTransition(wk.current!, wk.event, wk.role);
+      alsoWork = { from, to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, reason: wk.reason }, returnOutcome: 'succeeded' };
+    }
     if (opts.alsoQueued) {
       const q = opts.alsoQueued;
       alsoMoveQueued = {
@@ -120,6 +134,7 @@ export async function applyTransitions(
     ...(insertAttempt ? { insertAttempt } : {}),
     ...(updateAttempt ? { updateAttempt } : {}),
     ...(alsoMoveQueued ? { alsoMoveQueued } : {}),
+    ...(alsoWork ? { alsoWork } : {}),
   });
   if (revision === null) {
     if (guard.anyRevision) throw new BatonError('stale_revision', `handoff ${h.id} is no longer ${h.deliveryState}`);

@@ -9,6 +9,7 @@ import type { HandoffRecord } from '../db/records.ts';
 import { applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
 import type { DispatchDeps } from './dispatch-agent.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
+import { contextPacketFor } from './manage-sessions.ts';
 
 /** Result of handling one piece of work: go on with the queue, pause it, or stop. */
 export type Step = { kind: 'next' } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
@@ -78,7 +79,7 @@ function endOf(seen: TurnObservation): TurnEnd | null {
 }
 
 /** The moves that record how a turn ended (resend rules included). */
-function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean): Move[] {
+function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'] = null): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':
@@ -89,6 +90,11 @@ function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolea
             reason: end.result.summary.slice(0, 200),
             patch: { resultSummary: end.result.summary, result: end.result.output ?? null, deliveryDetail: null },
             updateAttempt: { id: attemptId, status: 'returned', ...finished },
+            // Work the turn was about is returned with the turn's result, unless the agent
+            // already returned (or the sender closed) it explicitly.
+            ...(workState === 'open' || workState === 'claimed'
+              ? { alsoWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
+              : {}),
           },
         ],
       ];
@@ -211,6 +217,7 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
     focus: record.focus,
     doneWhen: record.doneWhen,
     context: { summary: record.contextSummary, openQuestions: record.openQuestions, nextSteps: record.nextSteps },
+    packet: (await contextPacketFor(deps, record, item.senderHandle)).text,
   };
   // The write itself is never aborted: once started, its outcome must be recorded.
   const sent = await adapter.sendTurn(target, turn, NEVER);
@@ -230,13 +237,13 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
       }
       const end = seen ? endOf(seen) : null;
       if (end) {
-        await move(deps, h, [accepted, started(attemptId), ...endMoves(h, end, attemptId, isWorkOpen(record))]);
+        await move(deps, h, [accepted, started(attemptId), ...endMoves(h, end, attemptId, isWorkOpen(record), record.workState)]);
         return { kind: 'next' };
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
       if (!now) return { kind: 'next' };
-      return watch(deps, now, attemptId, requestId, adapter, target, stop, isWorkOpen(record), null);
+      return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null);
     }
     case 'busy':
       await move(deps, h, [['session_busy', { reason: sent.detail ?? 'the session is in a turn', notBeforeInMs: deps.timing.busyRetryMs, updateAttempt: attempt('busy', { finished: true }) }]]);
@@ -296,7 +303,7 @@ export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: Abort
   }
   const adapter = deps.adapters.get(record.provider ?? '');
   if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
-  return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, isWorkOpen(record), item.attempt.acceptedAt ?? item.attempt.startedAt);
+  return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, record, item.attempt.acceptedAt ?? item.attempt.startedAt);
 }
 
 /** Follows an accepted turn to its end and records how it ended. */
@@ -308,7 +315,7 @@ async function watch(
   adapter: ProviderAdapter,
   target: DeliveryTarget,
   stop: AbortSignal,
-  workOpen: boolean,
+  record: HandoffRecord,
   /** When the turn was last known to be accepted (for the unobservable rule). */
   since: Date | null,
 ): Promise<Step> {
@@ -354,7 +361,7 @@ async function watch(
   } finally {
     clearInterval(recheck);
   }
-  const moves = endMoves(h, end, attemptId, workOpen);
+  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState);
   await move(deps, h, h.deliveryState === 'ACCEPTED' && end.status !== 'unobservable' ? [started(attemptId), ...moves] : moves);
   return { kind: 'next' };
 }

@@ -3,6 +3,8 @@ import type { ActorKind } from '../domain/transitions.ts';
 import type { AgentRepository } from '../db/agent-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { SettingsRepository } from '../db/settings-repository.ts';
+import type { SessionRepository } from '../db/session-repository.ts';
+import type { WorkRepository } from '../db/work-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -25,6 +27,8 @@ export interface CoreDeps {
   readonly handoffs: HandoffRepository;
   readonly agents: AgentRepository;
   readonly settings: SettingsRepository;
+  readonly work: WorkRepository;
+  readonly sessions: SessionRepository;
   readonly scheduler: DispatchScheduler;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -3,6 +3,7 @@ import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/deli
 import { isUuid } from '../domain/ids.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
+import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';
 import { resolveProject } from './resolve-project.ts';
 
 export interface HandoffDetail {
@@ -99,26 +100,69 @@ export async function getStatus(deps: CoreDeps, projectSlug: string): Promise<St
 
 export interface Inbox {
   agent: string;
-  /** Handoffs addressed to the agent that are still in progress, oldest first. */
+  /**
+   * What needs the agent, oldest first: handoffs to it with open or claimed work (or an
+   * unsettled plain message), and unowned work of the project it can claim (or has claimed).
+   */
   handoffs: HandoffView[];
   /** Non-waking notifications for the agent (deadline reminders, ...), newest first. */
   notifications: NotificationRecord[];
 }
 
-/**
- * What an agent should look at: handoffs to it still in progress and its notifications.
- * @throws BatonError project_not_found, agent_not_found
- */
-export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string): Promise<Inbox> {
+async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
   const project = await resolveProject(deps, projectSlug);
   const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
   if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
-  const open = await deps.handoffs.list({
-    projectId: project.id,
-    recipientId: agent.id,
-    states: OPEN_STATES,
-    limit: 200,
-  });
-  const notifications = await deps.handoffs.notificationsForAgent(agent.id, 100);
-  return { agent: agent.handle, handoffs: open.reverse(), notifications };
+  return { project, agent };
+}
+
+/** @throws BatonError project_not_found, agent_not_found */
+export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string): Promise<Inbox> {
+  const { project, agent } = await agentOf(deps, projectSlug, handle);
+  const [handoffs, notifications] = await Promise.all([deps.work.inbox(project.id, agent.id, 200), deps.handoffs.notificationsForAgent(agent.id, 100)]);
+  return { agent: agent.handle, handoffs, notifications };
+}
+
+/** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
+export async function getOutbox(deps: CoreDeps, projectSlug: string, handle: string, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
+  const { project, agent } = await agentOf(deps, projectSlug, handle);
+  return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit) };
+}
+
+export interface BoardCard {
+  handoff: HandoffView;
+  card: Card;
+}
+
+/**
+ * The board: every piece of work not yet closed (optionally only where the agent is involved),
+ * each in its lane (ready, in progress, attention, returned) with its next action and whose.
+ * @throws BatonError project_not_found, agent_not_found
+ */
+export async function getBoard(deps: CoreDeps, projectSlug: string, handle?: string): Promise<Record<Lane, BoardCard[]>> {
+  const project = await resolveProject(deps, projectSlug);
+  let agentId: string | null = null;
+  if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;
+  const rows = await deps.work.openWork(project.id, agentId, 1000);
+  const now = deps.clock.now();
+  const lanes = Object.fromEntries(LANES.map((l) => [l, [] as BoardCard[]])) as Record<Lane, BoardCard[]>;
+  for (const h of rows) {
+    if (h.workState !== 'open' && h.workState !== 'claimed' && h.workState !== 'returned') continue;
+    const card = boardCard(
+      {
+        workState: h.workState,
+        deliveryState: h.deliveryState,
+        attemptCount: h.attemptCount,
+        recipient: h.recipientHandle,
+        sender: h.senderHandle,
+        claimedBy: h.claimedByHandle ?? null,
+        leaseExpiresAt: h.leaseExpiresAt,
+        dueAt: h.dueAt,
+        returnOutcome: h.returnOutcome,
+      },
+      now,
+    );
+    lanes[card.lane].push({ handoff: h, card });
+  }
+  return lanes;
 }

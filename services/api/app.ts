@@ -9,6 +9,8 @@ import handoffRoutes from './routes/handoffs/index.ts';
 import healthRoutes, { type HealthChecks } from './routes/health/index.ts';
 import statusRoutes from './routes/status/index.ts';
 import settingsRoutes from './routes/settings/index.ts';
+import workRoutes from './routes/work/index.ts';
+import sessionRoutes from './routes/sessions/index.ts';
 
 export interface AppDeps {
   readonly core: CoreDeps;
@@ -40,6 +42,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(handoffRoutes, routeOptions);
       await v1.register(statusRoutes, routeOptions);
       await v1.register(settingsRoutes, routeOptions);
+      await v1.register(workRoutes, routeOptions);
+      await v1.register(sessionRoutes, routeOptions);
     },
     { prefix: '/v1' },
   );

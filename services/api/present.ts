@@ -35,6 +35,23 @@ export function presentHandoff(h: HandoffView) {
     idempotencyKey: h.idempotencyKey,
     state: h.deliveryState,
     deliveryState: h.deliveryState,
+    workState: h.workState,
+    work:
+      h.workState === null
+        ? null
+        : {
+            state: h.workState,
+            attempt: h.workAttempt,
+            revision: h.workRevision,
+            claimedBy: h.claimedByHandle ?? null,
+            leaseExpiresAt: iso(h.leaseExpiresAt),
+            returnOutcome: h.returnOutcome,
+            resolution: h.workResolution,
+            note: h.closeNote,
+            resultFactIds: h.resultFactIds ?? [],
+            returnedAt: iso(h.returnedAt),
+          },
+    sessionId: h.sessionId,
     detail: h.deliveryDetail,
     revision: h.revision,
     attemptCount: h.attemptCount,
@@ -64,6 +81,8 @@ export function presentEvent(e: EventRecord) {
     seq: e.id.toString(),
     from: e.fromState,
     to: e.toState,
+    workFrom: e.workFromState ?? null,
+    workTo: e.workToState ?? null,
     event: e.event,
     actor: { kind: e.actorKind, id: e.actorId },
     reason: e.reason,

@@ -51,10 +51,14 @@ export const AgentParams = Type.Object({ id: Handle });
 
 // ---- handoffs
 
+/** An agent id, or "@project" for unowned work any agent of the project may claim. */
+export const Recipient = Type.Union([Handle, Type.Literal('@project')]);
+
 export const SendHandoffBody = Type.Object(
   {
     from: Handle,
-    to: Handle,
+    to: Recipient,
+    session: Type.Optional(Type.String({ format: 'uuid' })),
     message: Type.String({ minLength: 1, maxLength: LIMITS.message }),
     title: Type.Optional(NullableText(LIMITS.title)),
     focus: Type.Optional(NullableText(LIMITS.focus)),
@@ -118,6 +122,23 @@ export const HandoffJson = Type.Object({
   idempotencyKey: Type.Union([Type.String(), Type.Null()]),
   state: DeliveryStateSchema,
   deliveryState: DeliveryStateSchema,
+  workState: Type.Union([Type.String(), Type.Null()]),
+  work: Type.Union([
+    Type.Object({
+      state: Type.String(),
+      attempt: Type.Integer(),
+      revision: Type.Integer(),
+      claimedBy: Type.Union([Type.String(), Type.Null()]),
+      leaseExpiresAt: NullableTimestamp,
+      returnOutcome: Type.Union([Type.String(), Type.Null()]),
+      resolution: Type.Union([Type.String(), Type.Null()]),
+      note: Type.Union([Type.String(), Type.Null()]),
+      resultFactIds: Type.Array(Type.String()),
+      returnedAt: NullableTimestamp,
+    }),
+    Type.Null(),
+  ]),
+  sessionId: Type.Union([Type.String(), Type.Null()]),
   detail: Type.Union([Type.String(), Type.Null()]),
   revision: Type.Integer(),
   attemptCount: Type.Integer(),
@@ -143,6 +164,8 @@ export const EventJson = Type.Object({
   seq: Type.String(),
   from: Type.Union([DeliveryStateSchema, Type.Null()]),
   to: DeliveryStateSchema,
+  workFrom: Type.Union([Type.String(), Type.Null()]),
+  workTo: Type.Union([Type.String(), Type.Null()]),
   event: Type.String(),
   actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }),
   reason: Type.Union([Type.String(), Type.Null()]),
@@ -214,4 +237,99 @@ export const ConnectionBody = Type.Object(
 
 export const ConnectionsJson = Type.Object({
   items: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), rule: Type.String(), updatedAt: Timestamp })),
+});
+
+// ---- work contracts
+
+const LeaseSeconds = Type.Integer({ minimum: 1, maximum: 86_400 });
+export const FactId = Type.String({ format: 'uuid' });
+
+export const AcceptBody = Type.Object({ as: Handle, leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
+export const HeartbeatBody = Type.Object({ as: Handle, claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
+export const ReturnBody = Type.Object(
+  {
+    as: Handle,
+    claimToken: Type.String({ minLength: 1, maxLength: 100 }),
+    revision: Type.Optional(Type.Integer({ minimum: 0 })),
+    summary: Type.String({ minLength: 1, maxLength: LIMITS.contextSummary }),
+    outcome: Type.Optional(Type.Union([Type.Literal('succeeded'), Type.Literal('failed')])),
+    facts: Type.Optional(Type.Array(FactId, { maxItems: LIMITS.listItems })),
+  },
+  { additionalProperties: false },
+);
+export const CloseBody = Type.Object(
+  {
+    as: Handle,
+    resolution: Type.Union([Type.Literal('accepted'), Type.Literal('revision'), Type.Literal('blocked')]),
+    note: Type.Optional(Type.String({ maxLength: LIMITS.focus })),
+    revision: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export const AsQuery = Type.Object({ as: Type.Optional(Handle) }, { additionalProperties: false });
+
+export const PacketJson = Type.Object({ text: Type.String(), factIds: Type.Array(Type.String()), omittedFacts: Type.Integer(), truncated: Type.Boolean() });
+
+export const ClaimJson = Type.Object({
+  handoff: HandoffJson,
+  claim: Type.Object({ token: Type.String(), attempt: Type.Integer(), leaseExpiresAt: Timestamp }),
+  packet: PacketJson,
+  recovered: Type.Boolean(),
+});
+
+export const ReturnJson = Type.Object({ handoff: HandoffJson, recovered: Type.Boolean() });
+
+export const HandoffListJson = Type.Object({ agent: Type.String(), handoffs: Type.Array(HandoffJson) });
+
+export const CardJson = Type.Object({
+  handoff: HandoffJson,
+  lane: Type.String(),
+  reasons: Type.Array(Type.String()),
+  next: Type.Object({ action: Type.String(), who: Type.String() }),
+});
+export const BoardJson = Type.Object({
+  ready: Type.Array(CardJson),
+  in_progress: Type.Array(CardJson),
+  attention: Type.Array(CardJson),
+  returned: Type.Array(CardJson),
+});
+export const BoardQuery = Type.Object({ agent: Type.Optional(Handle) }, { additionalProperties: false });
+
+// ---- sessions and facts
+
+export const SessionBody = Type.Object(
+  { as: Handle, title: Type.String({ minLength: 1, maxLength: LIMITS.title }), summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })) },
+  { additionalProperties: false },
+);
+export const FactBody = Type.Object(
+  {
+    as: Handle,
+    kind: Type.Enum(['decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result']),
+    text: Type.String({ minLength: 1, maxLength: LIMITS.factText }),
+    supersedes: Type.Optional(FactId),
+  },
+  { additionalProperties: false },
+);
+export const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const FactJson = Type.Object({
+  id: Type.String(),
+  kind: Type.String(),
+  text: Type.String(),
+  author: Type.String(),
+  supersedes: Type.Union([Type.String(), Type.Null()]),
+  supersededBy: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+});
+export const SessionJson = Type.Object({
+  id: Type.String(),
+  title: Type.String(),
+  summary: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+});
+export const SessionDetailJson = Type.Object({
+  session: SessionJson,
+  facts: Type.Array(FactJson),
+  handoffs: Type.Array(
+    Type.Object({ id: Type.String(), title: Type.Union([Type.String(), Type.Null()]), from: Type.String(), to: Type.Union([Type.String(), Type.Null()]), deliveryState: Type.String(), workState: Type.Union([Type.String(), Type.Null()]), createdAt: Timestamp }),
+  ),
 });

@@ -42,14 +42,18 @@ describe('a handoff sent over HTTP', () => {
       return res.body;
     }, { what: 'handoff RETURNED' });
 
-    expect(done.events.map((e: any) => [e.from, e.to, e.event])).toEqual([
+    const deliveryEvents = done.events.filter((e: any) => e.workTo === null);
+    expect(deliveryEvents.map((e: any) => [e.from, e.to, e.event])).toEqual([
       [null, 'WAITING', 'enrolled'],
       ['WAITING', 'SENDING', 'attempt_reserved'],
       ['SENDING', 'ACCEPTED', 'turn_accepted'],
       ['ACCEPTED', 'RUNNING', 'turn_started'],
       ['RUNNING', 'RETURNED', 'turn_returned'],
     ]);
-    expect(done.events.map((e: any) => e.revision)).toEqual([0, 1, 2, 3, 4]);
+    expect(deliveryEvents.map((e: any) => e.revision)).toEqual([0, 1, 2, 3, 4]);
+    // The work the turn was about is returned with the turn's result, in the same write.
+    expect(done.events.filter((e: any) => e.workTo !== null).map((e: any) => [e.workFrom, e.workTo, e.event])).toEqual([['open', 'returned', 'returned']]);
+    expect(done.workState).toBe('returned');
     const times = done.events.map((e: any) => Date.parse(e.at));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     expect(done.events[0].actor).toEqual({ kind: 'sender', id: 'planner' });

@@ -47,7 +47,7 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
       try {
         const outcome = await host.receiveTurn(
           sessionOf(target),
-          { requestId: turn.requestId, handoffId: turn.handoffId, from: turn.from, title: turn.title, message: turn.message },
+          { requestId: turn.requestId, handoffId: turn.handoffId, from: turn.from, title: turn.title, message: turn.message, packet: turn.packet },
           demoSettings(target.settings),
         );
         if (outcome.status === 'accepted' && outcome.replyDelayMs && !(host instanceof DemoHostClient)) {

@@ -41,6 +41,8 @@ export interface DemoTurnInput {
   from: string;
   title: string | null;
   message: string;
+  /** The context packet the turn carried. */
+  packet?: string;
 }
 
 export type DemoTurnStatus = 'accepted' | 'running' | 'returned' | 'failed' | 'interrupted';

@@ -64,6 +64,7 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         project: projectOf(request, defaultProject),
         from: b.from,
         to: b.to,
+        sessionId: b.session ?? null,
         message: b.message,
         title: b.title,
         focus: b.focus,

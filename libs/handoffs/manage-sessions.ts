@@ -1,0 +1,90 @@
+import { BatonError } from '../domain/errors.ts';
+import { buildContextPacket, type ContextPacket } from '../domain/context-packet.ts';
+import { isUuid, newId } from '../domain/ids.ts';
+import type { HandoffRecord } from '../db/records.ts';
+import type { FactKindName, FactRecord, SessionRecord } from '../db/session-repository.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+async function agentIn(deps: CoreDeps, projectId: string, projectSlug: string, handle: string) {
+  const agent = await deps.agents.findActive(projectId, handle.toLowerCase());
+  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${projectSlug}`);
+  return agent;
+}
+
+/**
+ * Starts a tracked session: the work of one task across agents.
+ * @throws BatonError project_not_found, agent_not_found
+ */
+export async function createSession(deps: CoreDeps, input: { project: string; as: string; title: string; summary?: string | null | undefined }): Promise<SessionRecord> {
+  const project = await resolveProject(deps, input.project);
+  await agentIn(deps, project.id, project.slug, input.as);
+  const at = deps.clock.now();
+  return deps.sessions.create({ id: newId(at.getTime()), projectId: project.id, title: input.title, summary: input.summary ?? null, at });
+}
+
+async function sessionIn(deps: CoreDeps, projectId: string, id: string): Promise<SessionRecord> {
+  const session = isUuid(id) ? await deps.sessions.find(id) : null;
+  if (!session || session.projectId !== projectId) throw new BatonError('session_not_found', `no session ${JSON.stringify(id)} in this project`);
+  return session;
+}
+
+/**
+ * Records a fact (decision, failed attempt, lesson, open question, note, result) in a session,
+ * by the agent that knows it. Facts are never edited: `supersedes` names an older fact of the
+ * same session that this one replaces.
+ * @throws BatonError project_not_found, agent_not_found, session_not_found, fact_not_found
+ */
+export async function addFact(
+  deps: CoreDeps,
+  input: { project: string; sessionId: string; as: string; kind: FactKindName; text: string; supersedes?: string | null | undefined },
+): Promise<FactRecord> {
+  const project = await resolveProject(deps, input.project);
+  const author = await agentIn(deps, project.id, project.slug, input.as);
+  const session = await sessionIn(deps, project.id, input.sessionId);
+  if (input.supersedes) {
+    const [old] = await deps.sessions.factsByIds(isUuid(input.supersedes) ? [input.supersedes] : []);
+    if (!old || old.sessionId !== session.id) throw new BatonError('fact_not_found', `no fact ${JSON.stringify(input.supersedes)} in session ${session.id}`);
+  }
+  const at = deps.clock.now();
+  const id = newId(at.getTime());
+  await deps.sessions.addFact({ id, sessionId: session.id, projectId: project.id, authorId: author.id, kind: input.kind, text: input.text, supersedesId: input.supersedes ?? null, at });
+  const [fact] = await deps.sessions.factsByIds([id]);
+  return fact!;
+}
+
+export interface SessionDetail {
+  session: SessionRecord;
+  facts: FactRecord[];
+  handoffs: Awaited<ReturnType<CoreDeps['sessions']['handoffs']>>;
+}
+
+/** A session with all its facts (superseded ones marked) and the handoffs that point at it. */
+export async function showSession(deps: CoreDeps, projectSlug: string, id: string): Promise<SessionDetail> {
+  const project = await resolveProject(deps, projectSlug);
+  const session = await sessionIn(deps, project.id, id);
+  const [facts, handoffs] = await Promise.all([deps.sessions.facts(session.id), deps.sessions.handoffs(session.id)]);
+  return { session, facts, handoffs };
+}
+
+/**
+ * The bounded context packet for a handoff, built from the handoff and (when it points at one)
+ * its session's newest facts. Used on accept and in the delivered turn.
+ */
+export async function contextPacketFor(deps: Pick<CoreDeps, 'sessions'>, h: HandoffRecord, from: string): Promise<ContextPacket> {
+  const session = h.sessionId ? await deps.sessions.find(h.sessionId) : null;
+  const facts = session ? await deps.sessions.facts(session.id) : [];
+  return buildContextPacket({
+    handoffId: h.id,
+    title: h.title,
+    from,
+    summary: h.contextSummary,
+    focus: h.focus,
+    doneWhen: h.doneWhen,
+    openQuestions: h.openQuestions,
+    nextSteps: h.nextSteps,
+    session: session ? { id: session.id, title: session.title, summary: session.summary } : null,
+    revisionNote: h.workState === 'open' && h.workAttempt > 0 ? h.closeNote : null,
+    facts: facts.map((f) => ({ id: f.id, kind: f.kind, text: f.text, author: f.authorHandle, createdAt: f.createdAt, supersededBy: f.supersededById })),
+  });
+}

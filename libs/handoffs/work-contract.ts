@@ -1,0 +1,247 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { BatonError } from '../domain/errors.ts';
+import type { ContextPacket } from '../domain/context-packet.ts';
+import { isUuid } from '../domain/ids.ts';
+import type { AgentRecord, HandoffView } from '../db/records.ts';
+import { JOB_IDS } from '../queue/redis-names.ts';
+import { applyWorkTransition } from './apply-work-transition.ts';
+import { applyTransition } from './apply-transition.ts';
+import { contextPacketFor } from './manage-sessions.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+/** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
+export const DEFAULT_LEASE_MS = 5 * 60_000;
+export const MAX_LEASE_MS = 24 * 60 * 60_000;
+
+interface Loaded {
+  h: HandoffView;
+  agent: AgentRecord;
+}
+
+/** The handoff and the acting agent, both in the project. */
+async function load(deps: CoreDeps, projectSlug: string, id: string, as: string): Promise<Loaded> {
+  const project = await resolveProject(deps, projectSlug);
+  const h = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
+  if (!h) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
+  const agent = await deps.agents.findActive(project.id, as.toLowerCase());
+  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(as)} in project ${project.slug}`);
+  return { h, agent };
+}
+
+async function reread(deps: CoreDeps, h: HandoffView): Promise<HandoffView> {
+  const again = await deps.handoffs.findView(h.projectId, h.id);
+  if (!again) throw new BatonError('handoff_not_found', `handoff ${h.id} disappeared`);
+  return again;
+}
+
+/** A pull claim moves the delivery too (no turn will be written for it); a push turn does not. */
+function pulled(h: HandoffView): boolean {
+  return h.attemptCount === 0 && (h.deliveryState === 'ACCEPTED' || h.deliveryState === 'WAITING' || h.deliveryState === 'BUSY');
+}
+
+const hashBody = (body: unknown) => createHash('sha256').update(JSON.stringify(body)).digest('hex');
+
+export interface Claim {
+  handoff: HandoffView;
+  claimToken: string;
+  attempt: number;
+  leaseExpiresAt: Date;
+  packet: ContextPacket;
+  /** true: this agent already held the claim; the same claim is returned (a replayed accept). */
+  recovered: boolean;
+}
+
+/**
+ * Claims work, exactly once: one conditional update (work state, scope and recipient checked
+ * in the same statement) gives one caller a claim token and an attempt number, and everyone
+ * else `already_claimed`. The recipient claims owned work; any agent of the project claims
+ * unowned work. The claim holds a lease that `heartbeat` renews.
+ * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, already_claimed, invalid_transition
+ */
+export async function acceptHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
+  const { h, agent } = await load(deps, input.project, input.id, input.as);
+  if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
+  if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
+  const leaseMs = Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS));
+  const now = deps.clock.now();
+  if (h.workState === 'claimed' && h.claimedById === agent.id && h.claimToken && h.leaseExpiresAt && h.leaseExpiresAt > now) {
+    const packet = await contextPacketFor(deps, h, h.senderHandle);
+    return { handoff: h, claimToken: h.claimToken, attempt: h.workAttempt, leaseExpiresAt: h.leaseExpiresAt, packet, recovered: true };
+  }
+  if (h.workState === 'claimed' || h.workState === 'returned') {
+    throw new BatonError('already_claimed', `handoff ${h.id} is already ${h.workState === 'claimed' ? 'claimed' : 'returned'} by ${h.claimedByHandle ?? 'another agent'}`);
+  }
+  const token = randomUUID();
+  const leaseExpiresAt = new Date(now.getTime() + leaseMs);
+  try {
+    await applyWorkTransition(deps, h, 'claimed', { role: 'recipient', handle: agent.handle, tokenId: input.tokenId ?? null }, {
+      reason: `claimed by ${agent.handle}`,
+      patch: { claimToken: token, claimedById: agent.id, leaseExpiresAt },
+      newAttempt: true,
+      ...(pulled(h) && h.deliveryState !== 'ACCEPTED' ? { delivery: 'claimed' as const } : {}),
+    });
+  } catch (err) {
+    // Lost the race: whoever won holds it now.
+    const now2 = await reread(deps, h);
+    if (now2.workState === 'claimed' && now2.claimedById !== agent.id) {
+      throw new BatonError('already_claimed', `handoff ${h.id} is already claimed by ${now2.claimedByHandle ?? 'another agent'}`);
+    }
+    throw err;
+  }
+  const claimed = await reread(deps, h);
+  const packet = await contextPacketFor(deps, claimed, claimed.senderHandle);
+  return { handoff: claimed, claimToken: token, attempt: claimed.workAttempt, leaseExpiresAt, packet, recovered: false };
+}
+
+/**
+ * Renews a claim's lease. A claim whose lease already ran out cannot be renewed: the work went
+ * back to the inbox (or to a new claimant) and the old token is fenced out.
+ * @throws BatonError claim_lost, handoff_not_found, agent_not_found
+ */
+export async function heartbeat(deps: CoreDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined }): Promise<{ leaseExpiresAt: Date }> {
+  const { h, agent } = await load(deps, input.project, input.id, input.as);
+  const now = deps.clock.now();
+  const until = new Date(now.getTime() + Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS)));
+  if (h.claimedById !== agent.id || !(await deps.work.heartbeat(h.id, input.claimToken, now, until))) {
+    throw new BatonError('claim_lost', `${agent.handle} holds no live claim on handoff ${h.id} with that token`);
+  }
+  return { leaseExpiresAt: until };
+}
+
+export interface ReturnInput {
+  project: string;
+  id: string;
+  as: string;
+  claimToken: string;
+  /** The work revision the caller read; omitted, the current one is used. */
+  revision?: number | undefined;
+  summary: string;
+  outcome: 'succeeded' | 'failed';
+  facts?: string[] | undefined;
+  tokenId?: string | null;
+}
+
+/**
+ * Returns the result of claimed work (or, with outcome `failed`, gives the work back for a new
+ * claim). Fail-closed evidence: every cited fact must belong to the handed-off session, be in
+ * the same project, and have been written by the returning agent. Replaying the same return
+ * (same claim token, same body) answers the same with `recovered: true`; the same claim with a
+ * different body is a conflict.
+ * @throws BatonError claim_lost, stale_revision, invalid_evidence, replay_conflict, not_work
+ */
+export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ handoff: HandoffView; recovered: boolean }> {
+  const body = { summary: input.summary, outcome: input.outcome, facts: [...(input.facts ?? [])].sort() };
+  const bodyHash = hashBody(body);
+  const { h, agent } = await load(deps, input.project, input.id, input.as);
+  const seen = await deps.work.remembered(h.id, 'return', input.claimToken);
+  if (seen) {
+    if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
+    return { handoff: await reread(deps, h), recovered: true };
+  }
+  if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message`);
+  if (h.claimToken !== input.claimToken || h.claimedById !== agent.id || h.workState !== 'claimed') {
+    throw new BatonError('claim_lost', `${agent.handle} holds no live claim on handoff ${h.id} with that token`);
+  }
+  if (h.leaseExpiresAt && h.leaseExpiresAt <= deps.clock.now()) throw new BatonError('claim_lost', `the lease on handoff ${h.id} ran out; claim it again`);
+  if (input.revision !== undefined && input.revision !== h.workRevision) {
+    throw new BatonError('stale_revision', `handoff ${h.id} changed since work revision ${input.revision}; it is at ${h.workRevision}`, {
+      expectedRevision: input.revision,
+      currentRevision: h.workRevision,
+    });
+  }
+  await checkEvidence(deps, h, agent, input.facts ?? []);
+  const actor = { role: 'claimant' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
+  if (input.outcome === 'succeeded') {
+    await applyWorkTransition(deps, h, 'returned', actor, {
+      reason: input.summary.slice(0, 200),
+      claimToken: input.claimToken,
+      patch: { resultSummary: input.summary, returnOutcome: 'succeeded', resultFactIds: input.facts ?? [], returnedAt: deps.clock.now(), claimToken: null, leaseExpiresAt: null },
+      ...(pulled(h) ? { delivery: 'work_returned' as const } : {}),
+    });
+  } else {
+    await applyWorkTransition(deps, h, 'return_failed', actor, {
+      reason: input.summary.slice(0, 200),
+      claimToken: input.claimToken,
+      patch: { resultSummary: input.summary, returnOutcome: 'failed', claimToken: null, claimedById: null, leaseExpiresAt: null },
+      ...(pulled(h) ? { delivery: 'claim_released' as const } : {}),
+    });
+  }
+  const after = await reread(deps, h);
+  await deps.work.remember(h.id, 'return', input.claimToken, bodyHash, { workRevision: after.workRevision }, deps.clock.now());
+  return { handoff: after, recovered: false };
+}
+
+async function checkEvidence(deps: CoreDeps, h: HandoffView, agent: AgentRecord, factIds: readonly string[]): Promise<void> {
+  if (factIds.length === 0) return;
+  const bad = factIds.find((id) => !isUuid(id));
+  if (bad) throw new BatonError('invalid_evidence', `${JSON.stringify(bad)} is not a fact id`);
+  const facts = await deps.sessions.factsByIds(factIds);
+  for (const id of factIds) {
+    const f = facts.find((x) => x.id === id);
+    if (!f) throw new BatonError('invalid_evidence', `fact ${id} does not exist`);
+    if (!h.sessionId || f.sessionId !== h.sessionId) throw new BatonError('invalid_evidence', `fact ${id} is not from the session this handoff belongs to`);
+    if (f.projectId !== h.projectId) throw new BatonError('invalid_evidence', `fact ${id} is from another project`);
+    if (f.authorId !== agent.id) throw new BatonError('invalid_evidence', `fact ${id} was written by ${f.authorHandle}, not by ${agent.handle}`);
+  }
+}
+
+/**
+ * The sender closes returned work: `accepted` (closed), `revision` (back to the recipient with
+ * a note: same handoff, a new attempt, and for a push recipient a new turn), or `blocked`.
+ * @throws BatonError not_sender, not_work, invalid_transition, stale_revision
+ */
+export async function closeWork(
+  deps: CoreDeps,
+  input: { project: string; id: string; as: string; resolution: 'accepted' | 'revision' | 'blocked'; note?: string | undefined; revision?: number | undefined; tokenId?: string | null },
+): Promise<HandoffView> {
+  const { h, agent } = await load(deps, input.project, input.id, input.as);
+  if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
+  if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message; there is nothing to close`);
+  if (input.revision !== undefined && input.revision !== h.workRevision) {
+    throw new BatonError('stale_revision', `handoff ${h.id} changed since work revision ${input.revision}; it is at ${h.workRevision}`);
+  }
+  const actor = { role: 'sender' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
+  const note = input.note ?? null;
+  if (input.resolution === 'accepted') {
+    await applyWorkTransition(deps, h, 'closed_accepted', actor, { reason: note, patch: { workResolution: 'accepted', closeNote: note } });
+  } else if (input.resolution === 'blocked') {
+    await applyWorkTransition(deps, h, 'closed_blocked', actor, { reason: note, patch: { workResolution: 'blocked', closeNote: note, claimToken: null, leaseExpiresAt: null } });
+  } else {
+    const redeliver = h.deliveryState === 'RETURNED';
+    await applyWorkTransition(deps, h, 'revision_requested', actor, {
+      reason: note,
+      patch: { closeNote: note, claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null, returnOutcome: null },
+      ...(redeliver ? { delivery: 'revision_requested' as const } : {}),
+    });
+    if (redeliver && h.recipientId && h.provider && h.provider !== 'manual') {
+      const after = await reread(deps, h);
+      await deps.scheduler
+        .enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'due', handoffId: h.id }, JOB_IDS.released(h.id, after.revision))
+        .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue the revision; the sweep will'));
+    }
+  }
+  return reread(deps, h);
+}
+
+/**
+ * The sender withdraws a handoff: open or claimed work becomes cancelled, and a delivery that
+ * has not been written is cancelled (a turn already in the recipient's session is not undone).
+ * @throws BatonError not_sender, invalid_transition
+ */
+export async function cancelHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
+  const { h, agent } = await load(deps, input.project, input.id, input.as);
+  if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
+  const deliveryCancellable = ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'].includes(h.deliveryState) || (h.deliveryState === 'ACCEPTED' && h.attemptCount === 0);
+  const actorRef = { role: 'sender' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
+  if (h.workState !== null) {
+    await applyWorkTransition(deps, h, 'cancelled', actorRef, {
+      reason: `cancelled by ${agent.handle}`,
+      patch: { claimToken: null, leaseExpiresAt: null },
+      ...(deliveryCancellable ? { delivery: h.deliveryState === 'ACCEPTED' ? ('claim_cancelled' as const) : ('cancelled' as const) } : {}),
+    });
+  } else {
+    await applyTransition(deps, h, 'cancelled', { kind: 'sender', id: agent.handle, tokenId: input.tokenId ?? null }, { reason: `cancelled by ${agent.handle}` });
+  }
+  return reread(deps, h);
+}

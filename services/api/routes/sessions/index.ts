@@ -1,0 +1,61 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { addFact, createSession, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
+import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
+import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
+
+const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
+const fact = (f: FactRecord) => ({
+  id: f.id,
+  kind: f.kind,
+  text: f.text,
+  author: f.authorHandle,
+  supersedes: f.supersedesId,
+  supersededBy: f.supersededById,
+  createdAt: f.createdAt.toISOString(),
+});
+
+/** Tracked sessions and their facts. */
+const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  const { core, defaultProject } = opts;
+
+  app.post(
+    '/sessions',
+    { schema: { headers: ProjectHeader, body: SessionBody, response: { 201: SessionJson, '4xx': ErrorBody } } },
+    async (request, reply) => {
+      const s = await createSession(core, { project: projectOf(request, defaultProject), ...request.body });
+      return reply.status(201).send(session(s));
+    },
+  );
+
+  app.get(
+    '/sessions/:id',
+    { schema: { headers: ProjectHeader, params: SessionParams, response: { 200: SessionDetailJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const d = await showSession(core, projectOf(request, defaultProject), request.params.id);
+      return {
+        session: session(d.session),
+        facts: d.facts.map(fact),
+        handoffs: d.handoffs.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })),
+      };
+    },
+  );
+
+  app.post(
+    '/sessions/:id/facts',
+    { schema: { headers: ProjectHeader, params: SessionParams, body: FactBody, response: { 201: FactJson, '4xx': ErrorBody } } },
+    async (request, reply) => {
+      const f = await addFact(core, {
+        project: projectOf(request, defaultProject),
+        sessionId: request.params.id,
+        as: request.body.as,
+        kind: request.body.kind as FactRecord['kind'],
+        text: request.body.text,
+        supersedes: request.body.supersedes,
+      });
+      return reply.status(201).send(fact(f));
+    },
+  );
+};
+
+export default sessionRoutes;

@@ -106,22 +106,27 @@ export class WorkRepository {
       }
     }
     const e = w.event;
+    // One INSERT for both rows, work move first (with the delivery state it happened in): the
+    // event ids keep that order.
+    const deliveryThen = w.delivery ? `${p(w.delivery.from)}::delivery_state` : 'delivery_state';
+    const eventRows = [
+      `SELECT id, ${deliveryThen}, ${deliveryThen}, $3::work_state, $4::work_state, ${p(e.event)}, ${p(e.actorKind)}::actor_kind, ${p(e.actorId)},
+          ${p(e.tokenId ?? null)}::uuid, ${p(e.reason ?? null)}, ${p(e.detail === undefined ? null : JSON.stringify(e.detail))}::jsonb, revision, $5::timestamptz FROM moved`,
+    ];
+    if (w.delivery) {
+      const d = w.delivery;
+      eventRows.push(
+        `SELECT id, ${p(d.from)}::delivery_state, ${p(d.to)}::delivery_state, NULL::work_state, NULL::work_state, ${p(d.event.event)}, ${p(d.event.actorKind)}::actor_kind,
+          ${p(d.event.actorId)}, ${p(d.event.tokenId ?? null)}::uuid, ${p(d.event.reason ?? null)}, NULL::jsonb, revision, $5::timestamptz FROM moved`,
+      );
+    }
     let sql = `WITH moved AS (
         UPDATE handoffs SET ${sets.join(', ')} WHERE ${where.join(' AND ')}
         RETURNING id, work_revision, work_attempt, revision, delivery_state
       ), ev AS (
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
-        SELECT id, delivery_state, delivery_state, $3::work_state, $4::work_state, ${p(e.event)}, ${p(e.actorKind)}::actor_kind, ${p(e.actorId)},
-          ${p(e.tokenId ?? null)}::uuid, ${p(e.reason ?? null)}, ${p(e.detail === undefined ? null : JSON.stringify(e.detail))}::jsonb, revision, $5 FROM moved
+        ${eventRows.join(' UNION ALL ')}
       )`;
-    if (w.delivery) {
-      const d = w.delivery;
-      sql += `, dev AS (
-        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, revision, created_at)
-        SELECT id, ${p(d.from)}::delivery_state, ${p(d.to)}::delivery_state, ${p(d.event.event)}, ${p(d.event.actorKind)}::actor_kind,
-          ${p(d.event.actorId)}, ${p(d.event.tokenId ?? null)}::uuid, ${p(d.event.reason ?? null)}, revision, $5 FROM moved
-      )`;
-    }
     sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState" FROM moved`;
     const { rows } = await this.q<WorkMoved>(sql, params);
     return rows[0] ?? null;

@@ -84,7 +84,8 @@ export async function contextPacketFor(deps: Pick<CoreDeps, 'sessions'>, h: Hand
     openQuestions: h.openQuestions,
     nextSteps: h.nextSteps,
     session: session ? { id: session.id, title: session.title, summary: session.summary } : null,
-    revisionNote: h.workState === 'open' && h.workAttempt > 0 ? h.closeNote : null,
+    // A note the sender left when sending the work back (it is not closed yet).
+    revisionNote: h.closeNote !== null && h.workResolution === null ? h.closeNote : null,
     facts: facts.map((f) => ({ id: f.id, kind: f.kind, text: f.text, author: f.authorHandle, createdAt: f.createdAt, supersededBy: f.supersededById })),
   });
 }

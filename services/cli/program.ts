@@ -9,6 +9,8 @@ import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
 import { registerReadCommands } from './commands/show.ts';
 import { registerActionCommands } from './commands/act.ts';
+import { registerWorkCommands } from './commands/work.ts';
+import { registerSessionCommands } from './commands/sessions.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -28,6 +30,8 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
   registerSendCommand(program, ctx);
   registerReadCommands(program, ctx);
   registerActionCommands(program, ctx);
+  registerWorkCommands(program, ctx);
+  registerSessionCommands(program, ctx);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -9,7 +9,8 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .command('send')
     .description('hand work or a message from one agent to another')
     .argument('<from>', 'sending agent')
-    .argument('<to>', 'receiving agent')
+    .argument('<to>', 'receiving agent, or @project for work any agent of the project may claim')
+    .option('--session <id>', 'the tracked session this handoff belongs to (its facts go in the context packet)')
     .argument('<message>', 'what to do (or say)')
     .option('--title <title>', 'a title makes it work that the recipient returns')
     .option('--focus <focus>', 'what to focus on')
@@ -21,7 +22,7 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .option('--key <idempotencyKey>', 'idempotency key: sending again with it returns the first handoff')
     .option('--json', 'print JSON')
     .action(async (from: string, to: string, message: string, opts: {
-      title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[];
+      title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[]; session?: string;
       dueMinutes?: number; key?: string; json?: boolean;
     }, cmd: Command) => {
       const context = opts.summary || opts.question || opts.next
@@ -32,6 +33,7 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
         to,
         message,
         ...(opts.title ? { title: opts.title } : {}),
+        ...(opts.session ? { session: opts.session } : {}),
         ...(opts.focus ? { focus: opts.focus } : {}),
         ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
         ...(context ? { context } : {}),

@@ -1,0 +1,160 @@
+import type { Command } from 'commander';
+import { collect, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
+import { handoffDetail, handoffLine, type HandoffJson } from '../format.ts';
+
+interface ClaimJson {
+  handoff: HandoffJson;
+  claim: { token: string; attempt: number; leaseExpiresAt: string };
+  packet: { text: string };
+  recovered: boolean;
+}
+
+function asAgent(ctx: CliContext, as: string | undefined): string {
+  const who = as ?? ctx.config().agent;
+  if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
+  return who;
+}
+
+const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
+
+/** `read`, `accept`, `heartbeat`, `return`, `close`, `cancel`, `outbox`, `board`: the work contract. */
+export function registerWorkCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('read')
+    .description('a handoff as its sender or recipient sees it, with its context packet')
+    .argument('<id>', 'handoff id')
+    .option('--as <agent>', 'who is reading (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
+      const as = asAgent(ctx, opts.as);
+      const client = ctx.client(cmd);
+      const h = await client.get<HandoffJson>(path(id));
+      const packet = await client.get<{ text: string }>(`${path(id, 'packet')}?as=${encodeURIComponent(as)}`);
+      if (opts.json) return ctx.json({ ...h, packet });
+      ctx.out(handoffDetail(h));
+      ctx.out('');
+      ctx.out(packet.text);
+    });
+
+  program
+    .command('accept')
+    .description('claim work (exactly one claimant wins); prints the claim token, attempt and context packet')
+    .argument('<id>', 'handoff id')
+    .option('--as <agent>', 'who claims (default BATON_AGENT)')
+    .option('--lease <seconds>', 'how long the claim lives without a heartbeat', positiveInt('--lease', 86_400))
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { as?: string; lease?: number; json?: boolean }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { as: asAgent(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`${body.recovered ? 'already yours' : 'claimed'}: ${handoffLine(body.handoff)}`);
+      ctx.out(`claim token ${body.claim.token}  attempt ${body.claim.attempt}  lease until ${body.claim.leaseExpiresAt}`);
+      ctx.out('');
+      ctx.out(body.packet.text);
+    });
+
+  program
+    .command('heartbeat')
+    .description('renew the lease of your claim')
+    .argument('<id>', 'handoff id')
+    .requiredOption('--token <claimToken>', 'the claim token accept gave you')
+    .option('--as <agent>', 'the claimant (default BATON_AGENT)')
+    .option('--lease <seconds>', 'new lease length', positiveInt('--lease', 86_400))
+    .action(async (id: string, opts: { token: string; as?: string; lease?: number }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<{ leaseExpiresAt: string }>(path(id, 'heartbeat'), {
+        as: asAgent(ctx, opts.as),
+        claimToken: opts.token,
+        ...(opts.lease ? { leaseSeconds: opts.lease } : {}),
+      });
+      ctx.out(`lease until ${body.leaseExpiresAt}`);
+    });
+
+  program
+    .command('return')
+    .description('return claimed work with its result (or --outcome failed to give it back)')
+    .argument('<id>', 'handoff id')
+    .requiredOption('--summary <text>', 'what was done (or why it failed)')
+    .option('--token <claimToken>', 'the claim token (default: the current claim, read first)')
+    .option('--outcome <outcome>', 'succeeded or failed', 'succeeded')
+    .option('--fact <factId>', 'a session fact you wrote that proves it (repeatable)', collect)
+    .option('--as <agent>', 'the claimant (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { summary: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean }, cmd: Command) => {
+      if (opts.outcome !== 'succeeded' && opts.outcome !== 'failed') throw new UsageError('--outcome must be succeeded or failed');
+      const as = asAgent(ctx, opts.as);
+      const client = ctx.client(cmd);
+      let token = opts.token;
+      let revision: number | undefined;
+      if (!token) {
+        // Without a token, act on the claim as it is now (this agent's own accept made it).
+        const again = await client.post<ClaimJson>(path(id, 'accept'), { as });
+        token = again.body.claim.token;
+        revision = again.body.handoff.work?.revision;
+      }
+      const { body } = await client.post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
+        as,
+        claimToken: token,
+        summary: opts.summary,
+        outcome: opts.outcome,
+        ...(revision !== undefined ? { revision } : {}),
+        ...(opts.fact ? { facts: opts.fact } : {}),
+      });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`${body.recovered ? 'already returned' : 'returned'}: ${handoffLine(body.handoff)}`);
+    });
+
+  program
+    .command('close')
+    .description('close returned work as its sender: accepted, revision (back with a note) or blocked')
+    .argument('<id>', 'handoff id')
+    .argument('<resolution>', 'accepted | revision | blocked')
+    .option('--note <text>', 'what to change (revision) or why (blocked)')
+    .option('--as <sender>', 'the sender (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, resolution: string, opts: { note?: string; as?: string; json?: boolean }, cmd: Command) => {
+      if (!['accepted', 'revision', 'blocked'].includes(resolution)) throw new UsageError('resolution must be accepted, revision or blocked');
+      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { as: asAgent(ctx, opts.as), resolution, ...(opts.note ? { note: opts.note } : {}) });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`${resolution}: ${handoffLine(body)}`);
+    });
+
+  program
+    .command('cancel')
+    .description('withdraw a handoff you sent (a turn already in the recipient\'s session is not undone)')
+    .argument('<id>', 'handoff id')
+    .option('--as <sender>', 'the sender (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'cancel'), { as: asAgent(ctx, opts.as) });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`cancelled: ${handoffLine(body)}`);
+    });
+
+  program
+    .command('outbox')
+    .description('what an agent sent, newest first')
+    .argument('[agent]', 'agent (default BATON_AGENT)')
+    .option('--json', 'print JSON')
+    .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+      const who = asAgent(ctx, agent);
+      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(`/v1/agents/${encodeURIComponent(who)}/outbox`);
+      if (opts.json) return ctx.json(out);
+      ctx.out(`outbox of ${out.agent}: ${out.handoffs.length}`);
+      for (const h of out.handoffs) ctx.out(`  ${handoffLine(h)}`);
+    });
+
+  program
+    .command('board')
+    .description('work in lanes: ready, in progress, attention, returned, with the next action and whose')
+    .option('--agent <agent>', 'only work this agent sends, receives, holds, or may claim')
+    .option('--json', 'print JSON')
+    .action(async (opts: { agent?: string; json?: boolean }, cmd: Command) => {
+      const board = await ctx.client(cmd).get<Record<string, Array<{ handoff: HandoffJson; reasons: string[]; next: { action: string; who: string } }>>>(
+        `/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`,
+      );
+      if (opts.json) return ctx.json(board);
+      for (const [lane, cards] of Object.entries(board)) {
+        ctx.out(`${lane.replace('_', ' ')} (${cards.length})`);
+        for (const c of cards) ctx.out(`  ${handoffLine(c.handoff)}\n      ${c.reasons.join('; ')} -> ${c.next.who}: ${c.next.action}`);
+      }
+    });
+}

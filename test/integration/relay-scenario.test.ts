@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type RunningApi } from '../../services/api/server.ts';
+import { runCli } from '../../services/cli/program.ts';
+import { openRedis } from '../../libs/queue/open-redis.ts';
+import { TEST_REDIS_URL } from '../support/env.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * A three-agent relay through the CLI, as agents would run it: Planner hands work to Engineer
+ * in a tracked session; Engineer records a decision and a failed attempt and hands a sub-task to
+ * Reviewer; Reviewer returns with evidence; Engineer returns; Planner accepts. Every step is in
+ * both agents' inbox/outbox and in the event log.
+ */
+let baton: TestBaton;
+let api: RunningApi;
+let env: Record<string, string>;
+
+async function cli(as: string, ...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { ...env, BATON_AGENT: as }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  if (code !== 0) throw new Error(`baton ${argv.join(' ')} (as ${as}) exited ${code}: ${err}`);
+  return out;
+}
+const json = async (as: string, ...argv: string[]) => JSON.parse(await cli(as, ...argv, '--json'));
+const ids = (list: any) => (list.handoffs as any[]).map((h) => h.id);
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  baton.startWorker();
+  api = await startApiServer({
+    db: baton.db,
+    redis: openRedis(TEST_REDIS_URL, 'producer', baton.logger),
+    clock: baton.core.clock,
+    logger: baton.logger,
+    host: '127.0.0.1',
+    port: 0,
+    redisPrefix: baton.prefix,
+    queueShards: 2,
+    defaultProject: 'default',
+  });
+  env = { BATON_URL: api.url };
+  for (const a of ['planner', 'engineer', 'reviewer']) await cli(a, 'agent', 'add', a, '--provider', 'manual');
+});
+
+afterAll(async () => {
+  await api?.close();
+  await baton?.stop();
+});
+
+describe('a three-agent relay', () => {
+  it('planner -> engineer -> reviewer and back, with a session, facts, evidence and a close', async () => {
+    const session = await json('planner', 'session', 'new', 'Login feature', '--summary', 'users need to sign in');
+    const task = await json('planner', 'send', 'planner', 'engineer', 'Build the login form', '--title', 'Login form', '--session', session.id, '--done-when', 'tests pass');
+    expect(ids(await json('engineer', 'inbox'))).toContain(task.id);
+    expect(ids(await json('planner', 'outbox'))).toContain(task.id);
+
+    const claim = await json('engineer', 'accept', task.id);
+    expect(claim.claim.attempt).toBe(1);
+    expect(claim.packet.text).toContain('Done when: tests pass');
+    const decision = await json('engineer', 'fact', 'add', session.id, 'decision', 'use the existing session middleware');
+    await json('engineer', 'fact', 'add', session.id, 'failed_attempt', 'tried JWT in cookies: blocked by the CSP');
+
+    const sub = await json('engineer', 'send', 'engineer', 'reviewer', 'Review the form', '--title', 'Review login form', '--session', session.id);
+    expect(ids(await json('reviewer', 'inbox'))).toContain(sub.id);
+    expect(ids(await json('engineer', 'outbox'))).toContain(sub.id);
+    const review = await json('reviewer', 'accept', sub.id);
+    // The reviewer sees what the engineer learned.
+    expect(review.packet.text).toContain('use the existing session middleware');
+    expect(review.packet.text).toContain('tried JWT in cookies');
+    const evidence = await json('reviewer', 'fact', 'add', session.id, 'result', 'reviewed: 2 nits, no blockers');
+    const reviewed = await json('reviewer', 'return', sub.id, '--token', review.claim.token, '--summary', 'looks good', '--fact', evidence.id);
+    expect(reviewed.handoff.workState).toBe('returned');
+    await json('engineer', 'close', sub.id, 'accepted');
+
+    const result = await json('engineer', 'fact', 'add', session.id, 'result', 'login form merged, tests pass');
+    const done = await json('engineer', 'return', task.id, '--summary', 'done, reviewed by reviewer', '--fact', result.id);
+    expect(done.handoff.workState).toBe('returned');
+    const board = await json('planner', 'board', '--agent', 'planner');
+    expect(board.returned.map((c: any) => c.handoff.id)).toContain(task.id);
+    const closed = await json('planner', 'close', task.id, 'accepted');
+    expect(closed.work.resolution).toBe('accepted');
+
+    // The log of each handoff holds every step, in order, with who did it.
+    const t = await json('planner', 'show', task.id);
+    expect(t.events.map((e: any) => [e.event, e.actor.id])).toEqual([
+      ['enrolled', 'planner'],
+      ['claimed', 'engineer'],
+      ['claimed', 'engineer'],
+      ['returned', 'engineer'],
+      ['work_returned', 'engineer'],
+      ['closed_accepted', 'planner'],
+    ]);
+    const s = await json('reviewer', 'show', sub.id);
+    expect(s.events.map((e: any) => e.event)).toEqual(['enrolled', 'claimed', 'claimed', 'returned', 'work_returned', 'closed_accepted']);
+    expect(s.work.resultFactIds).toEqual([evidence.id]);
+
+    // Inboxes are empty again; the session shows both handoffs and all facts.
+    expect(ids(await json('engineer', 'inbox'))).not.toContain(task.id);
+    expect(ids(await json('reviewer', 'inbox'))).not.toContain(sub.id);
+    const shown = await json('planner', 'session', 'show', session.id);
+    expect(shown.handoffs.map((h: any) => h.id)).toEqual([task.id, sub.id]);
+    expect(shown.facts.map((f: any) => f.id)).toContain(decision.id);
+    expect(shown.facts).toHaveLength(4);
+  });
+});

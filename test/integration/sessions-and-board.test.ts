@@ -63,6 +63,18 @@ describe('sessions, facts and evidence', () => {
     expect(claim.packet.text.length).toBeLessThanOrEqual(6_000);
   });
 
+  it('a pushed turn carries the same packet', async () => {
+    expect((await post('/v1/agents', { id: 'pushy', provider: 'demo' })).status).toBe(201);
+    const s = await session('lead');
+    await fact(s, 'lead', 'lesson', 'the staging database is read-only on Fridays');
+    const sent = await post('/v1/handoffs', { from: 'lead', to: 'pushy', title: 'Deploy', message: 'go', session: s });
+    const { eventually } = await import('../support/eventually.ts');
+    const turn = await eventually(() => baton.host.history('pushy')[0] ?? false);
+    expect(turn.handoffId).toBe(sent.body.id);
+    expect(turn.packet).toContain('the staging database is read-only on Fridays');
+    expect(turn.packet).toContain('treat it as data');
+  });
+
   it('a return is refused unless every cited fact is from the handed-off session, its project, and the returning agent', async () => {
     const s = await session('lead');
     const otherSession = await session('lead');

@@ -1,3 +1,7 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_RATE_LIMIT } from '../domain/rate-limit.ts';
+
 /**
  * The only reader of process.env. `loadConfig` validates every variable once and returns a
  * frozen, typed object; entry points pass it (or parts of it) down. A bad value is reported
@@ -34,6 +38,14 @@ export interface BatonConfig {
   readonly defaultProject: string;
   /** The CLI's identity for commands that act as an agent (`--as` overrides it). */
   readonly agent: string | undefined;
+  /** Where `baton init` writes the admin token and the CLI profile (mode 0600). */
+  readonly home: string;
+  /** The CLI's bearer token; when unset the CLI reads the profile file. */
+  readonly token: string | undefined;
+  /** The CLI profile: JSON with `token` (or `tokenFile`), and optionally `url` and `project`. */
+  readonly profilePath: string;
+  /** Per-token request rate the API allows (perSecond 0 turns the limit off). */
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number };
   /** The variables that were set (non-empty), for commands whose defaults differ when unset. */
   readonly setVariables: readonly string[];
 }
@@ -99,6 +111,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     .map((p) => p.trim())
     .filter((p) => p !== '');
   const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
+  const home = str(env, 'BATON_HOME', join(env['HOME'] || homedir(), '.baton'));
   const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 3_000, 300, 600_000);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -122,6 +135,13 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),
     defaultProject,
     agent: optional(env, 'BATON_AGENT'),
+    home,
+    token: optional(env, 'BATON_TOKEN'),
+    profilePath: str(env, 'BATON_PROFILE', join(home, 'profile.json')),
+    rateLimit: {
+      perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC', DEFAULT_RATE_LIMIT.perSecond, 0, 1_000_000),
+      burst: int(env, 'BATON_RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst, 1, 10_000_000),
+    },
     setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
   };
   return Object.freeze(config);

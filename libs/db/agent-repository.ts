@@ -39,6 +39,25 @@ export class AgentRepository {
     });
   }
 
+  /** Projects of the default workspace, by slug. */
+  async listProjects(): Promise<ProjectRecord[]> {
+    return this.prisma.project.findMany({
+      where: { workspace: { slug: DEFAULT_WORKSPACE } },
+      select: { id: true, workspaceId: true, slug: true, name: true },
+      orderBy: { slug: 'asc' },
+    });
+  }
+
+  /** Creates the project in the default workspace; null when the slug is taken (nothing changes). */
+  async createProject(id: string, slug: string, name: string): Promise<ProjectRecord | null> {
+    const rows = await this.prisma.$queryRaw<ProjectRecord[]>`
+      INSERT INTO projects (id, workspace_id, slug, name, created_at)
+      SELECT ${id}::uuid, w.id, ${slug}, ${name}, now() FROM workspaces w WHERE w.slug = ${DEFAULT_WORKSPACE}
+      ON CONFLICT (workspace_id, slug) DO NOTHING
+      RETURNING id, workspace_id AS "workspaceId", slug, name`;
+    return rows[0] ?? null;
+  }
+
   /** Creates the project in the default workspace if it is missing; returns it either way. */
   async ensureProject(id: string, slug: string, name: string): Promise<ProjectRecord> {
     const workspace = await this.prisma.workspace.findUnique({ where: { slug: DEFAULT_WORKSPACE } });

@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
+import type { Viewer } from '../domain/visibility.ts';
+import { visibleSql } from './visible-sql.ts';
+import { prepared, type Queryable } from './prepared.ts';
 import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
 import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, NotificationRecord, ProviderName } from './records.ts';
 
-/** A pool or a client inside a transaction: both run queries the same way. */
-export interface Queryable {
-  query<T extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<T>>;
-}
+export type { Queryable } from './prepared.ts';
 
 /** The head of an agent's queue, with the sender-to-recipient connection rule (for holds). */
 export type DispatchCandidate = HandoffRecord & { connectionRule: 'allow' | 'block' | null };
@@ -57,7 +56,7 @@ const H = (alias: string) => `
   ${alias}.work_revision AS "workRevision", ${alias}.work_attempt AS "workAttempt", ${alias}.claim_token AS "claimToken",
   ${alias}.claimed_by_id AS "claimedById", ${alias}.lease_expires_at AS "leaseExpiresAt", ${alias}.work_resolution AS "workResolution",
   ${alias}.close_note AS "closeNote", ${alias}.return_outcome AS "returnOutcome", ${alias}.result_fact_ids AS "resultFactIds",
-  ${alias}.returned_at AS "returnedAt",
+  ${alias}.returned_at AS "returnedAt", ${alias}.created_by_token_id AS "createdByTokenId",
   ${alias}.result_summary AS "resultSummary", ${alias}.result,
   ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
 
@@ -210,22 +209,13 @@ export interface HandoffFilter {
   recipientId?: string;
   senderId?: string;
   states?: readonly DeliveryState[];
+  /** Only what this caller may see. */
+  viewer: Viewer;
   /** Only rows with seq below this (newest first paging). */
   beforeSeq?: bigint;
   limit: number;
 }
 
-const statementNames = new Map<string, string>();
-
-/** A stable name per SQL text: Postgres then parses and plans each statement once per connection. */
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (!name) {
-    name = `baton_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
 
 export class HandoffRepository {
   constructor(private readonly pool: Queryable) {}
@@ -235,7 +225,7 @@ export class HandoffRepository {
    * whose planning costs more than their execution when re-planned on every call.
    */
   private q<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<T>> {
-    return this.pool.query<T>({ name: statementName(text), text, values });
+    return prepared<T>(this.pool, text, values);
   }
 
   /**
@@ -268,11 +258,12 @@ export class HandoffRepository {
        ), h AS (
          INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, delivery_target, session_id,
            title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
-           content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at)
+           content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at,
+           created_by_token_id)
          SELECT $1, p.id, s.id, r.id, r.generation, r.provider, r.delivery_target, $34::uuid, $5, $6, $7, $8, $9, $10::text[], $11::text[],
            $12, $13, $16, k.key, $14, CASE WHEN b.busy THEN $29::delivery_state ELSE $17::delivery_state END, $18, $20::work_state,
            CASE WHEN b.busy THEN 1 ELSE 0 END, $15, $15,
-           CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END
+           CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END, $24::uuid
          FROM p CROSS JOIN s CROSS JOIN k CROSS JOIN ses LEFT JOIN r ON true
          CROSS JOIN LATERAL (
            SELECT $27::boolean AND r.id IS NOT NULL AND EXISTS (
@@ -463,6 +454,7 @@ export class HandoffRepository {
       params.push(f.states);
       where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
     }
+    where.push(visibleSql(f.viewer, params));
     if (f.beforeSeq !== undefined) {
       params.push(f.beforeSeq.toString());
       where.push(`h.seq < $${params.length}::bigint`);
@@ -475,10 +467,11 @@ export class HandoffRepository {
     return rows;
   }
 
-  async countByState(projectId: string): Promise<Map<DeliveryState, number>> {
+  async countByState(projectId: string, viewer: Viewer): Promise<Map<DeliveryState, number>> {
+    const params: unknown[] = [projectId];
     const { rows } = await this.q<{ state: DeliveryState; n: number }>(
-      `SELECT delivery_state AS state, count(*)::int AS n FROM handoffs WHERE project_id = $1 GROUP BY delivery_state`,
-      [projectId],
+      `SELECT h.delivery_state AS state, count(*)::int AS n FROM handoffs h WHERE h.project_id = $1 AND ${visibleSql(viewer, params)} GROUP BY h.delivery_state`,
+      params,
     );
     return new Map(rows.map((r) => [r.state, r.n]));
   }
@@ -498,7 +491,7 @@ export class HandoffRepository {
     const { rows } = await this.q<EventRecord>(
       `SELECT id, handoff_id AS "handoffId", from_state AS "fromState", to_state AS "toState", work_from_state AS "workFromState",
          work_to_state AS "workToState", event,
-         actor_kind AS "actorKind", actor_id AS "actorId", reason, detail, revision, attempt_id AS "attemptId",
+         actor_kind AS "actorKind", actor_id AS "actorId", token_id AS "tokenId", reason, detail, revision, attempt_id AS "attemptId",
          created_at AS "createdAt"
        FROM handoff_events WHERE handoff_id = $1 ORDER BY id`,
       [handoffId],
@@ -652,13 +645,14 @@ export class HandoffRepository {
   }
 
   /** An agent's notifications, newest first. */
-  async notificationsForAgent(agentId: string, limit: number): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
+  async notificationsForAgent(agentId: string, limit: number, viewer: Viewer): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
+    const params: unknown[] = [agentId, limit];
     const { rows } = await this.q<NotificationRecord & { handoffTitle: string | null }>(
       `SELECT n.id, n.handoff_id AS "handoffId", n.agent_id AS "agentId", n.kind, n.text, n.created_at AS "createdAt",
          n.read_at AS "readAt", h.title AS "handoffTitle"
        FROM notifications n JOIN handoffs h ON h.id = n.handoff_id
-       WHERE n.agent_id = $1 ORDER BY n.created_at DESC LIMIT $2`,
-      [agentId, limit],
+       WHERE n.agent_id = $1 AND ${visibleSql(viewer, params)} ORDER BY n.created_at DESC LIMIT $2`,
+      params,
     );
     return rows;
   }

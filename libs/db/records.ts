@@ -67,6 +67,8 @@ export interface HandoffRecord {
   returnOutcome: string | null;
   resultFactIds: string[];
   returnedAt: Date | null;
+  /** The token that sent it (null for internal senders and rows from before issue 6). */
+  createdByTokenId: string | null;
   reminderSentAt: Date | null;
   resultSummary: string | null;
   result: unknown;
@@ -121,6 +123,8 @@ export interface EventRecord {
   event: string;
   actorKind: ActorKind;
   actorId: string | null;
+  /** The token that authorised it (null for Baton's own moves: workers, the reconciler). */
+  tokenId: string | null;
   reason: string | null;
   detail: unknown;
   revision: number;

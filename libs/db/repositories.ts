@@ -4,6 +4,7 @@ import type { Database } from './open-database.ts';
 import { SettingsRepository } from './settings-repository.ts';
 import { SessionRepository } from './session-repository.ts';
 import { WorkRepository } from './work-repository.ts';
+import { TokenRepository } from './token-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -11,6 +12,7 @@ export interface Repositories {
   readonly settings: SettingsRepository;
   readonly work: WorkRepository;
   readonly sessions: SessionRepository;
+  readonly tokens: TokenRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -20,5 +22,6 @@ export function createRepositories(db: Database): Repositories {
     settings: new SettingsRepository(db.prisma),
     work: new WorkRepository(db.pool),
     sessions: new SessionRepository(db.prisma),
+    tokens: new TokenRepository(db.pool),
   };
 }

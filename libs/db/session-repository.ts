@@ -76,9 +76,22 @@ export class SessionRepository {
     }));
   }
 
-  async addFact(f: { id: string; sessionId: string; projectId: string; authorId: string; kind: FactKindName; text: string; supersedesId: string | null; at: Date }): Promise<void> {
-    await this.prisma.fact.create({
-      data: { id: f.id, sessionId: f.sessionId, projectId: f.projectId, authorId: f.authorId, kind: f.kind, text: f.text, supersedesId: f.supersedesId, createdAt: f.at },
+  /**
+   * Adds the fact unless the session already holds `max` facts (false then, nothing written).
+   * The session row is locked first, so concurrent writers cannot overshoot the cap.
+   */
+  async addFact(
+    f: { id: string; sessionId: string; projectId: string; authorId: string; kind: FactKindName; text: string; supersedesId: string | null; at: Date },
+    max: number,
+  ): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1 FROM sessions WHERE id = ${f.sessionId}::uuid FOR UPDATE`;
+      const [held] = await tx.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM facts WHERE session_id = ${f.sessionId}::uuid`;
+      if ((held?.n ?? 0) >= max) return false;
+      await tx.fact.create({
+        data: { id: f.id, sessionId: f.sessionId, projectId: f.projectId, authorId: f.authorId, kind: f.kind, text: f.text, supersedesId: f.supersedesId, createdAt: f.at },
+      });
+      return true;
     });
   }
 

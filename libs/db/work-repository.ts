@@ -1,4 +1,6 @@
-import { createHash } from 'node:crypto';
+import type { Viewer } from '../domain/visibility.ts';
+import { visibleSql } from './visible-sql.ts';
+import { prepared } from './prepared.ts';
 import type pg from 'pg';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { WorkState } from '../domain/work-states.ts';
@@ -56,22 +58,13 @@ export interface WorkMoved {
   deliveryState: DeliveryState;
 }
 
-const names = new Map<string, string>();
-function statementName(text: string): string {
-  let name = names.get(text);
-  if (!name) {
-    name = `baton_w_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-    names.set(text, name);
-  }
-  return name;
-}
 
 /** SQL for the work of a handoff (claims, returns, closes) and remembered requests. */
 export class WorkRepository {
   constructor(private readonly pool: Queryable) {}
 
   private q<T extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
-    return this.pool.query<T>({ name: statementName(text), text, values });
+    return prepared<T>(this.pool, text, values);
   }
 
   /**
@@ -156,35 +149,40 @@ export class WorkRepository {
    * message, whose delivery is not settled), and unowned work of the project that is open or
    * claimed by it. Oldest first.
    */
-  async inbox(projectId: string, agentId: string, limit: number): Promise<HandoffView[]> {
+  async inbox(projectId: string, agentId: string, limit: number, viewer: Viewer): Promise<HandoffView[]> {
+    const params: unknown[] = [projectId, agentId, limit];
     const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
        WHERE h.project_id = $1 AND (
          (h.recipient_id = $2 AND (h.work_state IN ('open', 'claimed') OR (h.work_state IS NULL AND h.settled_at IS NULL)))
          OR (h.recipient_id IS NULL AND (h.work_state = 'open' OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
+         AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,
-      [projectId, agentId, limit],
+      params,
     );
     return rows;
   }
 
   /** What the agent sent, newest first. */
-  async outbox(projectId: string, agentId: string, limit: number): Promise<HandoffView[]> {
+  async outbox(projectId: string, agentId: string, limit: number, viewer: Viewer): Promise<HandoffView[]> {
+    const params: unknown[] = [projectId, agentId, limit];
     const { rows } = await this.q<HandoffView>(
-      `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.project_id = $1 AND h.sender_id = $2 ORDER BY h.seq DESC LIMIT $3`,
-      [projectId, agentId, limit],
+      `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.project_id = $1 AND h.sender_id = $2 AND ${visibleSql(viewer, params)} ORDER BY h.seq DESC LIMIT $3`,
+      params,
     );
     return rows;
   }
 
   /** Work not yet closed in the project (optionally only where the agent is involved), oldest first. */
-  async openWork(projectId: string, agentId: string | null, limit: number): Promise<HandoffView[]> {
+  async openWork(projectId: string, agentId: string | null, limit: number, viewer: Viewer): Promise<HandoffView[]> {
+    const params: unknown[] = [projectId, agentId, limit];
     const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
        WHERE h.project_id = $1 AND h.work_state IN ('open', 'claimed', 'returned')
          AND ($2::uuid IS NULL OR h.sender_id = $2 OR h.recipient_id = $2 OR h.claimed_by_id = $2 OR h.recipient_id IS NULL)
+         AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,
-      [projectId, agentId, limit],
+      params,
     );
     return rows;
   }

@@ -17,6 +17,8 @@ export const LIMITS = {
   listItem: 1_000,
   idempotencyKey: 200,
   factText: 4_000,
+  factsPerSession: 2_000,
+  tokenName: 100,
   dueMinutesMax: 60 * 24 * 365,
   pageSizeDefault: 50,
   pageSizeMax: 200,

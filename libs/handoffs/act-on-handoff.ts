@@ -5,12 +5,25 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
 import type { Actor, CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
+import { canSee, EVERYONE, type Viewer } from '../domain/visibility.ts';
 
-async function load(deps: CoreDeps, projectSlug: string, id: string): Promise<HandoffView> {
+/**
+ * The handoff, if the viewer may see it (one it may not see is reported exactly like one that
+ * does not exist).
+ */
+async function load(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffView> {
   const project = await resolveProject(deps, projectSlug);
   const h = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
-  if (!h) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
+  if (!h || !canSee(h, viewer)) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
   return h;
+}
+
+/** What an agent acting on a handoff may see: its own view plus what its token sent. */
+async function agentViewer(deps: CoreDeps, projectSlug: string, handle: string, tokenId: string | null | undefined): Promise<Viewer> {
+  const project = await resolveProject(deps, projectSlug);
+  const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
+  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
+  return { agentId: agent.id, tokenId: tokenId ?? null, allOwners: false };
 }
 
 async function reread(deps: CoreDeps, h: HandoffView): Promise<HandoffView> {
@@ -25,7 +38,7 @@ async function reread(deps: CoreDeps, h: HandoffView): Promise<HandoffView> {
  * @throws BatonError handoff_not_found, not_recipient, not_a_message, invalid_transition, stale_revision
  */
 export async function acknowledgeHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
-  const h = await load(deps, input.project, input.id);
+  const h = await load(deps, input.project, input.id, await agentViewer(deps, input.project, input.as, input.tokenId));
   const as = input.as.toLowerCase();
   if (h.recipientHandle !== as) throw new BatonError('not_recipient', `${as} is not the recipient of handoff ${h.id}`);
   if (h.title !== null) throw new BatonError('not_a_message', `handoff ${h.id} is work ("${h.title}"); it is returned, not acknowledged`);
@@ -38,14 +51,15 @@ export async function acknowledgeHandoff(deps: CoreDeps, input: { project: strin
  * A person who knows how a stuck delivery ended releases it: UNCERTAIN (or a turn that hangs,
  * ACCEPTED/RUNNING) becomes CANCELLED. Nothing is resent either way, and the recipient's
  * queue moves on (a session still busy is still waited for). Without `as` the caller acts as
- * an operator; with `as` it must be the sender.
+ * an operator (the API allows that to admin tokens only); with `as` it must be the sender.
  * @throws BatonError handoff_not_found, not_sender, invalid_transition, stale_revision
  */
 export async function releaseHandoff(
   deps: CoreDeps,
   input: { project: string; id: string; as?: string | undefined; reason?: string | undefined; tokenId?: string | null },
 ): Promise<HandoffView> {
-  const h = await load(deps, input.project, input.id);
+  const viewer = input.as === undefined ? EVERYONE : await agentViewer(deps, input.project, input.as, input.tokenId);
+  const h = await load(deps, input.project, input.id, viewer);
   let actor: Actor = { kind: 'operator', id: 'operator', tokenId: input.tokenId ?? null };
   if (input.as !== undefined) {
     const as = input.as.toLowerCase();

@@ -1,6 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { buildContextPacket, type ContextPacket } from '../domain/context-packet.ts';
 import { isUuid, newId } from '../domain/ids.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import type { FactKindName, FactRecord, SessionRecord } from '../db/session-repository.ts';
 import type { CoreDeps } from './ports.ts';
@@ -33,7 +34,7 @@ async function sessionIn(deps: CoreDeps, projectId: string, id: string): Promise
  * Records a fact (decision, failed attempt, lesson, open question, note, result) in a session,
  * by the agent that knows it. Facts are never edited: `supersedes` names an older fact of the
  * same session that this one replaces.
- * @throws BatonError project_not_found, agent_not_found, session_not_found, fact_not_found
+ * @throws BatonError project_not_found, agent_not_found, session_not_found, fact_not_found, too_many_facts
  */
 export async function addFact(
   deps: CoreDeps,
@@ -48,7 +49,11 @@ export async function addFact(
   }
   const at = deps.clock.now();
   const id = newId(at.getTime());
-  await deps.sessions.addFact({ id, sessionId: session.id, projectId: project.id, authorId: author.id, kind: input.kind, text: input.text, supersedesId: input.supersedes ?? null, at });
+  const added = await deps.sessions.addFact(
+    { id, sessionId: session.id, projectId: project.id, authorId: author.id, kind: input.kind, text: input.text, supersedesId: input.supersedes ?? null, at },
+    LIMITS.factsPerSession,
+  );
+  if (!added) throw new BatonError('too_many_facts', `session ${session.id} already holds ${LIMITS.factsPerSession} facts, the most it may`);
   const [fact] = await deps.sessions.factsByIds([id]);
   return fact!;
 }

@@ -5,6 +5,7 @@ import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { SettingsRepository } from '../db/settings-repository.ts';
 import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
+import type { TokenRepository } from '../db/token-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -29,6 +30,7 @@ export interface CoreDeps {
   readonly settings: SettingsRepository;
   readonly work: WorkRepository;
   readonly sessions: SessionRepository;
+  readonly tokens: TokenRepository;
   readonly scheduler: DispatchScheduler;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -5,6 +5,7 @@ import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from
 import type { CoreDeps } from './ports.ts';
 import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';
 import { resolveProject } from './resolve-project.ts';
+import { canSee, type Viewer } from '../domain/visibility.ts';
 
 export interface HandoffDetail {
   handoff: HandoffView;
@@ -14,13 +15,14 @@ export interface HandoffDetail {
 }
 
 /**
- * One handoff with its attempts and its event timeline (oldest first).
+ * One handoff with its attempts and its event timeline (oldest first). One the viewer may not
+ * see is reported exactly like one that does not exist.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string): Promise<HandoffDetail> {
+export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
   const project = await resolveProject(deps, projectSlug);
   const handoff = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
-  if (!handoff) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
+  if (!handoff || !canSee(handoff, viewer)) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
   const [attempts, events, notifications] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id), deps.handoffs.notificationsFor(id)]);
   const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');
   return { handoff, attempts, events, notifications: notifications.map((n) => ({ ...n, agentHandle: handleOf(n.agentId) })) };
@@ -33,6 +35,7 @@ export interface ListHandoffsInput {
   states?: readonly DeliveryState[] | undefined;
   limit: number;
   cursor?: string | undefined;
+  viewer: Viewer;
 }
 
 export interface HandoffPage {
@@ -77,6 +80,7 @@ export async function listHandoffs(deps: CoreDeps, input: ListHandoffsInput): Pr
     ...(senderId ? { senderId } : {}),
     ...(input.states ? { states: input.states } : {}),
     ...(beforeSeq !== undefined ? { beforeSeq } : {}),
+    viewer: input.viewer,
     limit: input.limit + 1,
   });
   const items = rows.slice(0, input.limit);
@@ -90,10 +94,13 @@ export interface StatusCounts {
   byState: Record<DeliveryState, number>;
 }
 
-/** Handoff counts by delivery state (every state present, zeros included). */
-export async function getStatus(deps: CoreDeps, projectSlug: string): Promise<StatusCounts> {
+/**
+ * Counts by delivery state of the handoffs the viewer may see (every state present, zeros
+ * included): the same rule as the listing, so no count reveals what a listing hides.
+ */
+export async function getStatus(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<StatusCounts> {
   const project = await resolveProject(deps, projectSlug);
-  const counts = await deps.handoffs.countByState(project.id);
+  const counts = await deps.handoffs.countByState(project.id, viewer);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
   return { project: project.slug, total: Object.values(byState).reduce((a, b) => a + b, 0), byState };
 }
@@ -117,16 +124,19 @@ async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
 }
 
 /** @throws BatonError project_not_found, agent_not_found */
-export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string): Promise<Inbox> {
+export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
-  const [handoffs, notifications] = await Promise.all([deps.work.inbox(project.id, agent.id, 200), deps.handoffs.notificationsForAgent(agent.id, 100)]);
+  const [handoffs, notifications] = await Promise.all([
+    deps.work.inbox(project.id, agent.id, 200, viewer),
+    deps.handoffs.notificationsForAgent(agent.id, 100, viewer),
+  ]);
   return { agent: agent.handle, handoffs, notifications };
 }
 
 /** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
-export async function getOutbox(deps: CoreDeps, projectSlug: string, handle: string, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
+export async function getOutbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
-  return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit) };
+  return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit, viewer) };
 }
 
 export interface BoardCard {
@@ -139,11 +149,11 @@ export interface BoardCard {
  * each in its lane (ready, in progress, attention, returned) with its next action and whose.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function getBoard(deps: CoreDeps, projectSlug: string, handle?: string): Promise<Record<Lane, BoardCard[]>> {
+export async function getBoard(deps: CoreDeps, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
   const project = await resolveProject(deps, projectSlug);
   let agentId: string | null = null;
   if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;
-  const rows = await deps.work.openWork(project.id, agentId, 1000);
+  const rows = await deps.work.openWork(project.id, agentId, 1000, viewer);
   const now = deps.clock.now();
   const lanes = Object.fromEntries(LANES.map((l) => [l, [] as BoardCard[]])) as Record<Lane, BoardCard[]>;
   for (const h of rows) {

@@ -11,17 +11,23 @@ import statusRoutes from './routes/status/index.ts';
 import settingsRoutes from './routes/settings/index.ts';
 import workRoutes from './routes/work/index.ts';
 import sessionRoutes from './routes/sessions/index.ts';
+import identityRoutes from './routes/identity/index.ts';
+import { installAuthentication } from './plugins/authenticate.ts';
+import { DEFAULT_RATE_LIMIT, type RateLimit } from '../../libs/domain/rate-limit.ts';
 
 export interface AppDeps {
   readonly core: CoreDeps;
   readonly checks: HealthChecks;
   readonly defaultProject: string;
   readonly logger: Logger;
+  /** Per-token request rate (default DEFAULT_RATE_LIMIT; perSecond 0 turns it off). */
+  readonly rateLimit?: RateLimit | undefined;
 }
 
 /**
  * Builds the HTTP API from what it is given; it opens no connection and listens on nothing
- * (server.ts does). Tests call `app.inject()`.
+ * (server.ts does). Tests call `app.inject()`. Everything under /v1 needs a bearer token;
+ * health and readiness do not.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -38,6 +44,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
   await app.register(
     async (v1) => {
+      installAuthentication(v1, deps.core, deps.rateLimit ?? DEFAULT_RATE_LIMIT);
+      await v1.register(identityRoutes, routeOptions);
       await v1.register(agentRoutes, routeOptions);
       await v1.register(handoffRoutes, routeOptions);
       await v1.register(statusRoutes, routeOptions);

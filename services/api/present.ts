@@ -84,7 +84,7 @@ export function presentEvent(e: EventRecord) {
     workFrom: e.workFromState ?? null,
     workTo: e.workToState ?? null,
     event: e.event,
-    actor: { kind: e.actorKind, id: e.actorId },
+    actor: { kind: e.actorKind, id: e.actorId, tokenId: e.tokenId },
     reason: e.reason,
     detail: e.detail ?? null,
     revision: e.revision,

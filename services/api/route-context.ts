@@ -1,5 +1,15 @@
 import type { FastifyRequest } from 'fastify';
+import { BatonError } from '../../libs/domain/errors.ts';
+import type { Caller } from '../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
+import type { Viewer } from '../../libs/domain/visibility.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth plugin on every /v1 request. */
+    caller?: Caller;
+  }
+}
 
 /** What every /v1 route plugin is given. */
 export interface RouteOptions {
@@ -7,8 +17,76 @@ export interface RouteOptions {
   readonly defaultProject: string;
 }
 
-/** The project a request acts in: the X-Baton-Project header, or the configured default. */
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw new BatonError('unauthenticated', 'no caller on this request');
+  return request.caller;
+}
+
+/**
+ * The project a request acts in. An agent token's project is fixed (a header naming another
+ * one is refused, whether or not it exists); an admin picks one with X-Baton-Project, or gets
+ * the default.
+ */
 export function projectOf(request: FastifyRequest, defaultProject: string): string {
+  const caller = callerOf(request);
   const header = request.headers['x-baton-project'];
-  return typeof header === 'string' && header !== '' ? header.toLowerCase() : defaultProject;
+  const named = typeof header === 'string' && header !== '' ? header.toLowerCase() : undefined;
+  if (caller.projectSlug !== null) {
+    if (named !== undefined && named !== caller.projectSlug) {
+      throw new BatonError('forbidden', `this token is bound to project ${caller.projectSlug}; it cannot act in ${JSON.stringify(named)}`);
+    }
+    return caller.projectSlug;
+  }
+  return named ?? defaultProject;
+}
+
+/**
+ * The agent a request acts as: an agent token's own agent (naming any other is refused), or,
+ * for an admin token, the agent it names.
+ * @throws BatonError identity_mismatch, validation_failed (an admin named no agent)
+ */
+export function actingAs(request: FastifyRequest, named: string | undefined, field = 'as'): string {
+  const caller = callerOf(request);
+  if (caller.agent) {
+    if (named !== undefined && named.toLowerCase() !== caller.agent.handle) {
+      throw new BatonError('identity_mismatch', `this token belongs to ${caller.agent.handle}; it cannot act as ${named.toLowerCase()}`);
+    }
+    return caller.agent.handle;
+  }
+  if (named === undefined) throw new BatonError('validation_failed', `body/${field} is required with an admin token: name the agent to act as`);
+  return named.toLowerCase();
+}
+
+/** @throws BatonError forbidden unless the token is an admin token */
+export function requireAdmin(request: FastifyRequest): Caller {
+  const caller = callerOf(request);
+  if (!caller.admin) throw new BatonError('forbidden', 'this needs an admin token');
+  return caller;
+}
+
+/**
+ * Whose handoffs the caller may see (libs/domain/visibility.ts). An agent sees what it sent or
+ * received and the unowned work of its project. An admin sees unowned work and what it sent
+ * itself, and everything with `all_owners=true`; anyone else asking for that is refused.
+ */
+export function viewerOf(request: FastifyRequest, allOwners: string | boolean | undefined): Viewer {
+  const caller = callerOf(request);
+  const all = allOwners === true || allOwners === 'true';
+  if (allOwners !== undefined && allOwners !== false && allOwners !== 'false' && !all) {
+    throw new BatonError('validation_failed', 'querystring/all_owners must be true or false');
+  }
+  if (all && !caller.admin) throw new BatonError('forbidden', 'all_owners needs an admin token');
+  return { agentId: caller.agent?.id ?? null, tokenId: caller.tokenId, allOwners: all };
+}
+
+/**
+ * The agent whose inbox or outbox is asked for: an agent token reads its own only (naming
+ * another is refused); an admin names any.
+ */
+export function ownBox(request: FastifyRequest, named: string): string {
+  const caller = callerOf(request);
+  if (caller.agent && named.toLowerCase() !== caller.agent.handle) {
+    throw new BatonError('forbidden', `this token belongs to ${caller.agent.handle}; it cannot read ${named.toLowerCase()}'s box`);
+  }
+  return named;
 }

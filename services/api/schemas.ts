@@ -56,7 +56,8 @@ export const Recipient = Type.Union([Handle, Type.Literal('@project')]);
 
 export const SendHandoffBody = Type.Object(
   {
-    from: Handle,
+    /** Defaults to the token's agent; an agent token naming another is refused. */
+    from: Type.Optional(Handle),
     to: Recipient,
     session: Type.Optional(Type.String({ format: 'uuid' })),
     message: Type.String({ minLength: 1, maxLength: LIMITS.message }),
@@ -86,7 +87,13 @@ export const SendHandoffHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.idempotencyKey })),
 });
 
-export const HandoffParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+/** Ids are UUIDs; anything else is refused as malformed before any lookup. */
+export const Id = Type.String({ format: 'uuid' });
+export const HandoffParams = Type.Object({ id: Id });
+
+/** Admins only: every handoff of the project, whoever owns it. */
+const AllOwners = Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')]));
+export const AllOwnersQuery = Type.Object({ all_owners: AllOwners }, { additionalProperties: false });
 
 export const ListHandoffsQuery = Type.Object(
   {
@@ -98,6 +105,7 @@ export const ListHandoffsQuery = Type.Object(
     /** 1 to LIMITS.pageSizeMax (query strings are not coerced; the route parses it). */
     limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
+    all_owners: AllOwners,
   },
   { additionalProperties: false },
 );
@@ -167,7 +175,8 @@ export const EventJson = Type.Object({
   workFrom: Type.Union([Type.String(), Type.Null()]),
   workTo: Type.Union([Type.String(), Type.Null()]),
   event: Type.String(),
-  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }),
+  /** tokenId: the token that authorised the move (by id; null for Baton's own moves). */
+  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]), tokenId: Type.Union([Type.String(), Type.Null()]) }),
   reason: Type.Union([Type.String(), Type.Null()]),
   detail: Type.Unknown(),
   revision: Type.Integer(),
@@ -196,7 +205,8 @@ export const StatusJson = Type.Object({
 
 // ---- actions on a handoff
 
-export const ActAsBody = Type.Object({ as: Handle }, { additionalProperties: false });
+/** `as` defaults to the token's agent; an agent token naming another is refused. */
+export const ActAsBody = Type.Object({ as: Type.Optional(Handle) }, { additionalProperties: false });
 
 export const ReleaseBody = Type.Object(
   { as: Type.Optional(Handle), reason: Type.Optional(Type.String({ maxLength: LIMITS.focus })) },
@@ -244,11 +254,11 @@ export const ConnectionsJson = Type.Object({
 const LeaseSeconds = Type.Integer({ minimum: 1, maximum: 86_400 });
 export const FactId = Type.String({ format: 'uuid' });
 
-export const AcceptBody = Type.Object({ as: Handle, leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
-export const HeartbeatBody = Type.Object({ as: Handle, claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
+export const AcceptBody = Type.Object({ as: Type.Optional(Handle), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
+export const HeartbeatBody = Type.Object({ as: Type.Optional(Handle), claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
 export const ReturnBody = Type.Object(
   {
-    as: Handle,
+    as: Type.Optional(Handle),
     claimToken: Type.String({ minLength: 1, maxLength: 100 }),
     revision: Type.Optional(Type.Integer({ minimum: 0 })),
     summary: Type.String({ minLength: 1, maxLength: LIMITS.contextSummary }),
@@ -259,14 +269,14 @@ export const ReturnBody = Type.Object(
 );
 export const CloseBody = Type.Object(
   {
-    as: Handle,
+    as: Type.Optional(Handle),
     resolution: Type.Union([Type.Literal('accepted'), Type.Literal('revision'), Type.Literal('blocked')]),
     note: Type.Optional(Type.String({ maxLength: LIMITS.focus })),
     revision: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );
-export const AsQuery = Type.Object({ as: Type.Optional(Handle) }, { additionalProperties: false });
+export const AsQuery = Type.Object({ as: Type.Optional(Handle), all_owners: AllOwners }, { additionalProperties: false });
 
 export const PacketJson = Type.Object({ text: Type.String(), factIds: Type.Array(Type.String()), omittedFacts: Type.Integer(), truncated: Type.Boolean() });
 
@@ -293,24 +303,24 @@ export const BoardJson = Type.Object({
   attention: Type.Array(CardJson),
   returned: Type.Array(CardJson),
 });
-export const BoardQuery = Type.Object({ agent: Type.Optional(Handle) }, { additionalProperties: false });
+export const BoardQuery = Type.Object({ agent: Type.Optional(Handle), all_owners: AllOwners }, { additionalProperties: false });
 
 // ---- sessions and facts
 
 export const SessionBody = Type.Object(
-  { as: Handle, title: Type.String({ minLength: 1, maxLength: LIMITS.title }), summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })) },
+  { as: Type.Optional(Handle), title: Type.String({ minLength: 1, maxLength: LIMITS.title }), summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })) },
   { additionalProperties: false },
 );
 export const FactBody = Type.Object(
   {
-    as: Handle,
+    as: Type.Optional(Handle),
     kind: Type.Enum(['decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result']),
     text: Type.String({ minLength: 1, maxLength: LIMITS.factText }),
     supersedes: Type.Optional(FactId),
   },
   { additionalProperties: false },
 );
-export const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const SessionParams = Type.Object({ id: Id });
 export const FactJson = Type.Object({
   id: Type.String(),
   kind: Type.String(),
@@ -332,4 +342,44 @@ export const SessionDetailJson = Type.Object({
   handoffs: Type.Array(
     Type.Object({ id: Type.String(), title: Type.Union([Type.String(), Type.Null()]), from: Type.String(), to: Type.Union([Type.String(), Type.Null()]), deliveryState: Type.String(), workState: Type.Union([Type.String(), Type.Null()]), createdAt: Timestamp }),
   ),
+});
+
+// ---- identity: tokens, projects, who am I
+
+export const CreateTokenBody = Type.Object(
+  {
+    /** The agent the token acts as; omitted with `admin: true`. */
+    agent: Type.Optional(Handle),
+    project: Type.Optional(Handle),
+    admin: Type.Optional(Type.Boolean()),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.tokenName })),
+  },
+  { additionalProperties: false },
+);
+export const TokenJson = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  admin: Type.Boolean(),
+  project: Type.Union([Type.String(), Type.Null()]),
+  agent: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  lastUsedAt: NullableTimestamp,
+  revokedAt: NullableTimestamp,
+});
+/** The only response that carries a token's secret: the one that created it. */
+export const CreatedTokenJson = Type.Object({ token: Type.String(), record: TokenJson });
+export const TokenParams = Type.Object({ id: Id });
+export const TokenListQuery = Type.Object({ project: Type.Optional(Handle) }, { additionalProperties: false });
+
+export const CreateProjectBody = Type.Object(
+  { id: Handle, name: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.displayName })) },
+  { additionalProperties: false },
+);
+export const ProjectJson = Type.Object({ id: Type.String(), name: Type.String(), workspace: Type.String() });
+
+export const WhoAmIJson = Type.Object({
+  tokenId: Type.String(),
+  admin: Type.Boolean(),
+  agent: Type.Union([Type.String(), Type.Null()]),
+  project: Type.String(),
 });

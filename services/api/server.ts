@@ -8,6 +8,7 @@ import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { buildApp } from './app.ts';
+import type { RateLimit } from '../../libs/domain/rate-limit.ts';
 
 export interface ApiServerOptions {
   readonly db: Database;
@@ -20,6 +21,8 @@ export interface ApiServerOptions {
   readonly redisPrefix: string;
   readonly queueShards: number;
   readonly defaultProject: string;
+  /** Per-token request rate (perSecond 0 turns it off). */
+  readonly rateLimit?: RateLimit | undefined;
 }
 
 export interface RunningApi {
@@ -45,6 +48,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     core,
     defaultProject: opts.defaultProject,
     logger: opts.logger,
+    rateLimit: opts.rateLimit,
     checks: {
       database: async () => {
         await opts.db.pool.query('SELECT 1');

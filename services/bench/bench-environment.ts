@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { BatonConfig } from '../../libs/config/load-config.ts';
@@ -22,6 +25,8 @@ export const DEFAULT_TUNING: ProcessTuning = { workerConcurrency: 64, queueShard
  */
 export class BenchEnvironment {
   readonly prefix = `bench${randomBytes(3).toString('hex')}`;
+  /** BATON_HOME of the bench's processes: the API's first start writes the admin token here. */
+  readonly home = mkdtempSync(join(tmpdir(), 'baton-bench-'));
   readonly pool: pg.Pool;
   readonly redis: Redis;
   demoHostUrl = '';
@@ -109,6 +114,9 @@ export class BenchEnvironment {
       BATON_WORKER_CONCURRENCY: String(this.tuning.workerConcurrency),
       BATON_DB_POOL_SIZE: String(this.tuning.dbPoolSize),
       BATON_DEMO_HOST_URL: this.demoHostUrl,
+      BATON_HOME: this.home,
+      // The bench drives every request through one admin token, far past any per-token limit.
+      BATON_RATE_LIMIT_PER_SEC: '0',
       ...extra,
     };
   }
@@ -145,7 +153,8 @@ export class BenchEnvironment {
     this.api = spawnBaton(['api'], this.processEnv({ BATON_API_PORT: String(port) }));
     await this.api.waitFor(/Baton API on/, 30_000);
     this.apiUrl = `http://127.0.0.1:${port}`;
-    return new JsonClient(this.apiUrl, 64);
+    const token = readFileSync(join(this.home, 'admin.token'), 'utf8').trim();
+    return new JsonClient(this.apiUrl, 64, { authorization: `Bearer ${token}` });
   }
 
   async startWorkers(n: number): Promise<void> {
@@ -220,5 +229,6 @@ export class BenchEnvironment {
     this.redis.disconnect();
     await this.pool.end().catch(() => undefined);
     for (const c of this.cleanups) await c().catch(() => undefined);
+    rmSync(this.home, { recursive: true, force: true });
   }
 }

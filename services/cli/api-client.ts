@@ -24,6 +24,9 @@ export class ApiClient {
   constructor(
     private readonly baseUrl: string,
     private readonly project: string | undefined,
+    private readonly token?: string | undefined,
+    /** Named in the hint when the API refuses a missing or bad token. */
+    private readonly profilePath?: string | undefined,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
@@ -35,6 +38,7 @@ export class ApiClient {
         headers: {
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
           ...(this.project ? { 'x-baton-project': this.project } : {}),
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
           ...headers,
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -53,7 +57,13 @@ export class ApiClient {
     }
     if (res.status >= 400) {
       const e = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
-      throw new ApiError(e?.code ?? 'http_error', e?.message ?? `HTTP ${res.status}`, res.status);
+      let message = e?.message ?? `HTTP ${res.status}`;
+      if (res.status === 401) {
+        message += this.token
+          ? ' (the token in BATON_TOKEN or the profile was refused)'
+          : ` (no token: set BATON_TOKEN, or write a profile at ${this.profilePath ?? 'BATON_PROFILE'} with \`baton init\` or \`baton token create --profile\`)`;
+      }
+      throw new ApiError(e?.code ?? 'http_error', message, res.status);
     }
     return { status: res.status, body: parsed as T };
   }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
 import { ApiClient } from './api-client.ts';
+import { readProfile } from './profile.ts';
 
 /** A mistake in how the command was called: printed with a hint, exit code 2. */
 export class UsageError extends Error {
@@ -15,7 +16,15 @@ export interface CliContext {
   /** The environment the CLI was started with (read only through loadConfig). */
   readonly env: Readonly<Record<string, string | undefined>>;
   config(): BatonConfig;
+  /** An API client for the command's URL, project and token (BATON_TOKEN, else the profile). */
   client(cmd: Command): ApiClient;
+  /**
+   * Who a command acts as when `--as` is given or BATON_AGENT is set; otherwise undefined,
+   * and the API uses the token's own agent.
+   */
+  as(named: string | undefined): string | undefined;
+  /** The agent a command is about: the one named, else BATON_AGENT, else the token's own. */
+  agentOrSelf(cmd: Command, named: string | undefined): Promise<string>;
   out(line: string): void;
   json(value: unknown): void;
 }
@@ -28,7 +37,23 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
     config,
     client(cmd: Command) {
       const opts = cmd.optsWithGlobals<{ url?: string; project?: string }>();
-      return new ApiClient(opts.url ?? config().api.publicUrl, opts.project ?? config().defaultProject);
+      const c = config();
+      const fromEnv = (name: string) => c.setVariables.includes(name);
+      // Flags win over the environment, which wins over the profile; the profile is read only
+      // when something is still missing.
+      const needsProfile = c.token === undefined || (!opts.url && !fromEnv('BATON_URL')) || (!opts.project && !fromEnv('BATON_PROJECT'));
+      const profile = needsProfile ? readProfile(c.profilePath) : undefined;
+      const url = opts.url ?? (fromEnv('BATON_URL') ? c.api.publicUrl : (profile?.url ?? c.api.publicUrl));
+      const project = opts.project ?? (fromEnv('BATON_PROJECT') ? c.defaultProject : (profile?.project ?? c.defaultProject));
+      return new ApiClient(url, project, c.token ?? profile?.token, c.profilePath);
+    },
+    as: (named) => named ?? config().agent,
+    async agentOrSelf(cmd, named) {
+      const who = named ?? config().agent;
+      if (who) return who;
+      const me = await this.client(cmd).get<{ agent: string | null }>('/v1/whoami');
+      if (!me.agent) throw new UsageError('an admin token is no agent: name one (or set BATON_AGENT)');
+      return me.agent;
     },
     out: (line) => write(`${line}\n`),
     json: (value) => write(`${JSON.stringify(value, null, 2)}\n`),
@@ -49,6 +74,12 @@ export function nonNegativeInt(name: string, max = Number.MAX_SAFE_INTEGER) {
     if (!/^\d+$/.test(raw) || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from 0 to ${max}`);
     return Number(raw);
   };
+}
+
+/** `{ as }` when the caller named an agent (or BATON_AGENT is set), else nothing: the token decides. */
+export function asBody(ctx: CliContext, named: string | undefined): { as?: string } {
+  const who = ctx.as(named);
+  return who === undefined ? {} : { as: who };
 }
 
 export function collect(value: string, previous: string[] = []): string[] {

@@ -11,6 +11,7 @@ import { registerReadCommands } from './commands/show.ts';
 import { registerActionCommands } from './commands/act.ts';
 import { registerWorkCommands } from './commands/work.ts';
 import { registerSessionCommands } from './commands/sessions.ts';
+import { registerIdentityCommands } from './commands/identity.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -32,6 +33,7 @@ export function buildProgram(env: Readonly<Record<string, string | undefined>>, 
   registerActionCommands(program, ctx);
   registerWorkCommands(program, ctx);
   registerSessionCommands(program, ctx);
+  registerIdentityCommands(program, ctx);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -11,6 +11,7 @@ import { createRepositories } from '../../libs/db/repositories.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
+import { bootstrapAdminToken } from './admin-token.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { startReconciler } from '../../workers/timers/start-reconciler.ts';
 
@@ -23,6 +24,8 @@ export interface StackOptions {
   readonly demoHost?: DemoHostPort;
   readonly clock?: Clock;
   readonly workerId?: string;
+  /** With the API: create and write the first admin token on a fresh database (default true). */
+  readonly bootstrapAdmin?: boolean;
 }
 
 export interface RunningStack {
@@ -79,6 +82,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, [...adapters.providers()].sort().join('+'));
   }
   if (opts.api) {
+    if (opts.bootstrapAdmin !== false) await bootstrapAdminToken({ ...repos, clock, logger }, config);
     const redis = openRedis(config.redisUrl, 'producer', logger);
     connections.push(redis);
     api = await startApiServer({
@@ -91,6 +95,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       redisPrefix: config.redisPrefix,
       queueShards: config.queueShards,
       defaultProject: config.defaultProject,
+      rateLimit: config.rateLimit,
     });
   }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
@@ -10,11 +13,13 @@ let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let serve: BatonProcess;
 let api: string;
+let token: string;
+const home = mkdtempSync(join(tmpdir(), 'baton-pgout-'));
 
 async function call(method: string, path: string, body?: unknown) {
   const res = await fetch(`${api}${path}`, {
     method,
-    headers: body ? { 'content-type': 'application/json' } : {},
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
   return { status: res.status, headers: res.headers, body: (await res.json().catch(() => null)) as any };
@@ -34,8 +39,12 @@ beforeAll(async () => {
     BATON_REDIS_PREFIX: `pgout${process.pid}`,
     BATON_API_PORT: String(port),
     BATON_LOG_LEVEL: 'warn',
+    BATON_HOME: home,
   });
   await serve.waitFor(/Baton API on/, 30_000);
+  // The API's first start on a fresh database wrote an admin token, readable by its owner only.
+  token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
+  expect(statSync(join(home, 'admin.token')).mode & 0o777).toBe(0o600);
   for (const id of ['sender', 'receiver']) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 300 } })).status).toBe(201);
 }, 60_000);
 

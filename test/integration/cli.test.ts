@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningApi } from '../../services/api/server.ts';
 import { startApiServer } from '../../services/api/server.ts';
@@ -35,7 +38,7 @@ beforeAll(async () => {
     queueShards: 2,
     defaultProject: 'default',
   });
-  env = { BATON_URL: api.url };
+  env = { BATON_URL: api.url, BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-')) };
 });
 
 afterAll(async () => {
@@ -96,7 +99,8 @@ describe('the baton CLI', () => {
     const busy = JSON.parse((await cli('send', 'lead', 'sleeper', 'long job', '--title', 'Long job', '--json')).out);
     await eventually(async () => expect(JSON.parse((await cli('show', busy.id, '--json')).out).state).toBe('RUNNING'));
     const note = JSON.parse((await cli('send', 'lead', 'sleeper', 'fyi', '--due-minutes', '1', '--json')).out);
-    expect((await cli('ack', note.id)).err).toMatch(/--as AGENT/);
+    // An admin token is no agent: it must say whom it acts for.
+    expect((await cli('ack', note.id)).err).toMatch(/validation_failed: body\/as is required with an admin token/);
     expect((await cli('ack', note.id, '--as', 'lead')).err).toContain('not_recipient');
     const acked = await runCli(['ack', note.id], { ...env, BATON_AGENT: 'sleeper' }, { out: () => undefined, err: () => undefined });
     expect(acked).toBe(0);

@@ -56,7 +56,9 @@ describe('a handoff sent over HTTP', () => {
     expect(done.workState).toBe('returned');
     const times = done.events.map((e: any) => Date.parse(e.at));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
-    expect(done.events[0].actor).toEqual({ kind: 'sender', id: 'planner' });
+    // Who sent it, and with which token (the test's admin token, acting as planner).
+    const admin = (await baton.get('/v1/whoami')).body.tokenId;
+    expect(done.events[0].actor).toEqual({ kind: 'sender', id: 'planner', tokenId: admin });
     expect(done.events.slice(1).every((e: any) => e.actor.kind === 'system')).toBe(true);
     expect(done.attempts).toHaveLength(1);
     expect(done.attempts[0]).toMatchObject({ number: 1, status: 'returned' });
@@ -96,7 +98,7 @@ describe('bad input', () => {
     [
       'malformed JSON',
       async () => {
-        const res = await baton.app.inject({ method: 'POST', url: '/v1/handoffs', payload: '{"from": "planner",', headers: { 'content-type': 'application/json' } });
+        const res = await baton.app.inject({ method: 'POST', url: '/v1/handoffs', payload: '{"from": "planner",', headers: { 'content-type': 'application/json', authorization: `Bearer ${baton.adminToken}` } });
         return { status: res.statusCode, body: res.json() };
       },
       400,
@@ -133,7 +135,10 @@ describe('bad input', () => {
     const missing = await baton.get('/v1/handoffs/00000000-0000-7000-8000-000000000099');
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('handoff_not_found');
-    expect((await baton.get('/v1/handoffs/not-a-uuid')).body.error.code).toBe('handoff_not_found');
+    // A malformed id is refused as such, before any lookup.
+    const malformed = await baton.get('/v1/handoffs/not-a-uuid');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('validation_failed');
   });
 });
 
@@ -160,17 +165,17 @@ describe('agents', () => {
     await eventually(async () => expect((await baton.get(`/v1/handoffs/${first.body.id}`)).body.state).toBe('RUNNING'));
     const second = await baton.post('/v1/handoffs', { from: 'planner', to: 'temp', message: 'two' });
     await eventually(async () => expect((await baton.get(`/v1/handoffs/${second.body.id}`)).body.state).toBe('BUSY'));
-    const removed = await baton.app.inject({ method: 'DELETE', url: '/v1/agents/temp' });
-    expect(removed.statusCode).toBe(204);
+    const removed = await baton.del('/v1/agents/temp');
+    expect(removed.status).toBe(204);
     // The same id registered again is a new agent: old handoffs must not be redirected to it.
     expect((await baton.post('/v1/agents', { id: 'temp', provider: 'demo' })).status).toBe(201);
     const firstTurn = baton.host.history('temp')[0]!;
     baton.host.finish('temp', firstTurn.requestId);
     await eventually(async () => expect((await baton.get(`/v1/handoffs/${second.body.id}`)).body.state).toBe('UNAVAILABLE'));
     expect(baton.host.writesByHandoff().get(second.body.id)).toBeUndefined();
-    const again = await baton.app.inject({ method: 'DELETE', url: '/v1/agents/nobody' });
-    expect(again.statusCode).toBe(404);
-    expect(again.json().error.code).toBe('agent_not_found');
+    const again = await baton.del('/v1/agents/nobody');
+    expect(again.status).toBe(404);
+    expect(again.body.error.code).toBe('agent_not_found');
   });
 });
 

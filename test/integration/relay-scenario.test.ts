@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type RunningApi } from '../../services/api/server.ts';
 import { runCli } from '../../services/cli/program.ts';
@@ -9,16 +12,18 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
  * A three-agent relay through the CLI, as agents would run it: Planner hands work to Engineer
  * in a tracked session; Engineer records a decision and a failed attempt and hands a sub-task to
  * Reviewer; Reviewer returns with evidence; Engineer returns; Planner accepts. Every step is in
- * both agents' inbox/outbox and in the event log.
+ * both agents' inbox/outbox and in the event log. Each agent runs the CLI with its own token.
  */
 let baton: TestBaton;
 let api: RunningApi;
 let env: Record<string, string>;
+/** Each agent's own token: the CLI proves who it is with it (no --as, no BATON_AGENT). */
+const tokens: Record<string, string> = {};
 
 async function cli(as: string, ...argv: string[]) {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { ...env, BATON_AGENT: as }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  const code = await runCli(argv, { ...env, BATON_TOKEN: tokens[as] ?? baton.adminToken }, { out: (s) => void (out += s), err: (s) => void (err += s) });
   if (code !== 0) throw new Error(`baton ${argv.join(' ')} (as ${as}) exited ${code}: ${err}`);
   return out;
 }
@@ -39,8 +44,11 @@ beforeAll(async () => {
     queueShards: 2,
     defaultProject: 'default',
   });
-  env = { BATON_URL: api.url };
-  for (const a of ['planner', 'engineer', 'reviewer']) await cli(a, 'agent', 'add', a, '--provider', 'manual');
+  env = { BATON_URL: api.url, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-relay-')) };
+  for (const a of ['planner', 'engineer', 'reviewer']) {
+    await cli('admin', 'agent', 'add', a, '--provider', 'manual');
+    tokens[a] = (await json('admin', 'token', 'create', '--agent', a)).token;
+  }
 });
 
 afterAll(async () => {
@@ -90,6 +98,16 @@ describe('a three-agent relay', () => {
       ['returned', 'engineer'],
       ['work_returned', 'engineer'],
       ['closed_accepted', 'planner'],
+    ]);
+    // ...and which token did it: each agent's own.
+    const tokenIds = Object.fromEntries(await Promise.all(['planner', 'engineer'].map(async (a) => [a, (await json(a, 'whoami')).tokenId])));
+    expect(t.events.map((e: any) => e.actor.tokenId)).toEqual([
+      tokenIds['planner'],
+      tokenIds['engineer'],
+      tokenIds['engineer'],
+      tokenIds['engineer'],
+      tokenIds['engineer'],
+      tokenIds['planner'],
     ]);
     const s = await json('reviewer', 'show', sub.id);
     expect(s.events.map((e: any) => e.event)).toEqual(['enrolled', 'claimed', 'claimed', 'returned', 'work_returned', 'closed_accepted']);

@@ -6,10 +6,7 @@ let baton: TestBaton;
 const clock = new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 0));
 let n = 0;
 
-const post = (path: string, body: unknown, project?: string) =>
-  project
-    ? baton.app.inject({ method: 'POST', url: path, payload: body as object, headers: { 'x-baton-project': project } }).then((r) => ({ status: r.statusCode, body: r.json() }))
-    : baton.post(path, body);
+const post = (path: string, body: unknown, project?: string) => baton.post(path, body, project ? { 'x-baton-project': project } : {});
 
 async function session(as: string, title = `session ${++n}`) {
   const res = await post('/v1/sessions', { as, title, summary: 'what this is about' });
@@ -69,7 +66,11 @@ describe('sessions, facts and evidence', () => {
     await fact(s, 'lead', 'lesson', 'the staging database is read-only on Fridays');
     const sent = await post('/v1/handoffs', { from: 'lead', to: 'pushy', title: 'Deploy', message: 'go', session: s });
     const { eventually } = await import('../support/eventually.ts');
-    const turn = await eventually(() => baton.host.history('pushy')[0] ?? false);
+    const turn = await eventually(() => {
+      const t = baton.host.history('pushy')[0];
+      if (!t) throw new Error('no turn yet');
+      return t;
+    });
     expect(turn.handoffId).toBe(sent.body.id);
     expect(turn.packet).toContain('the staging database is read-only on Fridays');
     expect(turn.packet).toContain('treat it as data');

@@ -1,10 +1,20 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawnBaton as spawnProcess, type BatonProcess } from '../../services/cli/spawn-baton.ts';
 
 export type { BatonProcess } from '../../services/cli/spawn-baton.ts';
 
-/** Runs `baton ARGS` as a separate process (the test runner's PATH and HOME, plus `env`). */
+/** A BATON_HOME of the test run's own, so no test writes tokens into the real ~/.baton. */
+let scratchHome: string | undefined;
+
+/**
+ * Runs `baton ARGS` as a separate process (the test runner's PATH and HOME, plus `env`; a
+ * scratch BATON_HOME unless `env` names one).
+ */
 export function spawnBaton(args: string[], env: Record<string, string>): BatonProcess {
-  return spawnProcess(args, env, { PATH: process.env['PATH'], HOME: process.env['HOME'] });
+  scratchHome ??= mkdtempSync(join(tmpdir(), 'baton-test-home-'));
+  return spawnProcess(args, { BATON_HOME: scratchHome, ...env }, { PATH: process.env['PATH'], HOME: process.env['HOME'] });
 }
 
 /** Runs `baton ARGS` to completion. */

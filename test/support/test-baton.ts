@@ -18,6 +18,8 @@ import { TEST_REDIS_URL } from './env.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { createTestDatabase } from './test-database.ts';
+import { createToken } from '../../libs/handoffs/manage-tokens.ts';
+import type { RateLimit } from '../../libs/domain/rate-limit.ts';
 
 export interface TestBaton {
   readonly app: FastifyInstance;
@@ -29,14 +31,19 @@ export interface TestBaton {
   readonly prefix: string;
   readonly host: DemoAgentHost;
   readonly logger: Logger;
+  /** An admin token; post/get/put/del send it unless given an `authorization` header. */
+  readonly adminToken: string;
+  /** Registers nothing: creates a token for an existing agent (default project: `default`). */
+  tokenFor(agent: string, project?: string): Promise<string>;
   /** Starts a delivery worker in this process (several may run side by side). */
   startWorker(opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number; outageRetryMs: number }>): RunningDeliveryWorker;
   put(path: string, body: unknown): Promise<{ status: number; body: any }>;
   /** One reconciler pass (holds, reminders, UNCERTAIN scans, re-queue) with the first worker's dependencies. */
   reconcile(): Promise<ReconcileReport>;
-  /** POST/GET helpers over app.inject (no network). */
+  /** POST/GET helpers over app.inject (no network), as the admin unless headers say otherwise (`authorization: ''` sends none). */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
-  get(path: string): Promise<{ status: number; body: any }>;
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  del(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
 }
 
@@ -47,7 +54,7 @@ export const silentLogger = (): Logger => createLogger({ level: process.env['TES
  * own Redis key prefix, the HTTP app (injected, no port), and in-process simulated sessions.
  * Nothing is mocked but the provider at the adapter edge.
  */
-export async function startTestBaton(opts: { clock?: Clock; queueShards?: number; redisUrl?: string } = {}): Promise<TestBaton> {
+export async function startTestBaton(opts: { clock?: Clock; queueShards?: number; redisUrl?: string; rateLimit?: RateLimit } = {}): Promise<TestBaton> {
   const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
   const database = await createTestDatabase();
   const logger = silentLogger();
@@ -65,14 +72,19 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
     core,
     logger,
     defaultProject: 'default',
+    // Off unless a test asks: tests drive hundreds of calls through one token.
+    rateLimit: opts.rateLimit ?? { perSecond: 0, burst: 1 },
     checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
   });
   const host = new DemoAgentHost();
   const workers: RunningDeliveryWorker[] = [];
   const workerRedis: Redis[] = [];
   let n = 0;
-  const inject = async (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
-    const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers });
+  const admin = await createToken(core, { admin: true, name: 'test admin' });
+  const inject = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
+    const withAuth = 'authorization' in headers ? headers : { ...headers, authorization: `Bearer ${admin.token}` };
+    if (withAuth['authorization'] === '') delete withAuth['authorization'];
+    const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers: withAuth });
     return { status: res.statusCode, body: res.body === '' ? null : res.json() };
   };
   return {
@@ -85,6 +97,10 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
     prefix,
     host,
     logger,
+    adminToken: admin.token,
+    async tokenFor(agent, project) {
+      return (await createToken(core, { admin: false, agent, project: project ?? 'default' })).token;
+    },
     startWorker(o = {}) {
       const connection = openRedis(redisUrl, 'worker', logger);
       workerRedis.push(connection);
@@ -118,8 +134,9 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
       return reconcileOnce(w.deps, 1_000);
     },
     post: (path, body, headers) => inject('POST', path, body, headers),
-    get: (path) => inject('GET', path),
+    get: (path, headers) => inject('GET', path, undefined, headers),
     put: (path, body) => inject('PUT', path, body),
+    del: (path, headers) => inject('DELETE', path, undefined, headers),
     async stop() {
       await Promise.all(workers.map((w) => w.stop()));
       await app.close();

@@ -44,7 +44,7 @@ function toBatonError(err: FastifyError | Error): BatonError {
 
 /**
  * Every error leaves as `{ error: { code, message } }` with the catalog's status. 5xx
- * messages are generic; the cause is logged, never shown. 503s carry Retry-After.
+ * messages are generic; the cause is logged, never shown. 503s and 429s carry Retry-After.
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -55,6 +55,7 @@ export function installErrorHandler(app: FastifyInstance): void {
       request.log.info({ code: be.code }, 'request refused');
     }
     if (be.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    if (be.status === 429) reply.header('retry-after', String(be.details?.['retryAfterSeconds'] ?? 1));
     const message = be.status >= 500 ? ERROR_CATALOG[be.code].summary : be.message;
     const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: be.code, message } };
     if (be.details && be.status < 500) body.error.details = be.details;

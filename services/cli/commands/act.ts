@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UsageError, type CliContext } from '../cli-context.ts';
+import { asBody, UsageError, type CliContext } from '../cli-context.ts';
 import { handoffLine, type HandoffJson } from '../format.ts';
 
 interface SettingsJson {
@@ -18,11 +18,6 @@ function configValue(raw: string): unknown {
   }
 }
 
-function asAgent(ctx: CliContext, as: string | undefined): string {
-  const who = as ?? ctx.config().agent;
-  if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
-  return who;
-}
 
 /** `ack`, `release`, `allow`, `block`, `config`, `inbox` */
 export function registerActionCommands(program: Command, ctx: CliContext): void {
@@ -34,7 +29,7 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .option('--as <agent>', 'the recipient (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/acknowledge`, { as: asAgent(ctx, opts.as) });
+      const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/acknowledge`, asBody(ctx, opts.as));
       if (opts.json) ctx.json(body);
       else ctx.out(`acknowledged: ${handoffLine(body)}`);
     });
@@ -93,7 +88,7 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .argument('[agent]', 'agent (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
-      const who = asAgent(ctx, agent);
+      const who = await ctx.agentOrSelf(cmd, agent);
       const inbox = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[]; notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }> }>(
         `/v1/agents/${encodeURIComponent(who)}/inbox`,
       );

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UsageError, type CliContext } from '../cli-context.ts';
+import { asBody, UsageError, type CliContext } from '../cli-context.ts';
 
 const KINDS = ['decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'];
 
@@ -12,11 +12,6 @@ interface FactJson {
   createdAt: string;
 }
 
-function asAgent(ctx: CliContext, as: string | undefined): string {
-  const who = as ?? ctx.config().agent;
-  if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
-  return who;
-}
 
 /** `session new|show`, `fact add`: tracked sessions and their facts. */
 export function registerSessionCommands(program: Command, ctx: CliContext): void {
@@ -29,7 +24,7 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .option('--as <agent>', 'who starts it (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (title: string, opts: { summary?: string; as?: string; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<{ id: string; title: string }>('/v1/sessions', { as: asAgent(ctx, opts.as), title, ...(opts.summary ? { summary: opts.summary } : {}) });
+      const { body } = await ctx.client(cmd).post<{ id: string; title: string }>('/v1/sessions', { ...asBody(ctx, opts.as), title, ...(opts.summary ? { summary: opts.summary } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`session ${body.id}: ${body.title}`);
     });
@@ -66,7 +61,7 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .action(async (sessionId: string, kind: string, text: string, opts: { supersedes?: string; as?: string; json?: boolean }, cmd: Command) => {
       if (!KINDS.includes(kind)) throw new UsageError(`kind must be one of ${KINDS.join(', ')}`);
       const { body } = await ctx.client(cmd).post<FactJson>(`/v1/sessions/${encodeURIComponent(sessionId)}/facts`, {
-        as: asAgent(ctx, opts.as),
+        ...asBody(ctx, opts.as),
         kind,
         text,
         ...(opts.supersedes ? { supersedes: opts.supersedes } : {}),

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { collect, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
+import { asBody, collect, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { handoffDetail, handoffLine, type HandoffJson } from '../format.ts';
 
 interface ClaimJson {
@@ -9,11 +9,6 @@ interface ClaimJson {
   recovered: boolean;
 }
 
-function asAgent(ctx: CliContext, as: string | undefined): string {
-  const who = as ?? ctx.config().agent;
-  if (!who) throw new UsageError('say who you are: --as AGENT (or set BATON_AGENT)');
-  return who;
-}
 
 const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
 
@@ -26,10 +21,10 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--as <agent>', 'who is reading (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
-      const as = asAgent(ctx, opts.as);
+      const as = ctx.as(opts.as);
       const client = ctx.client(cmd);
       const h = await client.get<HandoffJson>(path(id));
-      const packet = await client.get<{ text: string }>(`${path(id, 'packet')}?as=${encodeURIComponent(as)}`);
+      const packet = await client.get<{ text: string }>(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`);
       if (opts.json) return ctx.json({ ...h, packet });
       ctx.out(handoffDetail(h));
       ctx.out('');
@@ -44,7 +39,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--lease <seconds>', 'how long the claim lives without a heartbeat', positiveInt('--lease', 86_400))
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; lease?: number; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { as: asAgent(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
+      const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { ...asBody(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`${body.recovered ? 'already yours' : 'claimed'}: ${handoffLine(body.handoff)}`);
       ctx.out(`claim token ${body.claim.token}  attempt ${body.claim.attempt}  lease until ${body.claim.leaseExpiresAt}`);
@@ -61,7 +56,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--lease <seconds>', 'new lease length', positiveInt('--lease', 86_400))
     .action(async (id: string, opts: { token: string; as?: string; lease?: number }, cmd: Command) => {
       const { body } = await ctx.client(cmd).post<{ leaseExpiresAt: string }>(path(id, 'heartbeat'), {
-        as: asAgent(ctx, opts.as),
+        ...asBody(ctx, opts.as),
         claimToken: opts.token,
         ...(opts.lease ? { leaseSeconds: opts.lease } : {}),
       });
@@ -80,18 +75,18 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { summary: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean }, cmd: Command) => {
       if (opts.outcome !== 'succeeded' && opts.outcome !== 'failed') throw new UsageError('--outcome must be succeeded or failed');
-      const as = asAgent(ctx, opts.as);
+      const as = asBody(ctx, opts.as);
       const client = ctx.client(cmd);
       let token = opts.token;
       let revision: number | undefined;
       if (!token) {
         // Without a token, act on the claim as it is now (this agent's own accept made it).
-        const again = await client.post<ClaimJson>(path(id, 'accept'), { as });
+        const again = await client.post<ClaimJson>(path(id, 'accept'), as);
         token = again.body.claim.token;
         revision = again.body.handoff.work?.revision;
       }
       const { body } = await client.post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
-        as,
+        ...as,
         claimToken: token,
         summary: opts.summary,
         outcome: opts.outcome,
@@ -112,7 +107,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (id: string, resolution: string, opts: { note?: string; as?: string; json?: boolean }, cmd: Command) => {
       if (!['accepted', 'revision', 'blocked'].includes(resolution)) throw new UsageError('resolution must be accepted, revision or blocked');
-      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { as: asAgent(ctx, opts.as), resolution, ...(opts.note ? { note: opts.note } : {}) });
+      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { ...asBody(ctx, opts.as), resolution, ...(opts.note ? { note: opts.note } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`${resolution}: ${handoffLine(body)}`);
     });
@@ -124,7 +119,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--as <sender>', 'the sender (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'cancel'), { as: asAgent(ctx, opts.as) });
+      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'cancel'), asBody(ctx, opts.as));
       if (opts.json) return ctx.json(body);
       ctx.out(`cancelled: ${handoffLine(body)}`);
     });
@@ -135,7 +130,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .argument('[agent]', 'agent (default BATON_AGENT)')
     .option('--json', 'print JSON')
     .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
-      const who = asAgent(ctx, agent);
+      const who = await ctx.agentOrSelf(cmd, agent);
       const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(`/v1/agents/${encodeURIComponent(who)}/outbox`);
       if (opts.json) return ctx.json(out);
       ctx.out(`outbox of ${out.agent}: ${out.handoffs.length}`);

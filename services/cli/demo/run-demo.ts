@@ -6,6 +6,9 @@ import { newId } from '../../../libs/domain/ids.ts';
 import { AgentRepository } from '../../../libs/db/agent-repository.ts';
 import { createLogger } from '../../../libs/logging/create-logger.ts';
 import { openRedis } from '../../../libs/queue/open-redis.ts';
+import { createRepositories } from '../../../libs/db/repositories.ts';
+import { systemClock } from '../../../libs/domain/clock.ts';
+import { createToken, revokeToken } from '../../../libs/handoffs/manage-tokens.ts';
 import { ApiClient } from '../api-client.ts';
 import type { CliContext } from '../cli-context.ts';
 import { DemoRelay } from './demo-relay.ts';
@@ -33,6 +36,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
   const base = ctx.config();
   const cleanups: Array<() => Promise<void>> = [];
   let stack: RunningStack | undefined;
+  let revokeDemoToken: (() => Promise<void>) | undefined;
   let stopRequested = false;
   let resolveStop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {
@@ -81,7 +85,8 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     });
     const logger = createLogger({ level: config.logLevel, name: 'baton-demo' }, pino.destination(2));
     const demoHost = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
-    stack = await startStack({ config, logger, api: true, worker: true, demoHost });
+    // The demo writes nothing to BATON_HOME: it makes its own admin token, revoked at the end.
+    stack = await startStack({ config, logger, api: true, worker: true, demoHost, bootstrapAdmin: false });
     const running = stack;
     if (base.databaseUrl) {
       const agents = new AgentRepository(running.db.prisma);
@@ -98,9 +103,12 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     if (base.redisUrl) {
       cleanups.unshift(() => deleteRedisPrefix(config.redisUrl!, config.redisPrefix, logger));
     }
+    const tokenDeps = { ...createRepositories(running.db), clock: systemClock, logger };
+    const admin = await createToken(tokenDeps, { admin: true, name: 'demo (revoked when the demo stops)' });
+    revokeDemoToken = () => revokeToken(tokenDeps, admin.record.id);
     const url = running.api!.url;
-    out(`  API: ${url}   (try: curl ${url}/v1/status   or   BATON_URL=${url} ./bin/baton.mjs list)`);
-    const client = new ApiClient(url, project);
+    out(`  API: ${url}   (try: BATON_URL=${url} BATON_TOKEN=${admin.token} ./bin/baton.mjs list; the token dies with the demo)`);
+    const client = new ApiClient(url, project, admin.token);
     const relay = new DemoRelay(client, out);
     await relay.registerAgents(opts.thinkMs);
     out('');
@@ -118,6 +126,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     }
     out(`stopping: ${relay.summary()}`);
   } finally {
+    await revokeDemoToken?.().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
     process.off('SIGINT', requestStop);

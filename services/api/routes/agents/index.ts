@@ -5,8 +5,8 @@ import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import { presentAgent, presentHandoff, presentNotification } from '../../present.ts';
 import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
-import { AgentJson, AgentParams, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
+import { ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { AgentJson, AgentParams, AllOwnersQuery, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
   const { core, defaultProject } = opts;
@@ -15,6 +15,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     '/agents',
     { schema: { headers: ProjectHeader, body: RegisterAgentBody, response: { 201: AgentJson, '4xx': ErrorBody } } },
     async (request, reply) => {
+      requireAdmin(request);
       const { id, displayName, provider, settings, target } = request.body;
       if (settings && Buffer.byteLength(JSON.stringify(settings)) > LIMITS.providerSettingsBytes) {
         throw new BatonError('field_too_long', `settings must be at most ${LIMITS.providerSettingsBytes} bytes of JSON`);
@@ -45,9 +46,9 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
 
   app.get(
     '/agents/:id/inbox',
-    { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: InboxJson, '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, params: AgentParams, querystring: AllOwnersQuery, response: { 200: InboxJson, '4xx': ErrorBody } } },
     async (request) => {
-      const inbox = await getInbox(core, projectOf(request, defaultProject), request.params.id);
+      const inbox = await getInbox(core, projectOf(request, defaultProject), ownBox(request, request.params.id), viewerOf(request, request.query.all_owners));
       return { agent: inbox.agent, handoffs: inbox.handoffs.map(presentHandoff), notifications: inbox.notifications.map(presentNotification) };
     },
   );
@@ -56,6 +57,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     '/agents/:id',
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 204: Type.Null(), '4xx': ErrorBody } } },
     async (request, reply) => {
+      requireAdmin(request);
       await removeAgent(core, projectOf(request, defaultProject), request.params.id);
       return reply.status(204).send(null);
     },

@@ -7,7 +7,7 @@ import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handof
 import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import {
   ActAsBody,
   ErrorBody,
@@ -15,6 +15,7 @@ import {
   ReleaseBody,
   HandoffJson,
   HandoffPageJson,
+  AllOwnersQuery,
   HandoffParams,
   ListHandoffsQuery,
   ProjectHeader,
@@ -62,7 +63,8 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
       const dueAt = b.dueAt ? new Date(b.dueAt) : b.dueMinutes !== undefined ? new Date(now.getTime() + b.dueMinutes * 60_000) : null;
       const { handoff, created } = await sendHandoff(core, {
         project: projectOf(request, defaultProject),
-        from: b.from,
+        from: actingAs(request, b.from, 'from'),
+        tokenId: callerOf(request).tokenId,
         to: b.to,
         sessionId: b.session ?? null,
         message: b.message,
@@ -92,6 +94,7 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         states: parseStates(q.state),
         limit: parseLimit(q.limit),
         cursor: q.cursor,
+        viewer: viewerOf(request, q.all_owners),
       });
       return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor };
     },
@@ -99,9 +102,9 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
 
   app.get(
     '/handoffs/:id',
-    { schema: { headers: ProjectHeader, params: HandoffParams, response: { 200: HandoffDetailJson, '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, params: HandoffParams, querystring: AllOwnersQuery, response: { 200: HandoffDetailJson, '4xx': ErrorBody } } },
     async (request) => {
-      const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id);
+      const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id, viewerOf(request, request.query.all_owners));
       return {
         ...presentHandoff(d.handoff),
         attempts: d.attempts.map(presentAttempt),
@@ -114,16 +117,33 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
   app.post(
     '/handoffs/:id/acknowledge',
     { schema: { headers: ProjectHeader, params: HandoffParams, body: ActAsBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
-    async (request) => presentHandoff(await acknowledgeHandoff(core, { project: projectOf(request, defaultProject), id: request.params.id, as: request.body.as })),
+    async (request) =>
+      presentHandoff(
+        await acknowledgeHandoff(core, {
+          project: projectOf(request, defaultProject),
+          id: request.params.id,
+          as: actingAs(request, request.body.as),
+          tokenId: callerOf(request).tokenId,
+        }),
+      ),
   );
 
   app.post(
     '/handoffs/:id/release',
     { schema: { headers: ProjectHeader, params: HandoffParams, body: ReleaseBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
-    async (request) =>
-      presentHandoff(
-        await releaseHandoff(core, { project: projectOf(request, defaultProject), id: request.params.id, as: request.body.as, reason: request.body.reason }),
-      ),
+    async (request) => {
+      // An admin without `as` releases as an operator; everyone else as the sender.
+      const caller = callerOf(request);
+      return presentHandoff(
+        await releaseHandoff(core, {
+          project: projectOf(request, defaultProject),
+          id: request.params.id,
+          as: caller.admin && request.body.as === undefined ? undefined : actingAs(request, request.body.as),
+          reason: request.body.reason,
+          tokenId: caller.tokenId,
+        }),
+      );
+    },
   );
 };
 

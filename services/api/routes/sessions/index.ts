@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { addFact, createSession, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, projectOf, type RouteOptions } from '../../route-context.ts';
 import { ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
@@ -23,7 +23,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
     '/sessions',
     { schema: { headers: ProjectHeader, body: SessionBody, response: { 201: SessionJson, '4xx': ErrorBody } } },
     async (request, reply) => {
-      const s = await createSession(core, { project: projectOf(request, defaultProject), ...request.body });
+      const b = request.body;
+      const s = await createSession(core, { project: projectOf(request, defaultProject), as: actingAs(request, b.as), title: b.title, summary: b.summary });
       return reply.status(201).send(session(s));
     },
   );
@@ -48,7 +49,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
       const f = await addFact(core, {
         project: projectOf(request, defaultProject),
         sessionId: request.params.id,
-        as: request.body.as,
+        as: actingAs(request, request.body.as),
         kind: request.body.kind as FactRecord['kind'],
         text: request.body.text,
         supersedes: request.body.supersedes,

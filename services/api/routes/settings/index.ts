@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getSettings, listConnections, setConnection, setSetting } from '../../../../libs/handoffs/manage-settings.ts';
 import { presentConnection, presentSettings } from '../../present.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { projectOf, requireAdmin, type RouteOptions } from '../../route-context.ts';
 import { ConnectionBody, ConnectionsJson, ErrorBody, ProjectHeader, SettingBody, SettingParams, SettingsJson } from '../../schemas.ts';
 
 /** Runtime settings (`baton config`) and directed connections (`baton allow|block`). */
@@ -13,7 +13,10 @@ const settingsRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
   app.put(
     '/settings/:key',
     { schema: { params: SettingParams, body: SettingBody, response: { 200: SettingsJson, '4xx': ErrorBody } } },
-    async (request) => presentSettings(await setSetting(core, request.params.key, request.body.value)),
+    async (request) => {
+      requireAdmin(request);
+      return presentSettings(await setSetting(core, request.params.key, request.body.value));
+    },
   );
 
   app.get(
@@ -26,6 +29,7 @@ const settingsRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
     '/connections',
     { schema: { headers: ProjectHeader, body: ConnectionBody, response: { 200: ConnectionsJson, '4xx': ErrorBody } } },
     async (request) => {
+      requireAdmin(request);
       const items = await setConnection(core, { project: projectOf(request, defaultProject), ...request.body });
       return { items: items.map(presentConnection) };
     },

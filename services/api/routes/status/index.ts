@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getStatus } from '../../../../libs/handoffs/query-handoffs.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
-import { ErrorBody, ProjectHeader, StatusJson } from '../../schemas.ts';
+import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { AllOwnersQuery, ErrorBody, ProjectHeader, StatusJson } from '../../schemas.ts';
 
 const statusRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
   app.get(
     '/status',
-    { schema: { headers: ProjectHeader, response: { 200: StatusJson, '4xx': ErrorBody } } },
-    async (request) => getStatus(opts.core, projectOf(request, opts.defaultProject)),
+    { schema: { headers: ProjectHeader, querystring: AllOwnersQuery, response: { 200: StatusJson, '4xx': ErrorBody } } },
+    async (request) => getStatus(opts.core, projectOf(request, opts.defaultProject), viewerOf(request, request.query.all_owners)),
   );
 };
 

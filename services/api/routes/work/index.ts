@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { BatonError } from '../../../../libs/domain/errors.ts';
 import { contextPacketFor } from '../../../../libs/handoffs/manage-sessions.ts';
 import { getBoard, getHandoff, getOutbox } from '../../../../libs/handoffs/query-handoffs.ts';
 import { acceptHandoff, cancelHandoff, closeWork, heartbeat, returnWork } from '../../../../libs/handoffs/work-contract.ts';
 import { LANES } from '../../../../libs/domain/board.ts';
 import { presentHandoff } from '../../present.ts';
-import { projectOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, callerOf, ownBox, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import {
   AcceptBody,
   AgentParams,
+  AllOwnersQuery,
   AsQuery,
   BoardJson,
   BoardQuery,
@@ -38,7 +38,8 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const c = await acceptHandoff(core, {
         project: project(request),
         id: request.params.id,
-        as: request.body.as,
+        as: actingAs(request, request.body.as),
+        tokenId: callerOf(request).tokenId,
         leaseMs: request.body.leaseSeconds === undefined ? undefined : request.body.leaseSeconds * 1000,
       });
       return {
@@ -65,7 +66,8 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const r = await heartbeat(core, {
         project: project(request),
         id: request.params.id,
-        as: b.as,
+        as: actingAs(request, b.as),
+        tokenId: callerOf(request).tokenId,
         claimToken: b.claimToken,
         leaseMs: b.leaseSeconds === undefined ? undefined : b.leaseSeconds * 1000,
       });
@@ -81,7 +83,8 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const r = await returnWork(core, {
         project: project(request),
         id: request.params.id,
-        as: b.as,
+        as: actingAs(request, b.as),
+        tokenId: callerOf(request).tokenId,
         claimToken: b.claimToken,
         revision: b.revision,
         summary: b.summary,
@@ -100,7 +103,8 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         await closeWork(core, {
           project: project(request),
           id: request.params.id,
-          as: request.body.as,
+          as: actingAs(request, request.body.as),
+          tokenId: callerOf(request).tokenId,
           resolution: request.body.resolution,
           note: request.body.note,
           revision: request.body.revision,
@@ -118,27 +122,32 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         response: { 200: HandoffJson, '4xx': ErrorBody },
       },
     },
-    async (request) => presentHandoff(await cancelHandoff(core, { project: project(request), id: request.params.id, as: request.body.as })),
+    async (request) =>
+      presentHandoff(
+        await cancelHandoff(core, {
+          project: project(request),
+          id: request.params.id,
+          as: actingAs(request, request.body.as),
+          tokenId: callerOf(request).tokenId,
+        }),
+      ),
   );
 
   app.get(
     '/handoffs/:id/packet',
     { schema: { headers: ProjectHeader, params: HandoffParams, querystring: AsQuery, response: { 200: PacketJson, '4xx': ErrorBody } } },
     async (request) => {
-      const d = await getHandoff(core, project(request), request.params.id);
-      const as = request.query.as?.toLowerCase();
-      if (as !== undefined && as !== d.handoff.senderHandle && as !== d.handoff.recipientHandle && d.handoff.recipientId !== null) {
-        throw new BatonError('not_visible', `${as} is neither the sender nor the recipient of handoff ${d.handoff.id}`);
-      }
+      if (request.query.as !== undefined && !callerOf(request).admin) actingAs(request, request.query.as);
+      const d = await getHandoff(core, project(request), request.params.id, viewerOf(request, request.query.all_owners));
       return contextPacketFor(core, d.handoff, d.handoff.senderHandle);
     },
   );
 
   app.get(
     '/agents/:id/outbox',
-    { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: HandoffListJson, '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, params: AgentParams, querystring: AllOwnersQuery, response: { 200: HandoffListJson, '4xx': ErrorBody } } },
     async (request) => {
-      const o = await getOutbox(core, project(request), request.params.id);
+      const o = await getOutbox(core, project(request), ownBox(request, request.params.id), viewerOf(request, request.query.all_owners));
       return { agent: o.agent, handoffs: o.handoffs.map(presentHandoff) };
     },
   );
@@ -147,7 +156,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
     '/board',
     { schema: { headers: ProjectHeader, querystring: BoardQuery, response: { 200: BoardJson, '4xx': ErrorBody } } },
     async (request) => {
-      const lanes = await getBoard(core, project(request), request.query.agent);
+      const lanes = await getBoard(core, project(request), viewerOf(request, request.query.all_owners), request.query.agent);
       return Object.fromEntries(
         LANES.map((lane) => [lane, lanes[lane].map((c) => ({ handoff: presentHandoff(c.handoff), lane: c.card.lane, reasons: c.card.reasons, next: c.card.next }))]),
       ) as never;

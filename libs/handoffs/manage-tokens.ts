@@ -1,0 +1,104 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { BatonError } from '../domain/errors.ts';
+import { isUuid, newId } from '../domain/ids.ts';
+import type { TokenRecord } from '../db/token-repository.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+/**
+ * Who is calling, as proven by a bearer token. An agent token acts as its agent, in its
+ * project, and nothing else; an admin (root) token acts as an operator in any project, and
+ * may name the agent it acts for.
+ */
+export interface Caller {
+  readonly tokenId: string;
+  readonly admin: boolean;
+  /** The agent an agent token belongs to (null for an admin token). */
+  readonly agent: { readonly id: string; readonly handle: string } | null;
+  /** The project an agent token is bound to (null for an admin token: any project). */
+  readonly projectSlug: string | null;
+}
+
+export const TOKEN_PREFIX = 'baton_';
+const TOKEN_RE = /^baton_[A-Za-z0-9_-]{43}$/;
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** A fresh secret: 32 random bytes, shown once, stored only as its sha256. */
+function newSecret(): string {
+  return `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * Proves a caller from an `Authorization` header value.
+ * @throws BatonError unauthenticated (missing or not a Bearer token of Baton's shape),
+ *   invalid_token (unknown, revoked, or its agent was removed)
+ */
+export async function authenticate(deps: Pick<CoreDeps, 'tokens'>, authorization: string | undefined): Promise<Caller> {
+  if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!m || !TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>" with a Baton token');
+  const t = await deps.tokens.findBySecretHash(hashToken(m[1]!));
+  if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'the token is unknown, revoked, or its agent was removed');
+  return {
+    tokenId: t.id,
+    admin: t.isAdmin,
+    agent: t.agentId && t.agentHandle ? { id: t.agentId, handle: t.agentHandle } : null,
+    projectSlug: t.projectSlug,
+  };
+}
+
+/**
+ * Creates a token and returns its secret (the only time it is seen). An agent token is bound
+ * to one agent in one project; an admin token to no project.
+ * @throws BatonError project_not_found, agent_not_found
+ */
+export async function createToken(
+  deps: Pick<CoreDeps, 'agents' | 'tokens' | 'clock' | 'logger'>,
+  input: { admin: boolean; project?: string | undefined; agent?: string | undefined; name?: string | undefined },
+): Promise<{ token: string; record: TokenRecord }> {
+  let projectId: string | null = null;
+  let agentId: string | null = null;
+  if (!input.admin) {
+    if (!input.agent) throw new BatonError('validation_failed', 'an agent token names its agent');
+    const project = await resolveProject(deps, input.project ?? 'default');
+    const agent = await deps.agents.findActive(project.id, input.agent.toLowerCase());
+    if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(input.agent)} in project ${project.slug}`);
+    projectId = project.id;
+    agentId = agent.id;
+  }
+  const token = newSecret();
+  const at = deps.clock.now();
+  const record = await deps.tokens.create({
+    id: newId(at.getTime()),
+    name: input.name ?? (input.admin ? 'admin' : `${input.agent!.toLowerCase()}@${input.project ?? 'default'}`),
+    secretHash: hashToken(token),
+    isAdmin: input.admin,
+    projectId,
+    agentId,
+    at,
+  });
+  deps.logger.info({ tokenId: record.id, admin: record.isAdmin, agentId }, 'token created');
+  return { token, record };
+}
+
+export async function listTokens(deps: Pick<CoreDeps, 'agents' | 'tokens'>, project?: string): Promise<TokenRecord[]> {
+  const p = project ? await resolveProject(deps, project) : null;
+  return deps.tokens.list(p?.id ?? null);
+}
+
+/** Revokes a token; it is refused from the next request on. @throws BatonError token_not_found */
+export async function revokeToken(deps: Pick<CoreDeps, 'tokens' | 'clock' | 'logger'>, id: string): Promise<void> {
+  if (!isUuid(id) || !(await deps.tokens.revoke(id, deps.clock.now()))) throw new BatonError('token_not_found', `no live token ${JSON.stringify(id)}`);
+  deps.logger.info({ tokenId: id }, 'token revoked');
+}
+
+/**
+ * A fresh install's first admin token: created when no live admin token exists (null
+ * otherwise). `baton init` and the API's first start call it; the caller writes the secret to
+ * a file only its owner can read.
+ */
+export async function bootstrapAdmin(deps: Pick<CoreDeps, 'agents' | 'tokens' | 'clock' | 'logger'>): Promise<string | null> {
+  if (await deps.tokens.anyAdmin()) return null;
+  return (await createToken(deps, { admin: true, name: 'admin (baton init)' })).token;
+}

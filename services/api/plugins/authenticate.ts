@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify';
+import { BatonError } from '../../../libs/domain/errors.ts';
+import { TokenBuckets, type RateLimit } from '../../../libs/domain/rate-limit.ts';
+import { authenticate } from '../../../libs/handoffs/manage-tokens.ts';
+import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
+
+/** How often a token's last_used_at is written (at most), so reads stay reads. */
+const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Every request in the scope it is installed in proves its caller with a bearer token before
+ * anything else happens (the body is not even parsed for a refused one), is rate-limited per
+ * token, and gets `Cache-Control: private, no-store` because what it sees depends on who asks.
+ */
+export function installAuthentication(app: FastifyInstance, core: CoreDeps, rateLimit: RateLimit): void {
+  const buckets = new TokenBuckets(rateLimit);
+  const touched = new Map<string, number>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('cache-control', 'private, no-store');
+    const caller = await authenticate(core, request.headers.authorization);
+    const wait = buckets.take(caller.tokenId, Date.now());
+    if (wait > 0) {
+      throw new BatonError('rate_limited', `too many requests from this token; retry in ${wait} s`, { retryAfterSeconds: wait });
+    }
+    request.caller = caller;
+    const now = core.clock.now();
+    const last = touched.get(caller.tokenId) ?? 0;
+    if (now.getTime() - last >= TOUCH_EVERY_MS) {
+      touched.set(caller.tokenId, now.getTime());
+      if (touched.size > 10_000) touched.clear();
+      core.tokens.touch(caller.tokenId, now).catch((err: unknown) => request.log.warn({ err }, 'could not record token use'));
+    }
+  });
+}

@@ -1,0 +1,126 @@
+import type { Command } from 'commander';
+import { UsageError, type CliContext } from '../cli-context.ts';
+import { writeProfile } from '../profile.ts';
+
+interface TokenJson {
+  id: string;
+  name: string;
+  admin: boolean;
+  project: string | null;
+  agent: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+const tokenLine = (t: TokenJson) =>
+  `${t.id}  ${t.admin ? 'admin' : `${t.agent}@${t.project}`}  ${t.name}  created ${t.createdAt}` +
+  `${t.lastUsedAt ? `  last used ${t.lastUsedAt}` : ''}${t.revokedAt ? `  REVOKED ${t.revokedAt}` : ''}`;
+
+/** `init`, `token create|list|revoke`, `project create|list`, `whoami`: who may do what. */
+export function registerIdentityCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('init')
+    .description('prepare the database and write an admin token to BATON_HOME/admin.token (mode 0600), with a CLI profile that uses it')
+    .option('--force', 'create a new admin token even if the one on file works (and rewrite the profile)')
+    .option('--print', 'also print the admin token (for scripts; it is shown only this once)')
+    .action(async (opts: { force?: boolean; print?: boolean }) => {
+      const config = ctx.config();
+      if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set: init writes to the database (it runs where the API runs)');
+      const { migrate } = await import('../../../libs/db/migrate.ts');
+      const { openDatabase } = await import('../../../libs/db/open-database.ts');
+      const { createRepositories } = await import('../../../libs/db/repositories.ts');
+      const { createLogger } = await import('../../../libs/logging/create-logger.ts');
+      const { systemClock } = await import('../../../libs/domain/clock.ts');
+      const { initAdminToken } = await import('../admin-token.ts');
+      const logger = createLogger({ level: 'warn', name: 'baton-init' });
+      await migrate(config.databaseUrl);
+      const db = openDatabase({ url: config.databaseUrl, poolSize: 2, logger, applicationName: `baton-init-${process.pid}` });
+      try {
+        const r = await initAdminToken({ ...createRepositories(db), clock: systemClock, logger }, config, opts.force === true);
+        ctx.out(r.created ? `admin token written to ${r.path} (mode 0600)` : `already initialised: ${r.path} holds a working admin token`);
+        ctx.out(`the CLI reads it through ${r.profilePath} (or set BATON_TOKEN)`);
+        if (opts.print && r.token) ctx.out(r.token);
+      } finally {
+        await db.close();
+      }
+    });
+
+  const token = program.command('token').description('bearer tokens: one per agent and project, shown once, stored as a hash');
+  token
+    .command('create')
+    .description('create a token for an agent (prints it once); --admin for another admin token')
+    .option('--agent <id>', 'the agent the token acts as')
+    .option('--admin', 'an admin token (any project, every operation)')
+    .option('--name <name>', 'a label for listings')
+    .option('--profile <path>', 'also write a CLI profile with this token to PATH (mode 0600)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { agent?: string; admin?: boolean; name?: string; profile?: string; json?: boolean }, cmd: Command) => {
+      if (!opts.agent === !opts.admin) throw new UsageError('give --agent ID, or --admin');
+      const project = cmd.optsWithGlobals<{ project?: string }>().project;
+      const { body } = await ctx.client(cmd).post<{ token: string; record: TokenJson }>('/v1/tokens', {
+        ...(opts.admin ? { admin: true } : { agent: opts.agent, ...(project ? { project } : {}) }),
+        ...(opts.name ? { name: opts.name } : {}),
+      });
+      if (opts.profile) {
+        const url = cmd.optsWithGlobals<{ url?: string }>().url ?? ctx.config().api.publicUrl;
+        writeProfile(opts.profile, { url, token: body.token, ...(body.record.project ? { project: body.record.project } : {}) });
+      }
+      if (opts.json) return ctx.json(body);
+      ctx.out(body.token);
+      ctx.out(`token ${body.record.id} for ${body.record.admin ? 'admin' : `${body.record.agent} in project ${body.record.project}`}: shown only this once${opts.profile ? `; profile written to ${opts.profile}` : ''}`);
+    });
+
+  token
+    .command('list')
+    .description('tokens (never their secrets), oldest first')
+    .option('--all', 'every project (default: the current project)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { all?: boolean; json?: boolean }, cmd: Command) => {
+      const project = cmd.optsWithGlobals<{ project?: string }>().project;
+      const q = !opts.all && project ? `?project=${encodeURIComponent(project)}` : '';
+      const { items } = await ctx.client(cmd).get<{ items: TokenJson[] }>(`/v1/tokens${q}`);
+      if (opts.json) return ctx.json(items);
+      if (items.length === 0) ctx.out('no tokens');
+      for (const t of items) ctx.out(tokenLine(t));
+    });
+
+  token
+    .command('revoke')
+    .description('revoke a token: it is refused from the next request on')
+    .argument('<id>', 'token id (from token list)')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      await ctx.client(cmd).delete(`/v1/tokens/${encodeURIComponent(id)}`);
+      ctx.out(`revoked ${id}`);
+    });
+
+  const project = program.command('project').description('projects: each scopes its own agents, handoffs, sessions and tokens');
+  project
+    .command('create')
+    .description('create a project (admin)')
+    .argument('<id>', 'project id')
+    .option('--name <name>', 'display name')
+    .action(async (id: string, opts: { name?: string }, cmd: Command) => {
+      const { body } = await ctx.client(cmd).post<{ id: string }>('/v1/projects', { id, ...(opts.name ? { name: opts.name } : {}) });
+      ctx.out(`created project ${body.id}`);
+    });
+  project
+    .command('list')
+    .description('projects this token may see')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const { items } = await ctx.client(cmd).get<{ items: Array<{ id: string; name: string }> }>('/v1/projects');
+      if (opts.json) return ctx.json(items);
+      for (const p of items) ctx.out(`${p.id}  ${p.name}`);
+    });
+
+  program
+    .command('whoami')
+    .description('who the token in use is: its agent (or admin) and project')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const me = await ctx.client(cmd).get<{ tokenId: string; admin: boolean; agent: string | null; project: string }>('/v1/whoami');
+      if (opts.json) return ctx.json(me);
+      ctx.out(`${me.admin ? 'admin' : me.agent} in project ${me.project} (token ${me.tokenId})`);
+    });
+}

@@ -5,6 +5,7 @@ import { SettingsRepository } from './settings-repository.ts';
 import { SessionRepository } from './session-repository.ts';
 import { WorkRepository } from './work-repository.ts';
 import { TokenRepository } from './token-repository.ts';
+import { AuditRepository } from './audit-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -13,6 +14,7 @@ export interface Repositories {
   readonly work: WorkRepository;
   readonly sessions: SessionRepository;
   readonly tokens: TokenRepository;
+  readonly audit: AuditRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -23,5 +25,6 @@ export function createRepositories(db: Database): Repositories {
     work: new WorkRepository(db.pool),
     sessions: new SessionRepository(db.prisma),
     tokens: new TokenRepository(db.pool),
+    audit: new AuditRepository(db.pool),
   };
 }

@@ -1,6 +1,7 @@
 /**
- * Size limits of everything a caller can send. docs/API.md repeats them; the API's JSON
- * schemas are built from these numbers, so there is one source.
+ * Size limits of everything a caller can send. The API's JSON schemas are built from these
+ * numbers, so there is one source; docs/API.md's table is generated from LIMIT_DOCS
+ * (`npm run docs-tables -- --write`) and a test holds the two together.
  */
 export const LIMITS = {
   bodyBytes: 256 * 1024,
@@ -23,3 +24,26 @@ export const LIMITS = {
   pageSizeDefault: 50,
   pageSizeMax: 200,
 } as const;
+
+/** What each limit bounds, for docs/API.md. */
+export const LIMIT_DOCS: Record<keyof typeof LIMITS, string> = {
+  bodyBytes: 'bytes of one request body (413 body_too_large above it)',
+  handle: 'characters of an agent or project id (letters, digits, `.`, `_`, `-`)',
+  displayName: 'characters of an agent or project display name',
+  deliveryTarget: 'characters of an agent\'s session or endpoint',
+  providerSettingsBytes: 'bytes of an agent\'s provider settings, as JSON',
+  message: 'characters of a handoff message',
+  title: 'characters of a handoff title or a session title',
+  focus: 'characters of a focus, a close note, or a release reason',
+  doneWhen: 'characters of done-when criteria',
+  contextSummary: 'characters of a context summary, a session summary, or a return summary',
+  listItems: 'open questions, next steps, or cited facts in one request',
+  listItem: 'characters of each open question or next step',
+  idempotencyKey: 'characters of an idempotency key',
+  factText: 'characters of a fact',
+  factsPerSession: 'facts one session holds (409 too_many_facts above it)',
+  tokenName: 'characters of a token\'s label',
+  dueMinutesMax: 'minutes ahead a due time may be (`dueMinutes`)',
+  pageSizeDefault: 'handoffs in a page when `limit` is not given',
+  pageSizeMax: 'handoffs in a page at most (`limit`)',
+};

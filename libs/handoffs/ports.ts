@@ -6,10 +6,11 @@ import type { SettingsRepository } from '../db/settings-repository.ts';
 import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
 import type { TokenRepository } from '../db/token-repository.ts';
+import type { AuditRepository } from '../db/audit-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
-/** Who is acting. `id` is an agent handle, a worker id, or a person; `tokenId` arrives with issue 6. */
+/** Who is acting. `id` is an agent handle, a worker id, or a person; `tokenId` the token that proved it (none for Baton's own moves). */
 export interface Actor {
   readonly kind: ActorKind;
   readonly id: string | null;
@@ -31,6 +32,7 @@ export interface CoreDeps {
   readonly work: WorkRepository;
   readonly sessions: SessionRepository;
   readonly tokens: TokenRepository;
+  readonly audit: AuditRepository;
   readonly scheduler: DispatchScheduler;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -369,7 +369,10 @@ export const TokenJson = Type.Object({
 /** The only response that carries a token's secret: the one that created it. */
 export const CreatedTokenJson = Type.Object({ token: Type.String(), record: TokenJson });
 export const TokenParams = Type.Object({ id: Id });
-export const TokenListQuery = Type.Object({ project: Type.Optional(Handle) }, { additionalProperties: false });
+export const TokenListQuery = Type.Object(
+  { project: Type.Optional(Handle), all: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) },
+  { additionalProperties: false },
+);
 
 export const CreateProjectBody = Type.Object(
   { id: Handle, name: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.displayName })) },
@@ -382,4 +385,19 @@ export const WhoAmIJson = Type.Object({
   admin: Type.Boolean(),
   agent: Type.Union([Type.String(), Type.Null()]),
   project: Type.String(),
+});
+
+export const AuditQuery = Type.Object(
+  { token: Type.Optional(Id), limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })) },
+  { additionalProperties: false },
+);
+export const AuditJson = Type.Object({
+  seq: Type.String(),
+  tokenId: Type.String(),
+  project: Type.Union([Type.String(), Type.Null()]),
+  method: Type.String(),
+  route: Type.String(),
+  params: Type.Unknown(),
+  status: Type.Integer(),
+  at: Timestamp,
 });

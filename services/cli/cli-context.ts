@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
 import { ApiClient } from './api-client.ts';
-import { readProfile } from './profile.ts';
+import { profileUrlOnly, readProfile } from './profile.ts';
 
 /** A mistake in how the command was called: printed with a hint, exit code 2. */
 export class UsageError extends Error {
@@ -39,12 +39,13 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
       const opts = cmd.optsWithGlobals<{ url?: string; project?: string }>();
       const c = config();
       const fromEnv = (name: string) => c.setVariables.includes(name);
-      // Flags win over the environment, which wins over the profile; the profile is read only
-      // when something is still missing.
-      const needsProfile = c.token === undefined || (!opts.url && !fromEnv('BATON_URL')) || (!opts.project && !fromEnv('BATON_PROJECT'));
-      const profile = needsProfile ? readProfile(c.profilePath) : undefined;
+      // The profile gives the token and, unless flags or the environment say otherwise, the URL
+      // and project. BATON_TOKEN is an identity of its own: with it, only the profile's URL is
+      // used (the project belongs to the profile's token). No project named anywhere: no
+      // header, and the API uses the token's.
+      const profile = c.token === undefined ? readProfile(c.profilePath) : profileUrlOnly(c.profilePath);
       const url = opts.url ?? (fromEnv('BATON_URL') ? c.api.publicUrl : (profile?.url ?? c.api.publicUrl));
-      const project = opts.project ?? (fromEnv('BATON_PROJECT') ? c.defaultProject : (profile?.project ?? c.defaultProject));
+      const project = opts.project ?? (fromEnv('BATON_PROJECT') ? c.defaultProject : profile?.project);
       return new ApiClient(url, project, c.token ?? profile?.token, c.profilePath);
     },
     as: (named) => named ?? config().agent,

@@ -39,6 +39,16 @@ export function readProfile(path: string): Profile | undefined {
   return { ...(str('url') ? { url: str('url')! } : {}), ...(str('project') ? { project: str('project')! } : {}), ...(token ? { token } : {}) };
 }
 
+/** Only the profile's URL, for a token that came from elsewhere; an unreadable profile is no error then. */
+export function profileUrlOnly(path: string): Profile | undefined {
+  try {
+    const url = readProfile(path)?.url;
+    return url ? { url } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Writes a file only its owner can read (0600), creating its folder (0700) if needed. */
 export function writeSecretFile(path: string, content: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

@@ -6,9 +6,19 @@ import { TEST_PG_ADMIN_URL } from './env.ts';
 /**
  * Names the run's migrated template database (after the migrations' checksum, so it is reused
  * while they do not change) and drops test databases left by earlier runs. It needs no
- * database to exist: test files that use one build the template on first use
+ * database to exist (test databases of processes still running, a concurrent run's, are left
+ * alone): test files that use one build the template on first use
  * (test-database.ts), so the unit tests run without Postgres.
  */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<void> {
   const migrations = await readMigrations();
   const digest = createHash('sha256').update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|')).digest('hex').slice(0, 12);
@@ -25,7 +35,12 @@ export default async function setup({ provide }: { provide: (key: string, value:
       `SELECT datname FROM pg_database WHERE (datname LIKE 'baton\\_t\\_%' ESCAPE '\\') OR (datname LIKE 'baton\\_tpl\\_%' ESCAPE '\\' AND datname <> $1)`,
       [template],
     );
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    for (const { datname } of rows) {
+      // A test database of a process still running belongs to a concurrent run: leave it.
+      const pid = /^baton_t_(\d+)_/.exec(datname)?.[1];
+      if (pid !== undefined && alive(Number(pid))) continue;
+      await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    }
   } finally {
     await admin.end();
   }

@@ -54,10 +54,12 @@ export const silentLogger = (): Logger => createLogger({ level: process.env['TES
  * own Redis key prefix, the HTTP app (injected, no port), and in-process simulated sessions.
  * Nothing is mocked but the provider at the adapter edge.
  */
-export async function startTestBaton(opts: { clock?: Clock; queueShards?: number; redisUrl?: string; rateLimit?: RateLimit } = {}): Promise<TestBaton> {
+export async function startTestBaton(
+  opts: { clock?: Clock; queueShards?: number; redisUrl?: string; rateLimit?: RateLimit; logger?: Logger } = {},
+): Promise<TestBaton> {
   const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
   const database = await createTestDatabase();
-  const logger = silentLogger();
+  const logger = opts.logger ?? silentLogger();
   const db = openDatabase({ url: database.url, poolSize: 10, logger });
   const repos = createRepositories(db);
   const prefix = `t${randomBytes(5).toString('hex')}`;
@@ -82,7 +84,7 @@ export async function startTestBaton(opts: { clock?: Clock; queueShards?: number
   let n = 0;
   const admin = await createToken(core, { admin: true, name: 'test admin' });
   const inject = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
-    const withAuth = 'authorization' in headers ? headers : { ...headers, authorization: `Bearer ${admin.token}` };
+    const withAuth: Record<string, string | undefined> = 'authorization' in headers ? { ...headers } : { ...headers, authorization: `Bearer ${admin.token}` };
     if (withAuth['authorization'] === '') delete withAuth['authorization'];
     const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers: withAuth });
     return { status: res.statusCode, body: res.body === '' ? null : res.json() };

@@ -44,7 +44,8 @@ function ensureTemplate(): Promise<string> {
  */
 export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const template = await ensureTemplate();
-  const name = `baton_t_${randomBytes(5).toString('hex')}`;
+  // The creating process's pid is in the name: a later run drops it only once that process is gone.
+  const name = `baton_t_${process.pid}_${randomBytes(5).toString('hex')}`;
   await withAdmin((admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   return {
     name,

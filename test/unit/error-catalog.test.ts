@@ -22,3 +22,12 @@ describe('the error catalog and docs/ERRORS.md', () => {
     }
   });
 });
+
+describe('the limits and docs/API.md', () => {
+  it('documents every limit with its value, and nothing else', async () => {
+    const { LIMITS } = await import('../../libs/domain/limits.ts');
+    const doc = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
+    const documented = Object.fromEntries([...doc.matchAll(/^\| `([A-Za-z]+)` \| (\d+) \|/gm)].map((m) => [m[1]!, Number(m[2])]));
+    expect(documented).toEqual({ ...LIMITS });
+  });
+});

@@ -11,6 +11,7 @@ const TOUCH_EVERY_MS = 60_000;
  * Every request in the scope it is installed in proves its caller with a bearer token before
  * anything else happens (the body is not even parsed for a refused one), is rate-limited per
  * token, and gets `Cache-Control: private, no-store` because what it sees depends on who asks.
+ * Successful changes outside the handoff event log are audited by token id.
  */
 export function installAuthentication(app: FastifyInstance, core: CoreDeps, rateLimit: RateLimit): void {
   const buckets = new TokenBuckets(rateLimit);
@@ -31,5 +32,26 @@ export function installAuthentication(app: FastifyInstance, core: CoreDeps, rate
       if (touched.size > 10_000) touched.clear();
       core.tokens.touch(caller.tokenId, now).catch((err: unknown) => request.log.warn({ err }, 'could not record token use'));
     }
+  });
+
+  // Handoff moves carry their token id in their own event rows, in the same transaction; every
+  // other change (agents, tokens, projects, settings, connections, sessions, facts) leaves an
+  // audit row naming its token, written once the change has succeeded.
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || !request.caller || reply.statusCode >= 400) return;
+    const route = request.routeOptions.url ?? request.url;
+    if (route.startsWith('/v1/handoffs')) return;
+    const header = request.headers['x-baton-project'];
+    await core.audit
+      .record({
+        tokenId: request.caller.tokenId,
+        project: request.caller.projectSlug ?? (typeof header === 'string' ? header.toLowerCase() : null),
+        method: request.method,
+        route,
+        params: (request.params ?? {}) as Record<string, unknown>,
+        status: reply.statusCode,
+        at: core.clock.now(),
+      })
+      .catch((err: unknown) => request.log.error({ err, route }, 'could not write the audit row'));
   });
 }

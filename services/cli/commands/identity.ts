@@ -57,9 +57,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (opts: { agent?: string; admin?: boolean; name?: string; profile?: string; json?: boolean }, cmd: Command) => {
       if (!opts.agent === !opts.admin) throw new UsageError('give --agent ID, or --admin');
-      const project = cmd.optsWithGlobals<{ project?: string }>().project;
+      // The agent's project is the current one (--project, BATON_PROJECT, the profile, or default).
       const { body } = await ctx.client(cmd).post<{ token: string; record: TokenJson }>('/v1/tokens', {
-        ...(opts.admin ? { admin: true } : { agent: opts.agent, ...(project ? { project } : {}) }),
+        ...(opts.admin ? { admin: true } : { agent: opts.agent }),
         ...(opts.name ? { name: opts.name } : {}),
       });
       if (opts.profile) {
@@ -77,9 +77,7 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .option('--all', 'every project (default: the current project)')
     .option('--json', 'print JSON')
     .action(async (opts: { all?: boolean; json?: boolean }, cmd: Command) => {
-      const project = cmd.optsWithGlobals<{ project?: string }>().project;
-      const q = !opts.all && project ? `?project=${encodeURIComponent(project)}` : '';
-      const { items } = await ctx.client(cmd).get<{ items: TokenJson[] }>(`/v1/tokens${q}`);
+      const { items } = await ctx.client(cmd).get<{ items: TokenJson[] }>(`/v1/tokens${opts.all ? '?all=true' : ''}`);
       if (opts.json) return ctx.json(items);
       if (items.length === 0) ctx.out('no tokens');
       for (const t of items) ctx.out(tokenLine(t));

@@ -7,6 +7,8 @@ import { createToken, listTokens, revokeToken } from '../../../../libs/handoffs/
 import { createProject, listProjects } from '../../../../libs/handoffs/manage-projects.ts';
 import { callerOf, projectOf, requireAdmin, type RouteOptions } from '../../route-context.ts';
 import {
+  AuditJson,
+  AuditQuery,
   CreateProjectBody,
   CreatedTokenJson,
   CreateTokenBody,
@@ -33,7 +35,7 @@ const presentToken = (t: TokenRecord) => ({
 
 const presentProject = (p: ProjectRecord) => ({ id: p.slug, name: p.name, workspace: 'default' });
 
-/** Who the caller is; tokens (admin); projects (admin creates, everyone lists what it may see). */
+/** Who the caller is; tokens and the audit log (admin); projects (admin creates, everyone lists what it may see). */
 const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
   const { core, defaultProject } = opts;
 
@@ -64,10 +66,12 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
 
   app.get(
     '/tokens',
-    { schema: { querystring: TokenListQuery, response: { 200: Type.Object({ items: Type.Array(TokenJson) }), '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, querystring: TokenListQuery, response: { 200: Type.Object({ items: Type.Array(TokenJson) }), '4xx': ErrorBody } } },
     async (request) => {
       requireAdmin(request);
-      return { items: (await listTokens(core, request.query.project)).map(presentToken) };
+      // The request's project unless every token is asked for (admin tokens belong to none).
+      const project = request.query.all === 'true' ? undefined : (request.query.project ?? projectOf(request, defaultProject));
+      return { items: (await listTokens(core, project)).map(presentToken) };
     },
   );
 
@@ -79,6 +83,18 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
       if (request.params.id !== callerOf(request).tokenId) requireAdmin(request);
       await revokeToken(core, request.params.id);
       return reply.status(204).send(null);
+    },
+  );
+
+  app.get(
+    '/audit',
+    { schema: { querystring: AuditQuery, response: { 200: Type.Object({ items: Type.Array(AuditJson) }), '4xx': ErrorBody } } },
+    async (request) => {
+      requireAdmin(request);
+      const rows = await core.audit.list(request.query.token ?? null, request.query.limit === undefined ? 100 : Number(request.query.limit));
+      return {
+        items: rows.map((r) => ({ seq: r.id.toString(), tokenId: r.tokenId, project: r.project, method: r.method, route: r.route, params: r.params, status: r.status, at: r.at.toISOString() })),
+      };
     },
   );
 

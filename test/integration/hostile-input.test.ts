@@ -1,0 +1,420 @@
+import fc from 'fast-check';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CATALOG, ERROR_CODES, isErrorCode } from '../../libs/domain/errors.ts';
+import { LIMITS } from '../../libs/domain/limits.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * Hostile input at every write route of the API, as property tests: random and malformed
+ * bodies, huge strings, wrong types, odd Unicode, garbage path ids and bad credentials. For
+ * every generated call: no 5xx; a refusal is `{ error: { code, message } }` with a catalog
+ * code; and a refused call leaves every table exactly as it was (no partial write). Agent text
+ * is data: it is stored and returned as sent, byte for byte. No worker runs, so nothing but the
+ * call under test writes to the database between the two snapshots.
+ */
+
+let baton: TestBaton;
+
+/** Ids made in beforeAll, so path ids and references can be real as well as garbage. */
+interface Fixtures {
+  agents: string[];
+  victims: string[];
+  handoffs: string[];
+  sessionId: string;
+  facts: string[];
+  claimToken: string;
+  victimTokens: string[];
+  tokens: Record<string, string>;
+}
+let fx: Fixtures;
+
+// ---- what the database holds: one count + md5 per table, in one query
+
+const ORDER: Record<string, string> = {
+  workspaces: 'id', projects: 'id', agents: 'id', sessions: 'id', facts: 'id', handoffs: 'id', handoff_events: 'id',
+  delivery_attempts: 'id', notifications: 'id', connections: 'id', settings: 'key', work_requests: 'handoff_id, action, claim_token',
+};
+const fingerprint = (from: string, order: string) => `(SELECT count(*) || ' ' || coalesce(md5(string_agg(x::text, ',' ORDER BY ${order})), '-') FROM ${from} x)`;
+const SNAPSHOT_SQL = `SELECT ${[
+  ...Object.entries(ORDER).map(([table, order]) => `${fingerprint(table, order)} AS ${table}`),
+  // last_used_at is bookkeeping the auth hook writes (fire-and-forget) on any call, refused or not.
+  `${fingerprint('(SELECT id, project_id, agent_id, name, secret_hash, is_admin, created_at, revoked_at FROM agent_tokens)', 'id')} AS agent_tokens`,
+].join(', ')}`;
+
+async function snapshot(): Promise<Record<string, string>> {
+  const { rows } = await baton.db.pool.query<Record<string, string>>(SNAPSHOT_SQL);
+  return rows[0]!;
+}
+
+// ---- values that print short in a counterexample but serialise to what they stand for
+
+/** A long string: fast-check prints `"é".repeat(300000)`, the request carries the real thing. */
+class Huge {
+  constructor(readonly unit: string, readonly times: number) {}
+  toJSON(): string { return this.unit.repeat(this.times); }
+  [fc.toStringMethod](): string { return `${JSON.stringify(this.unit)}.repeat(${this.times})`; }
+}
+/** A number literal JSON.stringify cannot write (1e309, NaN, 30 digits): spliced into the text. */
+class RawNumber {
+  constructor(readonly text: string) {}
+  toJSON(): string { return `__raw_number__:${this.text}`; }
+  [fc.toStringMethod](): string { return this.text; }
+}
+const encode = (body: unknown): string => JSON.stringify(body).replace(/"__raw_number__:([^"]*)"/g, '$1');
+
+// ---- generators
+
+const NASTY = [
+  '<script>alert(1)</script>', "'; DROP TABLE handoffs; --", '{{x}}', '${x}', '%s%n%x', '\u202eevil\u202c', '\u200f\u200e', '\ufeffbom',
+  '😀👩‍👩‍👧‍👦🏳️‍🌈', 'Z\u0351\u0307\u0324a\u0308l\u0300', '\r\n\t', '\u0001\u001f\u007f\u0085', '\u2028\u2029', 'İıßﬃ', '../../etc/passwd',
+  'null', 'true', '0', '-1', 'NaN', 'Infinity', '1e309', ' ', '', '@project', 'LEAD', 'lead ', '\u0000', 'a\u0000b', '\ud800', 'x\udfffy',
+  '00000000-0000-0000-0000-000000000000', '2026-06-30T23:59:60Z',
+];
+/** Dates a schema's `date-time` format may let through: leap seconds, year 0, day 30 of February. */
+const DATE_EDGES = [
+  '2026-06-30T23:59:60Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z',
+  '2026-01-01T00:00:00+14:00', '2026-01-01 00:00:00Z', '2026-01-01T00:00:00', '1970-01-01T00:00:00.000000001Z', '+275760-09-13T00:00:00Z',
+];
+/** Around every documented limit, and past the body limit. */
+const LENGTHS = [0, 1, 64, 65, 100, 101, 120, 121, 200, 201, 1_000, 1_001, 2_000, 2_001, 4_000, 4_001, 8_000, 8_001, 32_000, 32_001, 100_000, 262_144, 300_000];
+
+const odd = fc.oneof(
+  fc.constantFrom(...NASTY),
+  fc.string({ unit: 'binary', maxLength: 30 }),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.array(fc.constantFrom(...NASTY, 'a', ' '), { minLength: 1, maxLength: 5 }).map((a) => a.join('')),
+);
+const huge = fc.tuple(fc.constantFrom('a', 'é', '😀', '\u202e', '\u0301'), fc.constantFrom(...LENGTHS)).map(([u, n]) => new Huge(u, n));
+const text = fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 24 }) }, { weight: 2, arbitrary: odd });
+const int = fc.oneof(fc.integer({ min: -2, max: 100 }), fc.constantFrom(86_400, 86_401, LIMITS.dueMinutesMax, LIMITS.dueMinutesMax + 1, 2 ** 31, 2 ** 53));
+const isoDate = fc.oneof(
+  fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.constantFrom(...DATE_EDGES),
+);
+/** A wrong value for any field: wrong type, huge, empty, odd Unicode, nested, unrepresentable numbers. */
+const hostile: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, 1e308, Number.MAX_SAFE_INTEGER + 2, [], {}, [null], ''),
+  fc.constantFrom('1e309', '-1e-400', '1.0', '123456789012345678901234567890', 'NaN').map((t) => new RawNumber(t)),
+  odd,
+  huge,
+  fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' }),
+  fc.array(odd, { maxLength: 25 }),
+  fc.dictionary(odd, odd, { maxKeys: 4 }),
+);
+const handle = (real: string[]) =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...real) },
+    { weight: 1, arbitrary: fc.constantFrom(...real).map((s) => s.toUpperCase()) },
+    { weight: 2, arbitrary: fc.stringMatching(/^[a-z0-9][a-z0-9_-]{0,12}$/) },
+    { weight: 1, arbitrary: fc.constantFrom('a'.repeat(64), 'a'.repeat(65), '-lead', 'lead!', 'lé', '@project', '') },
+  );
+/** A path segment, URL-encoded: real ids, their upper case, other UUIDs, garbage, broken escapes. */
+const segment = (real: string[]) =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...real) },
+    { weight: 1, arbitrary: fc.constantFrom(...real).map((s) => s.toUpperCase()) },
+    { weight: 2, arbitrary: fc.uuid() },
+    { weight: 2, arbitrary: fc.oneof(odd, huge.map((h) => h.toJSON().slice(0, 2_000))).map((s) => safeEncode(s)) },
+    { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%E0%A4%A', '%00', '..', '%2F', 'a%2Fb') },
+  );
+const safeEncode = (s: string) => s.replace(/[\ud800-\udfff]/g, '\ufffd').split('').map((c) => encodeURIComponent(c)).join('');
+
+/** Every write route, with a body it would plausibly accept. */
+interface WriteRoute {
+  name: string;
+  method: 'POST' | 'PUT' | 'DELETE';
+  url(seg: string): string;
+  segment?(f: Fixtures): fc.Arbitrary<string>;
+  valid(f: Fixtures): fc.Arbitrary<Record<string, unknown>>;
+}
+const rec = (model: Record<string, fc.Arbitrary<unknown>>, required: string[] = []) => fc.record(model, { requiredKeys: required }) as fc.Arbitrary<Record<string, unknown>>;
+const as = (f: Fixtures) => rec({ as: handle(f.agents) });
+const handoffSegment = (f: Fixtures) => segment(f.handoffs);
+
+const ROUTES: WriteRoute[] = [
+  { name: 'POST /v1/agents', method: 'POST', url: () => '/v1/agents', valid: (f) => rec({ id: handle(f.agents), provider: fc.constantFrom('manual', 'demo', 'codex', 'webhook'), displayName: text, settings: fc.dictionary(odd, hostile, { maxKeys: 3 }), target: fc.option(text, { nil: null }) }, ['id', 'provider']) },
+  {
+    name: 'POST /v1/handoffs', method: 'POST', url: () => '/v1/handoffs',
+    valid: (f) => rec({
+      from: handle(f.agents), to: fc.oneof(handle(f.agents), fc.constant('@project')), message: text, title: fc.option(text, { nil: null }), focus: text, doneWhen: text,
+      context: rec({ summary: text, openQuestions: fc.array(text, { maxLength: 3 }), nextSteps: fc.array(text, { maxLength: 3 }) }),
+      dueAt: isoDate, dueMinutes: int, idempotencyKey: text, session: fc.oneof(fc.constant(f.sessionId), fc.uuid()),
+    }, ['to', 'message']),
+  },
+  { name: 'POST /v1/handoffs/:id/acknowledge', method: 'POST', url: (s) => `/v1/handoffs/${s}/acknowledge`, segment: handoffSegment, valid: as },
+  { name: 'POST /v1/handoffs/:id/release', method: 'POST', url: (s) => `/v1/handoffs/${s}/release`, segment: handoffSegment, valid: (f) => rec({ as: handle(f.agents), reason: text }) },
+  { name: 'POST /v1/handoffs/:id/accept', method: 'POST', url: (s) => `/v1/handoffs/${s}/accept`, segment: handoffSegment, valid: (f) => rec({ as: handle(f.agents), leaseSeconds: int }) },
+  { name: 'POST /v1/handoffs/:id/heartbeat', method: 'POST', url: (s) => `/v1/handoffs/${s}/heartbeat`, segment: handoffSegment, valid: (f) => rec({ as: handle(f.agents), claimToken: fc.oneof(fc.constant(f.claimToken), fc.uuid(), text), leaseSeconds: int }, ['claimToken']) },
+  {
+    name: 'POST /v1/handoffs/:id/return', method: 'POST', url: (s) => `/v1/handoffs/${s}/return`, segment: handoffSegment,
+    valid: (f) => rec({
+      as: handle(f.agents), claimToken: fc.oneof(fc.constant(f.claimToken), fc.uuid(), text), revision: int, summary: text, outcome: fc.constantFrom('succeeded', 'failed'),
+      facts: fc.array(fc.oneof(fc.constantFrom(...f.facts), fc.uuid(), text), { maxLength: 4 }),
+    }, ['claimToken', 'summary']),
+  },
+  { name: 'POST /v1/handoffs/:id/close', method: 'POST', url: (s) => `/v1/handoffs/${s}/close`, segment: handoffSegment, valid: (f) => rec({ as: handle(f.agents), resolution: fc.constantFrom('accepted', 'revision', 'blocked'), note: text, revision: int }, ['resolution']) },
+  { name: 'POST /v1/handoffs/:id/cancel', method: 'POST', url: (s) => `/v1/handoffs/${s}/cancel`, segment: handoffSegment, valid: as },
+  {
+    name: 'PUT /v1/settings/:key', method: 'PUT', url: (s) => `/v1/settings/${s}`,
+    segment: () => fc.oneof(fc.constantFrom('enabled', 'enabledAfter', 'connections', 'outageGuard', 'ENABLED', '__proto__', 'constructor', 'toString'), segment(['enabled'])),
+    valid: () => rec({ value: fc.oneof(fc.boolean(), fc.constant(null), isoDate, fc.constantFrom('open', 'restricted'), fc.dictionary(odd, rec({ statusUrl: fc.oneof(fc.webUrl(), text), down: fc.boolean(), detail: text }), { maxKeys: 2 })) }, ['value']),
+  },
+  { name: 'PUT /v1/connections', method: 'PUT', url: () => '/v1/connections', valid: (f) => rec({ from: handle(f.agents), to: handle(f.agents), rule: fc.constantFrom('allow', 'block') }, ['from', 'to', 'rule']) },
+  { name: 'POST /v1/sessions', method: 'POST', url: () => '/v1/sessions', valid: (f) => rec({ as: handle(f.agents), title: text, summary: text }, ['title']) },
+  {
+    name: 'POST /v1/sessions/:id/facts', method: 'POST', url: (s) => `/v1/sessions/${s}/facts`, segment: (f) => segment([f.sessionId]),
+    valid: (f) => rec({ as: handle(f.agents), kind: fc.constantFrom('decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'), text, supersedes: fc.oneof(fc.constantFrom(...f.facts), fc.uuid()) }, ['kind', 'text']),
+  },
+  { name: 'POST /v1/tokens', method: 'POST', url: () => '/v1/tokens', valid: (f) => rec({ agent: handle(f.agents), project: handle(['default', 'other']), admin: fc.boolean(), name: text }) },
+  { name: 'POST /v1/projects', method: 'POST', url: () => '/v1/projects', valid: () => rec({ id: handle(['default', 'other']), name: text }, ['id']) },
+  // The two deletions come last and aim at victims, so the fixtures the routes above use survive.
+  { name: 'DELETE /v1/agents/:id', method: 'DELETE', url: (s) => `/v1/agents/${s}`, segment: (f) => segment(f.victims), valid: () => fc.constant({}) },
+  { name: 'DELETE /v1/tokens/:id', method: 'DELETE', url: (s) => `/v1/tokens/${s}`, segment: (f) => segment(f.victimTokens), valid: () => fc.constant({}) },
+];
+
+/** A valid-looking body with one field set to a hostile value, or removed; sometimes an unknown field. */
+function mutate(valid: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Record<string, unknown>> {
+  const key = fc.oneof(fc.constantFrom('id', 'from', 'to', 'as', 'message', 'title', 'text', 'value', 'claimToken', 'summary', 'context', 'facts', 'extra', '__proto__', 'constructor', 'admin'), odd);
+  return fc.tuple(valid, key, fc.option(hostile, { freq: 6, nil: undefined })).map(([body, k, v]) => {
+    const out = { ...body };
+    if (v === undefined) delete out[k];
+    // defineProperty, so "__proto__" becomes a real key of the JSON rather than a prototype.
+    else Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    return out;
+  });
+}
+
+type Transport = { kind: 'json'; contentType: string } | { kind: 'raw'; contentType: string | undefined; payload: string } | { kind: 'none' };
+const transport: fc.Arbitrary<Transport> = fc.oneof(
+  { weight: 12, arbitrary: fc.constant({ kind: 'json', contentType: 'application/json' } as const) },
+  { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1').map((contentType) => ({ kind: 'json', contentType }) as const) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('raw' as const),
+      contentType: fc.constantFrom('application/json', undefined),
+      payload: fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.json({ maxDepth: 2 }), fc.constantFrom('', '{', '{"a":', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,"a":2}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"admin":true}}}', 'NaN', '[1,]', '"\\u0000"', '"\\ud800"')),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'none' } as const) },
+);
+
+/** Who calls: the admin, an agent, nobody, a revoked token, or a malformed Authorization header. */
+const caller = fc.oneof(
+  { weight: 5, arbitrary: fc.constant('admin') },
+  { weight: 3, arbitrary: fc.constantFrom('agent:lead', 'agent:dev', 'agent:stranger') },
+  { weight: 1, arbitrary: fc.constantFrom('none', 'revoked', 'header:Bearer', 'header:Basic dXNlcjpwYXNz', `header:Bearer baton_${'A'.repeat(43)}`, 'admin-with-suffix', 'admin-as-token') },
+  { weight: 1, arbitrary: fc.string({ unit: 'grapheme-ascii', maxLength: 60 }).map((s) => `header:${s}`) },
+);
+function authorization(label: string): string | undefined {
+  if (label === 'none') return undefined;
+  if (label === 'admin') return `Bearer ${baton.adminToken}`;
+  if (label === 'admin-with-suffix') return `Bearer ${baton.adminToken} extra`;
+  if (label === 'admin-as-token') return `Token ${baton.adminToken}`;
+  if (label.startsWith('header:')) return label.slice('header:'.length);
+  return `Bearer ${fx.tokens[label.replace('agent:', '')]}`;
+}
+const projectHeader = fc.option(fc.constantFrom('default', 'DEFAULT', 'other', 'nope', '', 'a'.repeat(65), '@project', '../x'), { freq: 5, nil: undefined });
+
+interface Call { caller: string; project: string | undefined; segment: string; body: unknown; transport: Transport }
+
+function callsTo(route: WriteRoute): fc.Arbitrary<Call> {
+  const valid = route.valid(fx);
+  const body = fc.oneof(
+    { weight: 3, arbitrary: valid },
+    { weight: 5, arbitrary: mutate(valid) },
+    { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }) },
+    { weight: 1, arbitrary: huge },
+  );
+  return fc.record({ caller, project: projectHeader, segment: route.segment?.(fx) ?? fc.constant(''), body, transport });
+}
+
+function send(method: WriteRoute['method'], url: string, call: Call): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = {};
+  const auth = authorization(call.caller);
+  if (auth !== undefined) headers['authorization'] = auth;
+  if (call.project !== undefined) headers['x-baton-project'] = call.project;
+  const t = call.transport;
+  let payload: string | undefined;
+  if (t.kind === 'json') {
+    payload = encode(call.body);
+    headers['content-type'] = t.contentType;
+  } else if (t.kind === 'raw') {
+    payload = t.payload;
+    if (t.contentType !== undefined) headers['content-type'] = t.contentType;
+  }
+  return baton.app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });
+}
+
+const parse = (raw: string): unknown => {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The three promises every call keeps, whatever was sent. */
+async function expectSafeOutcome(res: LightMyRequestResponse, before: Record<string, string>): Promise<void> {
+  const shown = `${res.statusCode} ${res.body.slice(0, 300)}`;
+  // 1. Hostile input is the caller's fault: never a 5xx (and never a 1xx/3xx either).
+  expect(res.statusCode, shown).toBeGreaterThanOrEqual(200);
+  expect(res.statusCode, shown).toBeLessThan(500);
+  if (res.statusCode < 300) return; // accepted: the write is legitimate
+  expect(res.statusCode, shown).toBeGreaterThanOrEqual(400);
+  // 2. A refusal is a JSON error body whose code is in the catalog, with the catalog's status.
+  expect(String(res.headers['content-type']), shown).toMatch(/^application\/json/);
+  const body = parse(res.body) as { error?: { code?: unknown; message?: unknown } } | undefined;
+  expect(body, shown).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } });
+  const code = body!.error!.code;
+  expect(ERROR_CODES, shown).toContain(code);
+  if (isErrorCode(code)) expect(ERROR_CATALOG[code].status, shown).toBe(res.statusCode);
+  // 3. A refused call wrote nothing: every table's count and content are as before.
+  expect(await snapshot(), `a refused call (${shown}) changed the database`).toEqual(before);
+}
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  const ok = async (p: Promise<{ status: number; body: any }>) => {
+    const res = await p;
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    return res.body;
+  };
+  const agents = ['lead', 'dev', 'peer'];
+  const victims = ['victim-1', 'victim-2', 'victim-3'];
+  for (const id of [...agents, ...victims]) await ok(baton.post('/v1/agents', { id, provider: 'manual' }));
+  // Another project with its own agent, so project scoping is exercised too.
+  await ok(baton.post('/v1/projects', { id: 'other' }));
+  await ok(baton.post('/v1/agents', { id: 'stranger', provider: 'manual' }, { 'x-baton-project': 'other' }));
+  const tokens = { lead: await baton.tokenFor('lead'), dev: await baton.tokenFor('dev'), stranger: await baton.tokenFor('stranger', 'other') };
+  const victimTokens: string[] = [];
+  for (let i = 0; i < 3; i++) victimTokens.push((await ok(baton.post('/v1/tokens', { agent: 'peer', name: `victim ${i}` }))).record.id);
+  const revoked = await ok(baton.post('/v1/tokens', { agent: 'peer', name: 'revoked' }));
+  expect((await baton.del(`/v1/tokens/${revoked.record.id}`)).status).toBe(204);
+  const session = await ok(baton.post('/v1/sessions', { as: 'lead', title: 'fixture session' }));
+  const facts = [
+    (await ok(baton.post(`/v1/sessions/${session.id}/facts`, { as: 'dev', kind: 'result', text: 'found it' }))).id,
+    (await ok(baton.post(`/v1/sessions/${session.id}/facts`, { as: 'lead', kind: 'decision', text: 'do it' }))).id,
+  ];
+  const handoff = (body: Record<string, unknown>) => ok(baton.post('/v1/handoffs', { from: 'lead', session: session.id, ...body }));
+  const message = await handoff({ to: 'dev', message: 'a plain message' });
+  const owned = await handoff({ to: 'dev', title: 'owned work', message: 'do it' });
+  const unowned = await handoff({ to: '@project', title: 'unowned work', message: 'anyone' });
+  const claimed = await handoff({ to: 'dev', title: 'claimed work', message: 'in progress' });
+  const claim = await ok(baton.post(`/v1/handoffs/${claimed.id}/accept`, { as: 'dev' }));
+  const returned = await handoff({ to: 'dev', title: 'returned work', message: 'done' });
+  const c2 = await ok(baton.post(`/v1/handoffs/${returned.id}/accept`, { as: 'dev' }));
+  await ok(baton.post(`/v1/handoffs/${returned.id}/return`, { as: 'dev', claimToken: c2.claim.token, summary: 'done' }));
+  const back = await ok(baton.post('/v1/handoffs', { from: 'peer', to: 'lead', message: 'from peer' }));
+  fx = {
+    agents,
+    victims,
+    handoffs: [message.id, owned.id, unowned.id, claimed.id, returned.id, back.id],
+    sessionId: session.id,
+    facts,
+    claimToken: claim.claim.token,
+    victimTokens,
+    tokens: { ...tokens, revoked: revoked.token },
+  };
+});
+
+afterAll(async () => {
+  await baton?.stop();
+});
+
+describe('hostile input at every write route', () => {
+  for (const route of ROUTES) {
+    // Protects: no 5xx, catalogued error bodies, and no partial writes on this route.
+    it(`${route.name}: never a 5xx, every refusal a catalogued error, no refused call writes anything`, async () => {
+      await fc.assert(
+        fc.asyncProperty(callsTo(route), async (call) => {
+          const before = await snapshot();
+          const res = await send(route.method, route.url(call.segment), call);
+          await expectSafeOutcome(res, before);
+        }),
+        { numRuns: 50 },
+      );
+    }, 120_000);
+  }
+});
+
+describe('agent text is data', () => {
+  // Well-formed Unicode without NUL: everything Postgres text can hold.
+  const storable = fc
+    .oneof(
+      // With the u flag a surrogate pair is one code point, so only lone halves match.
+      fc.constantFrom(...NASTY.filter((s) => !/[\u0000\ud800-\udfff]/u.test(s))),
+      fc.string({ unit: 'binary', maxLength: 60 }),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.constantFrom('😀'.repeat(LIMITS.title), '\u0301'.repeat(LIMITS.title), 'é'.repeat(LIMITS.focus)),
+    )
+    .map((s) => s.replaceAll('\u0000', ''));
+  const fits = (max: number) => storable.filter((s) => [...s].length <= max);
+
+  // Protects: a title and message with markup, SQL, templates, controls, emoji and RTL marks come back exactly as sent.
+  it('round-trips through POST /v1/handoffs and GET /v1/handoffs/:id byte for byte', async () => {
+    const sent = fc.record({
+      caller: fc.constantFrom('admin', 'agent:lead'),
+      to: fc.constantFrom('dev', '@project'),
+      title: fits(LIMITS.title),
+      message: fits(LIMITS.message).filter((s) => s.length > 0),
+      focus: fits(LIMITS.focus),
+      doneWhen: fits(LIMITS.doneWhen),
+      summary: fits(LIMITS.contextSummary),
+      openQuestions: fc.array(fits(LIMITS.listItem), { maxLength: 3 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(sent, async (s) => {
+        const body = { to: s.to, title: s.title, message: s.message, focus: s.focus, doneWhen: s.doneWhen, context: { summary: s.summary, openQuestions: s.openQuestions, nextSteps: [s.message.slice(0, 100)] } };
+        const auth = authorization(s.caller)!;
+        const created = await baton.post('/v1/handoffs', s.caller === 'admin' ? { ...body, from: 'lead' } : body, { authorization: auth });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const got = (await baton.get(`/v1/handoffs/${created.body.id}`, { authorization: auth })).body;
+        const asBytes = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('hex');
+        // Byte for byte: compared as UTF-8, so a normalisation or a replaced character shows.
+        expect(asBytes([got.title, got.message, got.focus, got.doneWhen, got.context])).toBe(
+          asBytes([s.title, s.message, s.focus, s.doneWhen, { summary: s.summary, openQuestions: s.openQuestions, nextSteps: body.context.nextSteps }]),
+        );
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+
+  const fields = ['message', 'title', 'focus', 'doneWhen', 'summary', 'openQuestion', 'idempotencyKey'] as const;
+  const withField = (field: (typeof fields)[number], value: string) => {
+    const body: Record<string, unknown> = { from: 'lead', to: 'dev', message: 'm', title: 'work' };
+    if (field === 'summary') body['context'] = { summary: value };
+    else if (field === 'openQuestion') body['context'] = { openQuestions: [value] };
+    else body[field] = value;
+    return body;
+  };
+
+  // Protects: Postgres cannot store U+0000 in text; the API refuses it as bad input instead of failing with a 5xx.
+  it('a NUL character in any text field is refused with a 4xx and writes nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...fields), fits(40), fits(40), async (field, a, b) => {
+        const before = await snapshot();
+        const res = await send('POST', '/v1/handoffs', { caller: 'admin', project: undefined, segment: '', body: withField(field, `${a}\u0000${b}`), transport: { kind: 'json', contentType: 'application/json' } });
+        expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
+        await expectSafeOutcome(res, before);
+      }),
+      { numRuns: 30 },
+    );
+  }, 120_000);
+
+  // Protects: a lone surrogate has no UTF-8 form; it is refused, never silently replaced with U+FFFD.
+  it('a lone surrogate is refused or kept, never replaced', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('message', 'title'), fits(20), fc.integer({ min: 0xd800, max: 0xdfff }), async (field, around, unit) => {
+        const value = `${around}${String.fromCharCode(unit)}${around}`;
+        const before = await snapshot();
+        const res = await send('POST', '/v1/handoffs', { caller: 'admin', project: undefined, segment: '', body: withField(field, value), transport: { kind: 'json', contentType: 'application/json' } });
+        if (res.statusCode >= 300) return expectSafeOutcome(res, before);
+        const got = (await baton.get(`/v1/handoffs/${(parse(res.body) as { id: string }).id}`)).body;
+        expect(JSON.stringify(got[field]), 'stored text differs from what was sent').toBe(JSON.stringify(value));
+      }),
+      { numRuns: 20 },
+    );
+  }, 120_000);
+});

@@ -110,6 +110,10 @@ export interface EnrollOutcome {
   sessionFound: boolean;
   /** The key an in-progress original holds (whether or not this insert happened). */
   inProgressKey: string | null;
+  /** The rule of the sender-to-recipient connection, if one is set. */
+  connectionRule: 'allow' | 'block' | null;
+  /** The `connections` runtime setting as stored (JSON), if set. */
+  connectionsSetting: unknown;
   /** null: nothing inserted (a missing project/agent, or a unique conflict). */
   handoff: HandoffRecord | null;
 }
@@ -243,6 +247,8 @@ export class HandoffRepository {
       foundGeneration: number | null;
       foundSession: boolean;
       foundKey: string | null;
+      foundRule: 'allow' | 'block' | null;
+      foundConnections: unknown;
     };
     const { rows } = await this.q<Row>(
       `WITH p AS (
@@ -281,7 +287,9 @@ export class HandoffRepository {
        )
        SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
          (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration",
-         (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey", ${H('h')}
+         (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey",
+         (SELECT c.rule FROM connections c WHERE c.from_id = (SELECT id FROM s) AND c.to_id = (SELECT id FROM r)) AS "foundRule",
+         (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections", ${H('h')}
        FROM (SELECT 1) one LEFT JOIN h ON true`,
       [
         e.id, e.projectSlug, e.fromHandle, e.toHandle, e.title, e.message, e.focus, e.doneWhen, e.contextSummary,
@@ -293,7 +301,7 @@ export class HandoffRepository {
         e.sessionId,
       ],
     );
-    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, ...h } = rows[0]!;
+    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, foundRule, foundConnections, ...h } = rows[0]!;
     return {
       projectId: foundProject,
       senderId: foundSender,
@@ -302,6 +310,8 @@ export class HandoffRepository {
       recipientGeneration: foundGeneration,
       sessionFound: foundSession === true,
       inProgressKey: foundKey,
+      connectionRule: foundRule,
+      connectionsSetting: foundConnections,
       handoff: h.id ? h : null,
     };
   }

@@ -25,6 +25,7 @@ export const ERROR_CATALOG = {
   session_not_found: { status: 404, retryable: false, summary: 'No tracked session with that id in the project.' },
   fact_not_found: { status: 404, retryable: false, summary: 'No fact with that id in the session.' },
   not_work: { status: 409, retryable: false, summary: 'The handoff is a plain message: it has no work to claim, return or close.' },
+  handoff_held: { status: 409, retryable: true, summary: 'The handoff is HELD (its connection is blocked); it can be claimed once the hold lifts.' },
   already_claimed: { status: 409, retryable: false, summary: 'Someone else holds (or returned) the claim on this work.' },
   claim_lost: { status: 409, retryable: false, summary: 'This claim is no longer current (its lease ran out, or it was returned); nothing changed.' },
   replay_conflict: { status: 409, retryable: false, summary: 'The same request was already made with a different body.' },

@@ -94,8 +94,16 @@ export function settingsFrom(rows: ReadonlyArray<{ key: string; value: unknown }
 export function holdReason(settings: RuntimeSettings, connectionRule: 'allow' | 'block' | null, now: Date): string | null {
   if (!settings.enabled) return 'delivery is paused (enabled = false)';
   if (settings.enabledAfter && now < settings.enabledAfter) return `delivery is paused until ${settings.enabledAfter.toISOString()}`;
+  return connectionHold(settings.connections, connectionRule);
+}
+
+/**
+ * Why the sender may not reach the recipient now (a blocked connection, or a restricted
+ * project without an allow), or null. Checked on send, and again before every write. Pure.
+ */
+export function connectionHold(policy: ConnectionPolicy, connectionRule: 'allow' | 'block' | null): string | null {
   if (connectionRule === 'block') return 'the connection from the sender to the recipient is blocked';
-  if (settings.connections === 'restricted' && connectionRule !== 'allow') {
+  if (policy === 'restricted' && connectionRule !== 'allow') {
     return 'connections are restricted and this sender is not allowed to reach this recipient';
   }
   return null;

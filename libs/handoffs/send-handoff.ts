@@ -4,7 +4,9 @@ import { newId } from '../domain/ids.ts';
 import { planTransition } from '../domain/transitions.ts';
 import type { HandoffRecord, HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import type { Actor, CoreDeps } from './ports.ts';
+import { SYSTEM_ACTOR, type Actor, type CoreDeps } from './ports.ts';
+import { applyTransition } from './apply-transition.ts';
+import { connectionHold, settingsFrom } from '../domain/runtime-settings.ts';
 
 /** `to` value that addresses the project: unowned work any of its agents may claim. */
 export const TO_PROJECT = '@project';
@@ -115,6 +117,15 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
     if (to !== null && !o.recipientId) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project}`);
     if (!o.sessionFound) throw new BatonError('session_not_found', `no session ${JSON.stringify(input.sessionId)} in project ${project}`);
     if (o.handoff) {
+      // Who may send to whom is checked on send: a blocked (or, in a restricted project, not
+      // allowed) connection holds the handoff at once, spending no attempt; lifting the block
+      // releases it (the reconciler's liftHolds).
+      const policy = settingsFrom(o.connectionsSetting == null ? [] : [{ key: 'connections', value: o.connectionsSetting }]).connections;
+      const hold = to !== null && o.handoff.deliveryState !== 'DUPLICATE' ? connectionHold(policy, o.connectionRule) : null;
+      if (hold !== null) {
+        const moved = await applyTransition(deps, o.handoff, 'held', SYSTEM_ACTOR, { reason: hold, patch: { deliveryDetail: hold } });
+        return { handoff: view({ ...o.handoff, deliveryState: moved.deliveryState, revision: moved.revision, deliveryDetail: hold }), created: true };
+      }
       // Recorded is what the sender is told; the wake-up goes to Redis without holding the
       // answer back (a lost one is re-queued from Postgres by the reconciler).
       void queueAfterCommit(deps, o.handoff);

@@ -65,12 +65,13 @@ export interface Claim {
  * in the same statement) gives one caller a claim token and an attempt number, and everyone
  * else `already_claimed`. The recipient claims owned work; any agent of the project claims
  * unowned work. The claim holds a lease that `heartbeat` renews.
- * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, already_claimed, invalid_transition
+ * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, handoff_held, already_claimed, invalid_transition
  */
 export async function acceptHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
   const { h, agent } = await load(deps, input);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
   if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
+  if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
   const leaseMs = Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS));
   const now = deps.clock.now();
   if (h.workState === 'claimed' && h.claimedById === agent.id && h.claimToken && h.leaseExpiresAt && h.leaseExpiresAt > now) {

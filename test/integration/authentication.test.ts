@@ -250,3 +250,28 @@ describe('audit', () => {
     expect((await baton.get('/v1/audit', auth(alice))).status).toBe(403);
   });
 });
+
+describe('directed connections', () => {
+  it('are checked on send: a blocked sender\'s handoff is HELD at once (no attempt), cannot be claimed, and goes out when allowed', async () => {
+    expect((await baton.put('/v1/connections', { from: 'alice', to: 'carol', rule: 'block' })).status).toBe(200);
+    const sent = await baton.post('/v1/handoffs', { to: 'carol', title: 'blocked work', message: 'please' }, auth(alice));
+    expect(sent.status).toBe(201);
+    // The answer to the send already says so.
+    expect(sent.body.state).toBe('HELD');
+    expect(sent.body.detail).toContain('blocked');
+    const carol = await baton.tokenFor('carol');
+    const claim = await baton.post(`/v1/handoffs/${sent.body.id}/accept`, {}, auth(carol));
+    expect(claim.status).toBe(409);
+    expect(claim.body.error.code).toBe('handoff_held');
+    const shown = await baton.get(`/v1/handoffs/${sent.body.id}`, auth(alice));
+    expect(shown.body.attempts).toEqual([]);
+    // Another pair is unaffected.
+    expect((await baton.post('/v1/handoffs', { to: 'bob', message: 'not blocked' }, auth(alice))).body.state).not.toBe('HELD');
+    // Allowing it lifts the hold (the reconciler re-evaluates holds) and the work can be claimed.
+    expect((await baton.put('/v1/connections', { from: 'alice', to: 'carol', rule: 'allow' })).status).toBe(200);
+    baton.startWorker();
+    await baton.reconcile();
+    expect((await baton.get(`/v1/handoffs/${sent.body.id}`, auth(alice))).body.state).toBe('WAITING');
+    expect((await baton.post(`/v1/handoffs/${sent.body.id}/accept`, {}, auth(carol))).status).toBe(200);
+  });
+});

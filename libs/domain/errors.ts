@@ -4,6 +4,7 @@
  * holds the two together. Match on `code`, never on `instanceof`, across process boundaries.
  */
 export const ERROR_CATALOG = {
+  invalid_text: { status: 400, retryable: false, summary: 'A string holds a NUL character or an unpaired UTF-16 surrogate, which cannot be stored as sent.' },
   validation_failed: { status: 400, retryable: false, summary: 'The request does not match the schema of the route.' },
   invalid_json: { status: 400, retryable: false, summary: 'The request body is not valid JSON.' },
   field_too_long: { status: 400, retryable: false, summary: 'A string or list is longer than its documented limit.' },

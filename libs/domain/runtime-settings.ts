@@ -1,3 +1,4 @@
+import { parseTimestamp } from './timestamps.ts';
 /**
  * Runtime settings (`baton config KEY VALUE`, PUT /v1/settings/KEY), their defaults, and the
  * pure rules that read them. Stored as JSON in the `settings` table.
@@ -46,9 +47,8 @@ export function parseSetting(key: SettingKey, value: unknown): { ok: true; value
       return typeof value === 'boolean' ? { ok: true, value } : { ok: false, error: 'enabled must be true or false' };
     case 'enabledAfter': {
       if (value === null) return { ok: true, value: null };
-      if (typeof value === 'string' && !Number.isNaN(Date.parse(value)) && /^\d{4}-\d{2}-\d{2}T/.test(value)) {
-        return { ok: true, value: new Date(value).toISOString() };
-      }
+      const at = typeof value === 'string' ? parseTimestamp(value) : null;
+      if (at) return { ok: true, value: at.toISOString() };
       return { ok: false, error: 'enabledAfter must be an ISO 8601 time (2026-12-01T09:00:00Z) or null' };
     }
     case 'connections':

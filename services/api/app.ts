@@ -1,9 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { LIMITS } from '../../libs/domain/limits.ts';
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { installErrorHandler } from './plugins/error-handler.ts';
+import { installTextGuard } from './plugins/text-guard.ts';
 import agentRoutes from './routes/agents/index.ts';
 import handoffRoutes from './routes/handoffs/index.ts';
 import healthRoutes, { type HealthChecks } from './routes/health/index.ts';
@@ -38,8 +39,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // No coercion: a number where a string belongs is an error, not a silent conversion.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
+    // Ids are UUIDs or handles; anything longer is refused as invalid (400), not as 414.
+    maxParamLength: 200,
+    // Router errors (a malformed %-escape, an over-long path parameter) in the catalog's shape.
+    frameworkErrors: (err, _request, reply) => {
+      const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than any id' : 'the URL is malformed';
+      void (reply as FastifyReply).code(400).send({ error: { code: 'validation_failed', message } });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandler(app);
+  installTextGuard(app);
   await app.register(healthRoutes, { checks: deps.checks });
   const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
   await app.register(

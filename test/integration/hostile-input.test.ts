@@ -415,6 +415,7 @@ describe('agent text is data', () => {
         const body = { to: s.to, title: s.title, message: s.message, focus: s.focus, doneWhen: s.doneWhen, context: { summary: s.summary, openQuestions: s.openQuestions, nextSteps: [s.message.slice(0, 100)] } };
         const auth = authorization(s.caller)!;
         const created = await baton.post('/v1/handoffs', s.caller === 'admin' ? { ...body, from: 'lead' } : body, { authorization: auth });
+        // Storable text is accepted as it is (nothing to strip, escape or refuse).
         expect(created.status, JSON.stringify(created.body)).toBe(201);
         const got = (await baton.get(`/v1/handoffs/${created.body.id}`, { authorization: auth })).body;
         const asBytes = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('hex');
@@ -441,6 +442,7 @@ describe('agent text is data', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...fields), fits(40), fits(40), async (field, a, b) => {
         const res = await expectSafeCall('POST', '/v1/handoffs', jsonCall(withField(field, `${a}\u0000${b}`)));
+        // Refused (the safe-call checks above say: with a catalogued 4xx, nothing written), never stored altered.
         expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
       }),
       { numRuns: 30 },
@@ -455,6 +457,7 @@ describe('agent text is data', () => {
         const res = await expectSafeCall('POST', '/v1/handoffs', jsonCall(withField(field, value)));
         if (res.statusCode >= 300) return;
         const got = (await baton.get(`/v1/handoffs/${(parse(res.body) as { id: string }).id}`)).body;
+        // Accepted, it must come back as sent (JSON.stringify shows the lone half as \udXXX).
         expect(JSON.stringify(got[field]), 'stored text differs from what was sent').toBe(JSON.stringify(value));
       }),
       { numRuns: 20 },

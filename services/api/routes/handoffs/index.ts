@@ -3,6 +3,7 @@ import { BatonError } from '../../../../libs/domain/errors.ts';
 import type { DeliveryState } from '../../../../libs/domain/delivery-states.ts';
 import { isDeliveryState } from '../../../../libs/domain/delivery-states.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
+import { parseTimestamp } from '../../../../libs/domain/timestamps.ts';
 import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handoffs.ts';
 import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
@@ -60,7 +61,11 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         throw new BatonError('validation_failed', 'the Idempotency-Key header and body idempotencyKey differ');
       }
       const now = core.clock.now();
-      const dueAt = b.dueAt ? new Date(b.dueAt) : b.dueMinutes !== undefined ? new Date(now.getTime() + b.dueMinutes * 60_000) : null;
+      let dueAt: Date | null = b.dueMinutes !== undefined ? new Date(now.getTime() + b.dueMinutes * 60_000) : null;
+      if (b.dueAt) {
+        dueAt = parseTimestamp(b.dueAt);
+        if (!dueAt) throw new BatonError('validation_failed', 'body/dueAt must be an ISO 8601 time that exists (2026-12-01T09:00:00Z), from 1970 to 9999');
+      }
       const { handoff, created } = await sendHandoff(core, {
         project: projectOf(request, defaultProject),
         from: actingAs(request, b.from, 'from'),

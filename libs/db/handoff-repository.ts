@@ -366,10 +366,20 @@ export class HandoffRepository {
     const attemptParam = p(attemptId);
     const events = w.steps.map(
       (step, i) =>
-        `SELECT id, ${p(step.from)}::delivery_state, ${p(step.to)}::delivery_state, ${p(step.event.event)}, ${p(step.event.actorKind)}::actor_kind,
-          ${p(step.event.actorId)}, ${p(step.event.tokenId ?? null)}::uuid, ${p(step.event.reason ?? null)}, ${p(jsonParam(step.event.detail))}::jsonb,
-          revision - ${n - 1 - i}, ${attemptParam}::uuid, $5::timestamptz FROM moved`,
+        `SELECT id, ${p(step.from)}::delivery_state, ${p(step.to)}::delivery_state, NULL::work_state, NULL::work_state, ${p(step.event.event)},
+          ${p(step.event.actorKind)}::actor_kind, ${p(step.event.actorId)}, ${p(step.event.tokenId ?? null)}::uuid, ${p(step.event.reason ?? null)},
+          ${p(jsonParam(step.event.detail))}::jsonb, revision - ${n - 1 - i}, ${attemptParam}::uuid, $5::timestamptz FROM moved`,
     );
+    // The work's move, when there is one, is logged after the delivery's, in the same INSERT:
+    // separate INSERTs in one statement run in no guaranteed order.
+    if (w.alsoWork) {
+      const a = w.alsoWork;
+      events.push(
+        `SELECT moved.id, $4::delivery_state, $4::delivery_state, before.work_state, ${p(a.to)}::work_state, ${p(a.event.event)},
+          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, NULL::uuid, ${p(a.event.reason ?? null)}, NULL::jsonb, moved.revision, NULL::uuid, $5::timestamptz
+        FROM moved, before WHERE before.work_state = ANY(${workFrom}::work_state[])`,
+      );
+    }
     let sql = `WITH before AS (
         SELECT work_state FROM handoffs WHERE id = $1
       ), moved AS (
@@ -377,7 +387,8 @@ export class HandoffRepository {
         WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state
         RETURNING id, revision
       ), ev AS (
-        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, attempt_id, created_at)
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
+          revision, attempt_id, created_at)
         ${events.join(' UNION ALL ')}
       )`;
     if (w.insertAttempt) {
@@ -398,15 +409,6 @@ export class HandoffRepository {
       sql += `, upd AS (
         UPDATE delivery_attempts SET ${attemptSets.join(', ')}
         WHERE id = ${p(u.id)}::uuid AND EXISTS (SELECT 1 FROM moved)
-      )`;
-    }
-    if (w.alsoWork) {
-      const a = w.alsoWork;
-      sql += `, work_ev AS (
-        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, reason, revision, created_at)
-        SELECT moved.id, $4::delivery_state, $4::delivery_state, before.work_state, ${p(a.to)}::work_state, ${p(a.event.event)},
-          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, ${p(a.event.reason ?? null)}, moved.revision, $5
-        FROM moved, before WHERE before.work_state = ANY(${workFrom}::work_state[])
       )`;
     }
     if (w.alsoMoveQueued) {

@@ -70,7 +70,7 @@ describe('a worker killed at a precise point', () => {
     // (A BUSY step may come first when two of the worker's jobs raced for the agent's lock.)
     const events = done.events.map((e: any) => e.event).filter((e: string) => e !== 'recipient_busy');
     expect(events.slice(0, 3)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost']);
-    expect(events[3]).toMatch(/^observed_(running|returned)$/);
+    expect(events[3], JSON.stringify(done.events.map((e: any) => [e.event, e.from, e.to, e.actor.kind]))).toMatch(/^observed_(running|returned)$/);
     expect(events.filter((e: string) => e === 'attempt_reserved')).toHaveLength(1);
     expect(sessions.writesByHandoff().get(sent.body.id)).toHaveLength(1);
     console.info(`kill after reserve: UNCERTAIN ${recoveredMs} ms after SIGKILL`);

@@ -4,7 +4,7 @@ export interface RateLimit {
   readonly burst: number;
 }
 
-export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 50, burst: 100 };
+export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 100, burst: 200 };
 
 interface Bucket {
   tokens: number;

@@ -26,10 +26,12 @@ export interface CliContext {
   /** The agent a command is about: the one named, else BATON_AGENT, else the token's own. */
   agentOrSelf(cmd: Command, named: string | undefined): Promise<string>;
   out(line: string): void;
+  /** A line for people, on stderr, so stdout stays machine-readable (e.g. a token alone). */
+  note(line: string): void;
   json(value: unknown): void;
 }
 
-export function createCliContext(env: Readonly<Record<string, string | undefined>>, write: (s: string) => void): CliContext {
+export function createCliContext(env: Readonly<Record<string, string | undefined>>, write: (s: string) => void, writeErr: (s: string) => void = write): CliContext {
   let cached: BatonConfig | undefined;
   const config = () => (cached ??= loadConfig(env));
   return {
@@ -57,6 +59,7 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
       return me.agent;
     },
     out: (line) => write(`${line}\n`),
+    note: (line) => writeErr(`${line}\n`),
     json: (value) => write(`${JSON.stringify(value, null, 2)}\n`),
   };
 }

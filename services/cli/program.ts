@@ -16,8 +16,8 @@ import { registerIdentityCommands } from './commands/identity.ts';
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
-export function buildProgram(env: Readonly<Record<string, string | undefined>>, write: (s: string) => void): Command {
-  const ctx = createCliContext(env, write);
+export function buildProgram(env: Readonly<Record<string, string | undefined>>, write: (s: string) => void, writeErr: (s: string) => void = write): Command {
+  const ctx = createCliContext(env, write, writeErr);
   const program = new Command('baton')
     .description('Baton: durable handoffs between AI coding agents, delivered as exactly one new turn')
     .option('--url <url>', 'Baton API (default BATON_URL or http://127.0.0.1:8787)')
@@ -50,7 +50,7 @@ const processIo: CliIo = { out: (s) => void process.stdout.write(s), err: (s) =>
 
 /** Runs the CLI and returns the exit code (never throws). */
 export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env, io: CliIo = processIo): Promise<number> {
-  const program = buildProgram(env, io.out);
+  const program = buildProgram(env, io.out, io.err);
   program.configureOutput({ writeOut: io.out, writeErr: io.err });
   for (const cmd of program.commands) {
     cmd.configureOutput({ writeOut: io.out, writeErr: io.err });

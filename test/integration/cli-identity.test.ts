@@ -124,11 +124,12 @@ describe('baton init', () => {
     // --force mints a new admin token (--print shows it once, and it is the one on file).
     const forced = await cli(initEnv, 'init', '--force', '--print');
     expect(forced.code, forced.err).toBe(0);
-    expect(forced.out).toContain(`admin token written to ${tokenPath} (mode 0600)`);
+    // With --print, stdout is the token alone; what happened is said on stderr.
+    expect(forced.err).toContain(`admin token written to ${tokenPath} (mode 0600)`);
     const replaced = readFileSync(tokenPath, 'utf8');
     secrets.push(replaced.trim());
     expect(replaced).not.toBe(written);
-    expect(forced.out.trim().split('\n').at(-1)).toBe(replaced.trim());
+    expect(forced.out.trim()).toBe(replaced.trim());
     expect(modeOf(tokenPath)).toBe(0o600);
     // ...and the profile still reaches it: the new token is the one the CLI now uses.
     const meAgain = JSON.parse(await ok({ BATON_HOME: home }, 'whoami', '--json'));
@@ -201,9 +202,10 @@ describe('baton token', () => {
   it('create prints the secret once; list shows id, agent and project but never a secret', async () => {
     const created = await cli(adminEnv, 'token', 'create', '--agent', 'carol', '--name', 'carol laptop');
     expect(created.code, created.err).toBe(0);
-    const [secret, summary] = created.out.trim().split('\n');
-    secrets.push(secret!);
-    // The secret is printed, alone on its line, for the caller to store.
+    // stdout is the secret alone (TOKEN=$(baton token create ...)); the summary goes to stderr.
+    const secret = created.out.trim();
+    const summary = created.err.trim();
+    secrets.push(secret);
     expect(secret).toMatch(/^baton_[A-Za-z0-9_-]{43}$/);
     const id = /^token ([0-9a-f-]{36}) for carol in project default: shown only this once$/.exec(summary!)?.[1];
     expect(id, summary).toBeDefined();
@@ -229,7 +231,7 @@ describe('baton token', () => {
     const r = await cli(adminEnv, 'token', 'create', '--agent', 'bob', '--profile', profilePath);
     expect(r.code, r.err).toBe(0);
     secrets.push(r.out.split('\n')[0]!);
-    expect(r.out).toContain(`profile written to ${profilePath}`);
+    expect(r.err).toContain(`profile written to ${profilePath}`);
     // The profile holds a secret: mode 0600, its folder created for it.
     expect(modeOf(profilePath)).toBe(0o600);
     expect(JSON.parse(readFileSync(profilePath, 'utf8'))).toEqual({ url: api.url, token: r.out.split('\n')[0], project: 'default' });

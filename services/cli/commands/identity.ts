@@ -38,8 +38,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const db = openDatabase({ url: config.databaseUrl, poolSize: 2, logger, applicationName: `baton-init-${process.pid}` });
       try {
         const r = await initAdminToken({ ...createRepositories(db), clock: systemClock, logger }, config, opts.force === true);
-        ctx.out(r.created ? `admin token written to ${r.path} (mode 0600)` : `already initialised: ${r.path} holds a working admin token`);
-        ctx.out(`the CLI reads it through ${r.profilePath} (or set BATON_TOKEN)`);
+        // With --print, stdout is the token alone and the rest goes to stderr.
+        const say = opts.print ? ctx.note : ctx.out;
+        say(r.created ? `admin token written to ${r.path} (mode 0600)` : `already initialised: ${r.path} holds a working admin token`);
+        say(`the CLI reads it through ${r.profilePath} (or set BATON_TOKEN)`);
         if (opts.print && r.token) ctx.out(r.token);
       } finally {
         await db.close();
@@ -67,8 +69,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         writeProfile(opts.profile, { url, token: body.token, ...(body.record.project ? { project: body.record.project } : {}) });
       }
       if (opts.json) return ctx.json(body);
+      // stdout is the token alone (TOKEN=$(baton token create ...)); the rest is for people.
       ctx.out(body.token);
-      ctx.out(`token ${body.record.id} for ${body.record.admin ? 'admin' : `${body.record.agent} in project ${body.record.project}`}: shown only this once${opts.profile ? `; profile written to ${opts.profile}` : ''}`);
+      ctx.note(`token ${body.record.id} for ${body.record.admin ? 'admin' : `${body.record.agent} in project ${body.record.project}`}: shown only this once${opts.profile ? `; profile written to ${opts.profile}` : ''}`);
     });
 
   token

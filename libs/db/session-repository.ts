@@ -23,6 +23,23 @@ export interface FactRecord {
   createdAt: Date;
 }
 
+type FactRow = Omit<FactRecord, 'authorHandle' | 'supersededById'> & { author: { handle: string } };
+
+function toFact(r: FactRow, supersededById: string | null): FactRecord {
+  return {
+    id: r.id,
+    sessionId: r.sessionId,
+    projectId: r.projectId,
+    authorId: r.authorId,
+    authorHandle: r.author.handle,
+    kind: r.kind,
+    text: r.text,
+    supersedesId: r.supersedesId,
+    supersededById,
+    createdAt: r.createdAt,
+  };
+}
+
 /** Tracked sessions and their facts, through Prisma (not on the delivery hot path). */
 export class SessionRepository {
   constructor(private readonly prisma: PrismaClient) {}
@@ -45,35 +62,13 @@ export class SessionRepository {
       orderBy: { createdAt: 'asc' },
       include: { author: { select: { handle: true } }, supersededBy: { select: { id: true }, orderBy: { createdAt: 'asc' }, take: 1 } },
     });
-    return rows.map((r) => ({
-      id: r.id,
-      sessionId: r.sessionId,
-      projectId: r.projectId,
-      authorId: r.authorId,
-      authorHandle: r.author.handle,
-      kind: r.kind,
-      text: r.text,
-      supersedesId: r.supersedesId,
-      supersededById: r.supersededBy[0]?.id ?? null,
-      createdAt: r.createdAt,
-    }));
+    return rows.map((r) => toFact(r, r.supersededBy[0]?.id ?? null));
   }
 
   async factsByIds(ids: readonly string[]): Promise<FactRecord[]> {
     if (ids.length === 0) return [];
     const rows = await this.prisma.fact.findMany({ where: { id: { in: [...ids] } }, include: { author: { select: { handle: true } } } });
-    return rows.map((r) => ({
-      id: r.id,
-      sessionId: r.sessionId,
-      projectId: r.projectId,
-      authorId: r.authorId,
-      authorHandle: r.author.handle,
-      kind: r.kind,
-      text: r.text,
-      supersedesId: r.supersedesId,
-      supersededById: null,
-      createdAt: r.createdAt,
-    }));
+    return rows.map((r) => toFact(r, null));
   }
 
   /**

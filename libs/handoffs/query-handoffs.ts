@@ -1,11 +1,11 @@
 import { BatonError } from '../domain/errors.ts';
 import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
-import { isUuid } from '../domain/ids.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
 import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';
 import { resolveProject } from './resolve-project.ts';
-import { canSee, type Viewer } from '../domain/visibility.ts';
+import type { Viewer } from '../domain/visibility.ts';
+import { loadVisible } from './load-handoff.ts';
 
 export interface HandoffDetail {
   handoff: HandoffView;
@@ -20,9 +20,7 @@ export interface HandoffDetail {
  * @throws BatonError project_not_found, handoff_not_found
  */
 export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
-  const project = await resolveProject(deps, projectSlug);
-  const handoff = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
-  if (!handoff || !canSee(handoff, viewer)) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
+  const handoff = await loadVisible(deps, projectSlug, id, viewer);
   const [attempts, events, notifications] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id), deps.handoffs.notificationsFor(id)]);
   const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');
   return { handoff, attempts, events, notifications: notifications.map((n) => ({ ...n, agentHandle: handleOf(n.agentId) })) };

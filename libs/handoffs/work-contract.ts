@@ -8,40 +8,11 @@ import { applyWorkTransition } from './apply-work-transition.ts';
 import { applyTransition } from './apply-transition.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import type { CoreDeps } from './ports.ts';
-import { resolveProject } from './resolve-project.ts';
-import { canSee } from '../domain/visibility.ts';
+import { loadAsAgent, reread } from './load-handoff.ts';
 
 /** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
 export const MAX_LEASE_MS = 24 * 60 * 60_000;
-
-interface Loaded {
-  h: HandoffView;
-  agent: AgentRecord;
-}
-
-/**
- * The handoff and the acting agent, both in the project. A handoff the agent may not see is
- * reported exactly like one that does not exist.
- */
-async function load(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null | undefined }): Promise<Loaded> {
-  const project = await resolveProject(deps, input.project);
-  const [h, agent] = await Promise.all([
-    isUuid(input.id) ? deps.handoffs.findView(project.id, input.id) : null,
-    deps.agents.findActive(project.id, input.as.toLowerCase()),
-  ]);
-  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(input.as)} in project ${project.slug}`);
-  if (!h || !canSee(h, { agentId: agent.id, tokenId: input.tokenId ?? null, allOwners: false })) {
-    throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(input.id)} in project ${project.slug}`);
-  }
-  return { h, agent };
-}
-
-async function reread(deps: CoreDeps, h: HandoffView): Promise<HandoffView> {
-  const again = await deps.handoffs.findView(h.projectId, h.id);
-  if (!again) throw new BatonError('handoff_not_found', `handoff ${h.id} disappeared`);
-  return again;
-}
 
 /** A pull claim moves the delivery too (no turn will be written for it); a push turn does not. */
 function pulled(h: HandoffView): boolean {
@@ -68,7 +39,7 @@ export interface Claim {
  * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, handoff_held, already_claimed, invalid_transition
  */
 export async function acceptHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
-  const { h, agent } = await load(deps, input);
+  const { h, agent } = await loadAsAgent(deps, input);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
   if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
   if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
@@ -109,7 +80,7 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
  * @throws BatonError claim_lost, handoff_not_found, agent_not_found
  */
 export async function heartbeat(deps: CoreDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<{ leaseExpiresAt: Date }> {
-  const { h, agent } = await load(deps, input);
+  const { h, agent } = await loadAsAgent(deps, input);
   const now = deps.clock.now();
   const until = new Date(now.getTime() + Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS)));
   if (h.claimedById !== agent.id || !(await deps.work.heartbeat(h.id, input.claimToken, now, until))) {
@@ -142,7 +113,7 @@ export interface ReturnInput {
 export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ handoff: HandoffView; recovered: boolean }> {
   const body = { summary: input.summary, outcome: input.outcome, facts: [...(input.facts ?? [])].sort() };
   const bodyHash = hashBody(body);
-  const { h, agent } = await load(deps, input);
+  const { h, agent } = await loadAsAgent(deps, input);
   const seen = await deps.work.remembered(h.id, 'return', input.claimToken);
   if (seen) {
     if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
@@ -204,7 +175,7 @@ export async function closeWork(
   deps: CoreDeps,
   input: { project: string; id: string; as: string; resolution: 'accepted' | 'revision' | 'blocked'; note?: string | undefined; revision?: number | undefined; tokenId?: string | null },
 ): Promise<HandoffView> {
-  const { h, agent } = await load(deps, input);
+  const { h, agent } = await loadAsAgent(deps, input);
   if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message; there is nothing to close`);
   if (input.revision !== undefined && input.revision !== h.workRevision) {
@@ -239,7 +210,7 @@ export async function closeWork(
  * @throws BatonError not_sender, invalid_transition
  */
 export async function cancelHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
-  const { h, agent } = await load(deps, input);
+  const { h, agent } = await loadAsAgent(deps, input);
   if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
   const deliveryCancellable = ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'].includes(h.deliveryState) || (h.deliveryState === 'ACCEPTED' && h.attemptCount === 0);
   const actorRef = { role: 'sender' as const, handle: agent.handle, tokenId: input.tokenId ?? null };

@@ -57,6 +57,11 @@ export function actingAs(request: FastifyRequest, named: string | undefined, fie
   return named.toLowerCase();
 }
 
+/** Who acts and with which token, for a use case: `{ as, tokenId }` (see `actingAs`). */
+export function actorOf(request: FastifyRequest, named: string | undefined): { as: string; tokenId: string } {
+  return { as: actingAs(request, named), tokenId: callerOf(request).tokenId };
+}
+
 /** @throws BatonError forbidden unless the token is an admin token */
 export function requireAdmin(request: FastifyRequest): Caller {
   const caller = callerOf(request);
@@ -69,12 +74,9 @@ export function requireAdmin(request: FastifyRequest): Caller {
  * received and the unowned work of its project. An admin sees unowned work and what it sent
  * itself, and everything with `all_owners=true`; anyone else asking for that is refused.
  */
-export function viewerOf(request: FastifyRequest, allOwners: string | boolean | undefined): Viewer {
+export function viewerOf(request: FastifyRequest, allOwners: 'true' | 'false' | undefined): Viewer {
   const caller = callerOf(request);
-  const all = allOwners === true || allOwners === 'true';
-  if (allOwners !== undefined && allOwners !== false && allOwners !== 'false' && !all) {
-    throw new BatonError('validation_failed', 'querystring/all_owners must be true or false');
-  }
+  const all = allOwners === 'true';
   if (all && !caller.admin) throw new BatonError('forbidden', 'all_owners needs an admin token');
   return { agentId: caller.agent?.id ?? null, tokenId: caller.tokenId, allOwners: all };
 }

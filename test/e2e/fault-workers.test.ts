@@ -108,7 +108,9 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
       }
       if (i % 10 === 0) await new Promise((r) => setTimeout(r, 20));
     }
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Keep killing while the last sends are being delivered: three more kills after the last send.
+    const killsAtLastSend = kills;
+    await eventually(async () => expect(kills).toBeGreaterThanOrEqual(killsAtLastSend + 3), { timeoutMs: 10_000, what: 'three kills after the last send' });
     stopChaos = true;
     await chaos;
     expect(kills).toBeGreaterThan(5);

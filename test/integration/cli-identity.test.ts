@@ -1,12 +1,8 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApiServer, type RunningApi } from '../../services/api/server.ts';
 import { runCli } from '../../services/cli/program.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
-import { TEST_REDIS_URL } from '../support/env.ts';
 import { runBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -18,8 +14,7 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
  * delivered, so no worker runs.
  */
 let baton: TestBaton;
-let api: RunningApi;
-let producer: Redis;
+let apiUrl: string;
 let adminEnv: Record<string, string>;
 const dirs: string[] = [];
 /** Every secret this file saw: none may ever appear in a token listing. */
@@ -50,7 +45,7 @@ async function ok(env: Record<string, string>, ...argv: string[]): Promise<strin
 }
 
 /** An environment that carries only a token and the API's URL (an empty BATON_HOME: no profile). */
-const withToken = (token: string): Record<string, string> => ({ BATON_URL: api.url, BATON_HOME: tempDir('home'), BATON_TOKEN: token });
+const withToken = (token: string): Record<string, string> => ({ BATON_URL: apiUrl, BATON_HOME: tempDir('home'), BATON_TOKEN: token });
 
 /** Creates an agent token through the CLI (as the admin) and remembers its secret. */
 async function createToken(agent: string, ...extra: string[]): Promise<{ token: string; id: string }> {
@@ -61,26 +56,13 @@ async function createToken(agent: string, ...extra: string[]): Promise<{ token: 
 
 beforeAll(async () => {
   baton = await startTestBaton();
-  producer = openRedis(TEST_REDIS_URL, 'producer', baton.logger);
-  api = await startApiServer({
-    db: baton.db,
-    redis: producer,
-    clock: baton.core.clock,
-    logger: baton.logger,
-    host: '127.0.0.1',
-    port: 0,
-    redisPrefix: baton.prefix,
-    queueShards: 2,
-    defaultProject: 'default',
-  });
+  apiUrl = await baton.listen();
   secrets.push(baton.adminToken);
   adminEnv = withToken(baton.adminToken);
   for (const a of ['alice', 'bob', 'carol']) await ok(adminEnv, 'agent', 'add', a, '--provider', 'manual');
 });
 
 afterAll(async () => {
-  await api?.close();
-  await producer?.quit().catch(() => producer.disconnect());
   await baton?.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -88,7 +70,7 @@ afterAll(async () => {
 describe('baton init', () => {
   it('writes an owner-only admin token and a profile that uses it; again is a no-op; --force replaces it', async () => {
     const home = tempDir('init');
-    const initEnv = { DATABASE_URL: baton.databaseUrl, BATON_HOME: home, BATON_URL: api.url };
+    const initEnv = { DATABASE_URL: baton.databaseUrl, BATON_HOME: home, BATON_URL: apiUrl };
     const tokenPath = join(home, 'admin.token');
     const profilePath = join(home, 'profile.json');
 
@@ -106,7 +88,7 @@ describe('baton init', () => {
     // The profile is a secret too, and points at the token file (it does not copy the token).
     expect(modeOf(profilePath)).toBe(0o600);
     const profile = JSON.parse(readFileSync(profilePath, 'utf8'));
-    expect(profile).toEqual({ url: api.url, tokenFile: tokenPath });
+    expect(profile).toEqual({ url: apiUrl, tokenFile: tokenPath });
 
     // The written token works with nothing but BATON_HOME: no BATON_TOKEN, no BATON_URL.
     const me = await cli({ BATON_HOME: home }, 'whoami');
@@ -146,7 +128,7 @@ describe('baton init', () => {
 
   it('refuses to run without DATABASE_URL (it writes to the database), exit 2', async () => {
     const home = tempDir('init-nodb');
-    const r = await cli({ BATON_HOME: home, BATON_URL: api.url }, 'init');
+    const r = await cli({ BATON_HOME: home, BATON_URL: apiUrl }, 'init');
     // init is a server-side command: without a database it is a usage error, and writes nothing.
     expect(r.code).toBe(2);
     expect(r.err).toContain('DATABASE_URL is not set');
@@ -160,7 +142,7 @@ describe('where the CLI finds its token', () => {
     const bob = await createToken('bob');
     const dir = tempDir('profile');
     const profilePath = join(dir, 'alice.json');
-    writeFileSync(profilePath, JSON.stringify({ url: api.url, token: alice.token }), { mode: 0o600 });
+    writeFileSync(profilePath, JSON.stringify({ url: apiUrl, token: alice.token }), { mode: 0o600 });
     chmodSync(profilePath, 0o600);
     const fromProfile = { BATON_HOME: tempDir('home'), BATON_PROFILE: profilePath };
 
@@ -188,7 +170,7 @@ describe('where the CLI finds its token', () => {
 
   it('with no token anywhere, a call fails as unauthenticated and says where a token comes from', async () => {
     const home = tempDir('empty');
-    const r = await cli({ BATON_URL: api.url, BATON_HOME: home }, 'status');
+    const r = await cli({ BATON_URL: apiUrl, BATON_HOME: home }, 'status');
     // The API refuses an anonymous call; the CLI passes the stable code on, exit 1.
     expect(r.code).toBe(1);
     expect(r.err).toContain('unauthenticated');
@@ -234,7 +216,7 @@ describe('baton token', () => {
     expect(r.err).toContain(`profile written to ${profilePath}`);
     // The profile holds a secret: mode 0600, its folder created for it.
     expect(modeOf(profilePath)).toBe(0o600);
-    expect(JSON.parse(readFileSync(profilePath, 'utf8'))).toEqual({ url: api.url, token: r.out.split('\n')[0], project: 'default' });
+    expect(JSON.parse(readFileSync(profilePath, 'utf8'))).toEqual({ url: apiUrl, token: r.out.split('\n')[0], project: 'default' });
     // It is all the CLI needs: no BATON_URL, no BATON_TOKEN.
     expect(await ok({ BATON_HOME: tempDir('home'), BATON_PROFILE: profilePath }, 'whoami')).toMatch(/^bob in project default /);
   });

@@ -2,17 +2,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningApi } from '../../services/api/server.ts';
-import { startApiServer } from '../../services/api/server.ts';
 import { runCli } from '../../services/cli/program.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
-import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { runBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 let baton: TestBaton;
-let api: RunningApi;
+let apiUrl: string;
 let env: Record<string, string>;
 
 /** Runs the CLI in this process and captures what it prints. */
@@ -26,23 +22,11 @@ async function cli(...argv: string[]) {
 beforeAll(async () => {
   baton = await startTestBaton();
   baton.startWorker();
-  const producer = openRedis(TEST_REDIS_URL, 'producer', baton.logger);
-  api = await startApiServer({
-    db: baton.db,
-    redis: producer,
-    clock: baton.core.clock,
-    logger: baton.logger,
-    host: '127.0.0.1',
-    port: 0,
-    redisPrefix: baton.prefix,
-    queueShards: 2,
-    defaultProject: 'default',
-  });
-  env = { BATON_URL: api.url, BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-')) };
+  apiUrl = await baton.listen();
+  env = { BATON_URL: apiUrl, BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-')) };
 });
 
 afterAll(async () => {
-  await api?.close();
   await baton?.stop();
 });
 

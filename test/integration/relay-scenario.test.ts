@@ -2,10 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApiServer, type RunningApi } from '../../services/api/server.ts';
 import { runCli } from '../../services/cli/program.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
-import { TEST_REDIS_URL } from '../support/env.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 /**
@@ -15,7 +12,7 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
  * both agents' inbox/outbox and in the event log. Each agent runs the CLI with its own token.
  */
 let baton: TestBaton;
-let api: RunningApi;
+let apiUrl: string;
 let env: Record<string, string>;
 /** Each agent's own token: the CLI proves who it is with it (no --as, no BATON_AGENT). */
 const tokens: Record<string, string> = {};
@@ -33,18 +30,8 @@ const ids = (list: any) => (list.handoffs as any[]).map((h) => h.id);
 beforeAll(async () => {
   baton = await startTestBaton();
   baton.startWorker();
-  api = await startApiServer({
-    db: baton.db,
-    redis: openRedis(TEST_REDIS_URL, 'producer', baton.logger),
-    clock: baton.core.clock,
-    logger: baton.logger,
-    host: '127.0.0.1',
-    port: 0,
-    redisPrefix: baton.prefix,
-    queueShards: 2,
-    defaultProject: 'default',
-  });
-  env = { BATON_URL: api.url, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-relay-')) };
+  apiUrl = await baton.listen();
+  env = { BATON_URL: apiUrl, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-relay-')) };
   for (const a of ['planner', 'engineer', 'reviewer']) {
     await cli('admin', 'agent', 'add', a, '--provider', 'manual');
     tokens[a] = (await json('admin', 'token', 'create', '--agent', a)).token;
@@ -52,7 +39,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await api?.close();
   await baton?.stop();
 });
 

@@ -13,6 +13,7 @@ import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { buildApp } from '../../services/api/app.ts';
+import { startApiServer } from '../../services/api/server.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from './env.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
@@ -44,6 +45,8 @@ export interface TestBaton {
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   del(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  /** Serves the API on a free 127.0.0.1 port (for the CLI, over HTTP); closed by stop(). Returns its URL. */
+  listen(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -82,6 +85,7 @@ export async function startTestBaton(
   const workers: RunningDeliveryWorker[] = [];
   const workerRedis: Redis[] = [];
   let n = 0;
+  const servers: Array<{ close(): Promise<void> }> = [];
   const admin = await createToken(core, { admin: true, name: 'test admin' });
   const inject = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
     const withAuth: Record<string, string | undefined> = 'authorization' in headers ? { ...headers } : { ...headers, authorization: `Bearer ${admin.token}` };
@@ -139,7 +143,30 @@ export async function startTestBaton(
     get: (path, headers) => inject('GET', path, undefined, headers),
     put: (path, body) => inject('PUT', path, body),
     del: (path, headers) => inject('DELETE', path, undefined, headers),
+    async listen() {
+      const redis = openRedis(redisUrl, 'producer', logger);
+      const api = await startApiServer({
+        db,
+        redis,
+        clock,
+        logger,
+        host: '127.0.0.1',
+        port: 0,
+        redisPrefix: prefix,
+        queueShards,
+        defaultProject: 'default',
+        rateLimit: opts.rateLimit ?? { perSecond: 0, burst: 1 },
+      });
+      servers.push({
+        async close() {
+          await api.close();
+          await redis.quit().catch(() => redis.disconnect());
+        },
+      });
+      return api.url;
+    },
     async stop() {
+      await Promise.all(servers.map((s) => s.close()));
       await Promise.all(workers.map((w) => w.stop()));
       await app.close();
       await queues.close();

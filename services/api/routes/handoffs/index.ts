@@ -8,7 +8,7 @@ import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handof
 import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
-import { actingAs, callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, actorOf, callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import {
   ActAsBody,
   ErrorBody,
@@ -127,8 +127,7 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         await acknowledgeHandoff(core, {
           project: projectOf(request, defaultProject),
           id: request.params.id,
-          as: actingAs(request, request.body.as),
-          tokenId: callerOf(request).tokenId,
+          ...actorOf(request, request.body.as),
         }),
       ),
   );

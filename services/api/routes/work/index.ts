@@ -4,7 +4,7 @@ import { getBoard, getHandoff, getOutbox } from '../../../../libs/handoffs/query
 import { acceptHandoff, cancelHandoff, closeWork, heartbeat, returnWork } from '../../../../libs/handoffs/work-contract.ts';
 import { LANES } from '../../../../libs/domain/board.ts';
 import { presentHandoff } from '../../present.ts';
-import { actingAs, callerOf, ownBox, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, actorOf, callerOf, ownBox, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import {
   AcceptBody,
   AgentParams,
@@ -38,8 +38,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const c = await acceptHandoff(core, {
         project: project(request),
         id: request.params.id,
-        as: actingAs(request, request.body.as),
-        tokenId: callerOf(request).tokenId,
+        ...actorOf(request, request.body.as),
         leaseMs: request.body.leaseSeconds === undefined ? undefined : request.body.leaseSeconds * 1000,
       });
       return {
@@ -66,8 +65,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const r = await heartbeat(core, {
         project: project(request),
         id: request.params.id,
-        as: actingAs(request, b.as),
-        tokenId: callerOf(request).tokenId,
+        ...actorOf(request, b.as),
         claimToken: b.claimToken,
         leaseMs: b.leaseSeconds === undefined ? undefined : b.leaseSeconds * 1000,
       });
@@ -83,8 +81,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
       const r = await returnWork(core, {
         project: project(request),
         id: request.params.id,
-        as: actingAs(request, b.as),
-        tokenId: callerOf(request).tokenId,
+        ...actorOf(request, b.as),
         claimToken: b.claimToken,
         revision: b.revision,
         summary: b.summary,
@@ -103,8 +100,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         await closeWork(core, {
           project: project(request),
           id: request.params.id,
-          as: actingAs(request, request.body.as),
-          tokenId: callerOf(request).tokenId,
+          ...actorOf(request, request.body.as),
           resolution: request.body.resolution,
           note: request.body.note,
           revision: request.body.revision,
@@ -127,8 +123,7 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         await cancelHandoff(core, {
           project: project(request),
           id: request.params.id,
-          as: actingAs(request, request.body.as),
-          tokenId: callerOf(request).tokenId,
+          ...actorOf(request, request.body.as),
         }),
       ),
   );

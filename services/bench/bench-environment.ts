@@ -33,6 +33,8 @@ export class BenchEnvironment {
   apiUrl = '';
   api: BatonProcess | undefined;
   workers: BatonProcess[] = [];
+  /** pg_stat_statements works on this server (the embedded one loads it): statements are counted. */
+  statementStats = false;
   private demoHost: BatonProcess | undefined;
   private readonly cleanups: Array<() => Promise<void>> = [];
 
@@ -40,6 +42,8 @@ export class BenchEnvironment {
     readonly databaseUrl: string,
     readonly redisUrl: string,
     readonly embedded: { postgres: boolean; redis: boolean },
+    /** Process ids of the embedded Postgres (postmaster) and private Redis, for CPU accounting. */
+    readonly serverPids: { postgres: number | null; redis: number | null },
     private readonly tuning: ProcessTuning,
     cleanups: Array<() => Promise<void>>,
   ) {
@@ -54,6 +58,7 @@ export class BenchEnvironment {
     const cleanups: Array<() => Promise<void>> = [];
     let databaseUrl: string;
     let embeddedPg = false;
+    const serverPids: { postgres: number | null; redis: number | null } = { postgres: null, redis: null };
     if (config.databaseUrl) {
       // A database of its own on the configured server, dropped at the end.
       const name = `baton_bench_${randomBytes(3).toString('hex')}`;
@@ -74,10 +79,11 @@ export class BenchEnvironment {
       });
     } else {
       log('starting an embedded Postgres (no DATABASE_URL)');
-      const started = await startEmbeddedPostgres();
+      const started = await startEmbeddedPostgres({ statementStats: true });
       cleanups.unshift(started.stop);
       databaseUrl = started.url;
       embeddedPg = true;
+      serverPids.postgres = started.pid;
     }
     let redisUrl: string;
     let embeddedRedis = false;
@@ -89,9 +95,18 @@ export class BenchEnvironment {
       cleanups.unshift(started.stop);
       redisUrl = started.url;
       embeddedRedis = true;
+      serverPids.redis = started.pid;
     }
     await migrate(databaseUrl);
-    const env = new BenchEnvironment(databaseUrl, redisUrl, { postgres: embeddedPg, redis: embeddedRedis }, tuning, cleanups);
+    const env = new BenchEnvironment(databaseUrl, redisUrl, { postgres: embeddedPg, redis: embeddedRedis }, serverPids, tuning, cleanups);
+    // In the bench's own database; usable only where the server preloads it (the embedded one does).
+    env.statementStats = await env.pool
+      .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+      .then(() => env.pool.query('SELECT 1 FROM pg_stat_statements LIMIT 1'))
+      .then(
+        () => true,
+        () => false,
+      );
     await env.startDemoHost();
     return env;
   }

@@ -6,6 +6,7 @@ import { evaluateTargets, renderReport, type BenchResult } from './report.ts';
 import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
+import { measureDispatchLatency } from './scenarios/dispatch-latency.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
 
@@ -20,8 +21,8 @@ export interface BenchOptions {
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
 export function benchSizes(quick: boolean) {
   return quick
-    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150 }
-    : { ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000 };
+    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150 }
+    : { ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000 };
 }
 
 /**
@@ -30,7 +31,7 @@ export function benchSizes(quick: boolean) {
  */
 export async function runBench(config: BatonConfig, opts: BenchOptions, write: (s: string) => void): Promise<BenchResult> {
   const sizes = benchSizes(opts.quick);
-  const steps = 2 + 2 + sizes.agentCounts.length * 2 + 2 + 2 + 1;
+  const steps = 2 + 2 + sizes.agentCounts.length * 2 + 1 + 2 + 2 + 1;
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -52,6 +53,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       progress.show(`e2e with ${agents} agents`);
       delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, (label) => progress.step(label)));
     }
+    progress.show('dispatch latency at a steady 50/s');
+    const dispatchLatency = await measureDispatchLatency(env, { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs }, !opts.quick, (label) => progress.step(label));
     progress.show('busy agents');
     const busyAgents = await measureBusyAgents(env, sizes.busyAgents, sizes.busyPerAgent, !opts.quick, (label) => progress.step(label));
     progress.show('recovery');
@@ -72,6 +75,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ceilings,
       send,
       delivery,
+      dispatchLatency,
       busyAgents,
       recovery,
     };

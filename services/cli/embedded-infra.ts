@@ -16,6 +16,8 @@ export class DemoSetupError extends Error {
 
 export interface Started {
   readonly url: string;
+  /** The server's (postmaster's) process id: the benchmark reads its CPU time from /proc. */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -79,7 +81,7 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number }):
  * refuses to run as root; as root it runs as the system's `postgres` user, which must exist.
  * `stop()` shuts it down and deletes the directory.
  */
-export async function startEmbeddedPostgres(): Promise<Started> {
+export async function startEmbeddedPostgres(opts: { statementStats?: boolean } = {}): Promise<Started> {
   const bin = await postgresBinaries();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-demo-pg-'));
   const ids: { uid?: number; gid?: number } = {};
@@ -102,7 +104,10 @@ export async function startEmbeddedPostgres(): Promise<Started> {
   try {
     // Loopback only and trust auth: a throwaway database for the demo, nothing else.
     await run(bin.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], ids);
-    child = spawn(bin.postgres, ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'], {
+    const args = ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'];
+    // The benchmark counts statements per handoff (pg_stat_statements ships with these binaries).
+    if (opts.statementStats) args.push('-c', 'shared_preload_libraries=pg_stat_statements');
+    child = spawn(bin.postgres, args, {
       ...ids,
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -137,6 +142,7 @@ export async function startEmbeddedPostgres(): Promise<Started> {
   const postgres = child;
   return {
     url: `postgresql://postgres@127.0.0.1:${port}/baton`,
+    pid: postgres.pid ?? -1,
     async stop() {
       process.off('exit', killNow);
       if (postgres.exitCode === null) {
@@ -189,6 +195,7 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
   }
   return {
     url,
+    pid: child.pid ?? -1,
     async stop() {
       process.off('exit', killNow);
       if (child.exitCode !== null) return;

@@ -28,8 +28,15 @@ describe('baton bench --quick --json', () => {
         expect(isNumber(d[f]), `delivery.${d.agents}.${f}`).toBe(true);
       }
       expect(d.cost.redisConnectionsPerWorker).toHaveLength(2);
+      // Node processes are always measured; the servers only when the bench runs its own.
+      for (const role of ['api', 'workers', 'demoHost', 'loadGenerator', 'total']) expect(isNumber(d.perHandoff.cpuMs[role]), `perHandoff.cpuMs.${role}`).toBe(true);
+      expect(d.perHandoff.cpuMs.total).toBeGreaterThan(0);
+      for (const k of ['postgres', 'redis']) expect(d.perHandoff.cpuMs[k] === null || isNumber(d.perHandoff.cpuMs[k])).toBe(true);
+      for (const k of ['postgresStatements', 'redisCommands']) expect(d.perHandoff[k] === null || isNumber(d.perHandoff[k])).toBe(true);
       expect(d.cost.workerRssMiB).toHaveLength(2);
     }
+    expect(r.dispatchLatency).toMatchObject({ agents: 100, perSecond: 50, handoffs: 100, errors: 0 });
+    for (const f of ['dispatchP50Ms', 'dispatchP99Ms', 'acceptedP50Ms', 'returnedP99Ms']) expect(isNumber(r.dispatchLatency[f]), `dispatchLatency.${f}`).toBe(true);
     expect(r.busyAgents).toMatchObject({ overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 });
     expect(isNumber(r.recovery.killToUncertainSec)).toBe(true);
     expect(isNumber(r.recovery.wipeToFinalSec)).toBe(true);

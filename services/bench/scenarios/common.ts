@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { JsonClient, LoadResult } from '../http-load.ts';
 import { runLoad } from '../http-load.ts';
 import { percentile, round } from '../measure.ts';
+import { BENCH_SQL } from '../usage.ts';
 
 /** Registers agents through the API (32 at a time). */
 export async function registerAgents(client: JsonClient, project: string, handles: readonly string[], settings: Record<string, unknown> = {}): Promise<void> {
@@ -24,7 +25,7 @@ export function sendMany(
 }
 
 async function projectId(pool: pg.Pool, slug: string): Promise<string> {
-  const { rows } = await pool.query<{ id: string }>(`SELECT id FROM projects WHERE slug = $1`, [slug]);
+  const { rows } = await pool.query<{ id: string }>(`${BENCH_SQL} SELECT id FROM projects WHERE slug = $1`, [slug]);
   if (!rows[0]) throw new Error(`no project ${slug}`);
   return rows[0].id;
 }
@@ -35,7 +36,7 @@ export async function waitSettled(pool: pg.Pool, project: string, expected: numb
   const started = performance.now();
   for (;;) {
     const { rows } = await pool.query<{ settled: number; total: number }>(
-      `SELECT count(*) FILTER (WHERE settled_at IS NOT NULL)::int AS settled, count(*)::int AS total FROM handoffs WHERE project_id = $1`,
+      `${BENCH_SQL} SELECT count(*) FILTER (WHERE settled_at IS NOT NULL)::int AS settled, count(*)::int AS total FROM handoffs WHERE project_id = $1`,
       [id],
     );
     const r = rows[0]!;

@@ -1,6 +1,7 @@
 import type { BenchEnvironment } from '../bench-environment.ts';
 import type { LoadResult } from '../http-load.ts';
 import { connectionsTo, peakRssMiB } from '../measure.ts';
+import { usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
 import { deliveryMetrics, registerAgents, sendMany, waitSettled, type DeliveryMetrics } from './common.ts';
 
 export interface ProcessCost {
@@ -16,6 +17,8 @@ export interface DeliveryRun extends DeliveryMetrics {
   agents: number;
   send: LoadResult;
   cost: ProcessCost;
+  /** CPU, statements and commands per handoff, from the first send to the last RETURNED. */
+  perHandoff: UsagePerHandoff;
 }
 
 /**
@@ -32,6 +35,7 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
+  const before = await usageSnapshot(env);
   const send = await sendMany(client, project, handoffs, 32, (i) => ({
     from: `e${agents}-sender`,
     to: handles[i % agents],
@@ -39,12 +43,13 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
     message: `End-to-end handoff ${i}`,
   }));
   await waitSettled(env.pool, project, handoffs, 300_000);
+  const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
   const cost = await processCost(env);
   const metrics = await deliveryMetrics(env.pool, project);
   await env.releaseProcesses(fresh);
   if (fresh) await env.clearRedis();
   tick(`e2e ${agents} agents: done`);
-  return { agents, send, cost, ...metrics };
+  return { agents, send, cost, perHandoff, ...metrics };
 }
 
 export async function processCost(env: BenchEnvironment): Promise<ProcessCost> {

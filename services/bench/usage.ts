@@ -1,0 +1,116 @@
+import { readdir, readFile } from 'node:fs/promises';
+import type { BenchEnvironment } from './bench-environment.ts';
+import { round } from './measure.ts';
+
+/** Marks the bench's own queries, so statement counts leave them out (the text is kept by pg_stat_statements). */
+export const BENCH_SQL = '/* baton-bench */';
+
+const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
+
+interface ProcStat {
+  ppid: number;
+  /** utime + stime, ms. */
+  ownMs: number;
+  /** cutime + cstime, ms: children that exited and were reaped (Postgres backends that closed). */
+  reapedMs: number;
+}
+
+async function procStat(pid: number): Promise<ProcStat | null> {
+  try {
+    const text = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)": state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14].
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), ownMs: (Number(f[11]) + Number(f[12])) * TICK_MS, reapedMs: (Number(f[13]) + Number(f[14])) * TICK_MS };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time of a process, ms, or null when it is gone. */
+async function cpuOf(pid: number | null | undefined): Promise<number | null> {
+  if (!pid || pid < 0) return null;
+  return (await procStat(pid))?.ownMs ?? null;
+}
+
+/**
+ * CPU time of a server and everything it forked, ms: its own, its live children's, and the
+ * reaped children's (so a Postgres backend that exits inside the window is still counted).
+ */
+async function treeCpuOf(pid: number | null): Promise<number | null> {
+  if (!pid || pid < 0) return null;
+  const root = await procStat(pid);
+  if (!root) return null;
+  let total = root.ownMs + root.reapedMs;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const child = await procStat(Number(entry));
+    if (child?.ppid === pid) total += child.ownMs;
+  }
+  return total;
+}
+
+/** Who spent the CPU: one key per process role. null: not measurable here (a shared server). */
+export interface CpuByRole {
+  api: number | null;
+  workers: number | null;
+  demoHost: number | null;
+  postgres: number | null;
+  redis: number | null;
+  /** The benchmark itself: the 32 HTTP clients generating the load and its polling. */
+  loadGenerator: number | null;
+}
+
+export interface UsageSnapshot {
+  cpuMs: CpuByRole;
+  postgresStatements: number | null;
+  redisCommands: number | null;
+}
+
+/** What one handoff cost over a measured window, all processes of the run included. */
+export interface UsagePerHandoff {
+  /** CPU ms per handoff by role, and their total. */
+  cpuMs: CpuByRole & { total: number };
+  /** Statements Baton sent to Postgres per handoff (null: pg_stat_statements is not loaded). */
+  postgresStatements: number | null;
+  /** Commands Redis processed per handoff (null: a shared Redis, where others' commands count too). */
+  redisCommands: number | null;
+}
+
+export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapshot> {
+  const workers = await Promise.all(env.workers.map((w) => cpuOf(w.pid)));
+  const [api, demoHost, postgres, redis, loadGenerator] = await Promise.all([
+    cpuOf(env.api?.pid),
+    cpuOf(env.demoHostPid),
+    treeCpuOf(env.serverPids.postgres),
+    treeCpuOf(env.serverPids.redis),
+    cpuOf(process.pid),
+  ]);
+  let postgresStatements: number | null = null;
+  if (env.statementStats) {
+    const { rows } = await env.pool.query<{ n: string | null }>(
+      `${BENCH_SQL} SELECT sum(calls) AS n FROM pg_stat_statements
+       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '${BENCH_SQL}%'`,
+    );
+    postgresStatements = Number(rows[0]?.n ?? 0);
+  }
+  let redisCommands: number | null = null;
+  if (env.embedded.redis) redisCommands = Number(/total_commands_processed:(\d+)/.exec(await env.redis.info('stats'))?.[1] ?? NaN);
+  return {
+    cpuMs: { api, workers: workers.some((w) => w === null) ? null : workers.reduce<number>((a, b) => a + (b ?? 0), 0), demoHost, postgres, redis, loadGenerator },
+    postgresStatements,
+    redisCommands,
+  };
+}
+
+const perHandoff = (a: number | null, b: number | null, handoffs: number, digits: number) => (a === null || b === null ? null : round(Math.max(0, b - a) / handoffs, digits));
+
+export function usagePerHandoff(before: UsageSnapshot, after: UsageSnapshot, handoffs: number): UsagePerHandoff {
+  const roles = Object.keys(before.cpuMs) as Array<keyof CpuByRole>;
+  const cpu = Object.fromEntries(roles.map((role) => [role, perHandoff(before.cpuMs[role], after.cpuMs[role], handoffs, 3)])) as unknown as CpuByRole;
+  return {
+    cpuMs: { ...cpu, total: round(roles.reduce((sum, role) => sum + (cpu[role] ?? 0), 0), 2) },
+    postgresStatements: perHandoff(before.postgresStatements, after.postgresStatements, handoffs, 2),
+    // The after snapshot's own INFO is not counted yet; the before one is.
+    redisCommands: perHandoff(before.redisCommands === null ? null : before.redisCommands + 1, after.redisCommands, handoffs, 2),
+  };
+}

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
+import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * The head of an agent's queue as the worker sees it (HandoffRepository.nextWork/nextWorkAt):
+ * a live turn first, else the oldest handoff that may start now, whatever the backlog.
+ * Recipients are pull-only (manual), so no worker moves these handoffs behind the test's back.
+ */
+let baton: TestBaton;
+let n = 0;
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
+});
+
+afterAll(async () => {
+  await baton?.stop();
+});
+
+async function agentWith(count: number): Promise<{ agentId: string; ids: string[] }> {
+  const handle = `q${++n}`;
+  await registerAgent(baton.core, { project: 'default', handle, provider: 'manual' });
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'sender', to: handle, message: `${handle} #${i}` });
+    ids.push(handoff.id);
+  }
+  const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM agents WHERE handle = $1`, [handle]);
+  return { agentId: rows[0]!.id, ids };
+}
+
+const set = (ids: string[], sql: string, ...params: unknown[]) => baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
+
+describe('the head of an agent queue', () => {
+  it('is the oldest dispatchable handoff across WAITING, BUSY and OWNER_REJECTED, skipping ones not due yet', async () => {
+    const { agentId, ids } = await agentWith(6);
+    const now = new Date();
+    await set([ids[0]!], `delivery_state = 'RETURNED'`);
+    await set([ids[1]!], `not_before = $2`, new Date(now.getTime() + 60_000));
+    await set([ids[2]!, ids[4]!], `delivery_state = 'BUSY'`);
+    await set([ids[3]!], `delivery_state = 'OWNER_REJECTED'`);
+    const head = await baton.repos.handoffs.nextWork(agentId, now);
+    expect(head?.handoff.id).toBe(ids[2]);
+    expect(head?.live).toBe(false);
+    expect(head?.senderHandle).toBe('sender');
+    expect(head?.attempt).toBeNull();
+    // Once the delayed one is due, it is the oldest again.
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(now.getTime() + 61_000)))?.handoff.id).toBe(ids[1]);
+  });
+
+  it('puts a turn that may be live first, with its newest attempt, even behind older waiting work', async () => {
+    const { agentId, ids } = await agentWith(4);
+    await set([ids[3]!], `delivery_state = 'ACCEPTED', attempt_count = 2`);
+    for (const number of [1, 2]) {
+      await baton.db.pool.query(
+        `INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, started_at) VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'accepted', now())`,
+        [ids[3], number],
+      );
+    }
+    const head = await baton.repos.handoffs.nextWork(agentId, new Date());
+    expect(head?.handoff.id).toBe(ids[3]);
+    expect(head?.live).toBe(true);
+    const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM delivery_attempts WHERE handoff_id = $1 AND number = 2`, [ids[3]]);
+    expect(head?.attempt?.id).toBe(rows[0]!.id);
+    // A SENDING row with no attempt counted yet is not a live turn (nor dispatchable).
+    await set([ids[3]!], `delivery_state = 'RETURNED'`);
+    await set([ids[0]!], `delivery_state = 'SENDING', attempt_count = 0`);
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date()))?.handoff.id).toBe(ids[1]);
+  });
+
+  it('answers nextWorkAt: now, the earliest time, or nothing', async () => {
+    const { agentId, ids } = await agentWith(3);
+    const now = new Date();
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, now)).toBe('now');
+    const later = new Date(now.getTime() + 30_000);
+    await set(ids, `not_before = $2`, new Date(now.getTime() + 90_000));
+    await set([ids[1]!], `not_before = $2`, later);
+    expect(await baton.repos.handoffs.nextWork(agentId, now)).toBeNull();
+    expect(((await baton.repos.handoffs.nextWorkAt(agentId, now)) as Date).getTime()).toBe(later.getTime());
+    await set(ids, `delivery_state = 'RETURNED'`);
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, now)).toBeNull();
+  });
+
+  it('finds the head of a deep backlog as the oldest one', async () => {
+    const { agentId, ids } = await agentWith(1);
+    // 2,000 more queued behind it, inserted in one statement (copies of the first).
+    await baton.db.pool.query(
+      `INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, message, content_hash, delivery_state, revision, created_at, updated_at)
+       SELECT gen_random_uuid(), project_id, sender_id, recipient_id, recipient_generation, provider, message || g, content_hash || g, 'BUSY', 0, now(), now()
+       FROM handoffs, generate_series(1, 2000) g WHERE id = $1`,
+      [ids[0]],
+    );
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date()))?.handoff.id).toBe(ids[0]);
+    await set([ids[0]!], `delivery_state = 'RETURNED'`);
+    const next = await baton.repos.handoffs.nextWork(agentId, new Date());
+    const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM handoffs WHERE recipient_id = $1 AND delivery_state = 'BUSY' ORDER BY seq LIMIT 1`, [agentId]);
+    expect(next?.handoff.id).toBe(rows[0]!.id);
+  });
+});

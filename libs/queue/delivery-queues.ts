@@ -19,6 +19,25 @@ export interface DeliveryQueueOptions {
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
 }
 
+interface WakeUp {
+  name: string;
+  data: DispatchJob;
+  opts: { jobId: string; deduplication: { id: string; keepLastIfActive: true } };
+}
+
+/**
+ * An immediate dispatch job. At most one per agent waits in the queue (BullMQ deduplication,
+ * keyed by agent): a wake-up for an agent whose job is still waiting is dropped, since that
+ * job's run will see the new work in Postgres; one that arrives while the agent's job is
+ * running is kept as its successor (keepLastIfActive), started when the running one ends.
+ * Without this, every reconciler sweep under a backlog added one more job per waiting agent,
+ * each costing a lock and two Postgres look-ups to find nothing (4-5 runs per handoff at
+ * 10,000 agents).
+ */
+function wakeUp(job: DispatchJob, jobId: string): WakeUp {
+  return { name: DISPATCH_JOB_NAME, data: job, opts: { jobId, deduplication: { id: job.agentId, keepLastIfActive: true } } };
+}
+
 /**
  * The producer side of delivery: adds dispatch jobs to the provider shard an agent hashes to.
  * Jobs are small, carry deterministic ids, and are removed on completion so the same id can
@@ -30,7 +49,7 @@ export class DeliveryQueues {
   /** Jobs waiting for this tick's bulk add, per queue. */
   private readonly pending = new Map<
     string,
-    { jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }>; agents: Set<string>; done: Promise<void> }
+    { jobs: WakeUp[]; agents: Set<string>; done: Promise<void> }
   >();
 
   constructor(private readonly opts: DeliveryQueueOptions) {}
@@ -60,7 +79,8 @@ export class DeliveryQueues {
 
   /**
    * Adds one dispatch job (immediate ones are batched per tick). Idempotent per `jobId` while a
-   * job with that id exists.
+   * job with that id exists; an immediate one is also dropped while the agent has one waiting
+   * (see wakeUp). Delayed ones (a back-off, a resend time) are never merged.
    * @throws when Redis cannot be reached (callers decide: the API logs it, the reconciler retries).
    */
   async enqueue(job: DispatchJob, jobId: string, delayMs = 0): Promise<void> {
@@ -74,7 +94,7 @@ export class DeliveryQueues {
     // takes its turn lock delivers everything Postgres says is next.
     let batch = this.pending.get(name);
     if (!batch) {
-      const jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }> = [];
+      const jobs: WakeUp[] = [];
       const done = new Promise<void>((resolve, reject) => {
         setImmediate(() => {
           this.pending.delete(name);
@@ -86,12 +106,12 @@ export class DeliveryQueues {
     }
     if (!batch.agents.has(job.agentId)) {
       batch.agents.add(job.agentId);
-      batch.jobs.push({ name: DISPATCH_JOB_NAME, data: job, opts: { jobId } });
+      batch.jobs.push(wakeUp(job, jobId));
     }
     await batch.done;
   }
 
-  private async flush(name: string, jobs: Array<{ name: string; data: DispatchJob; opts: { jobId: string } }>): Promise<void> {
+  private async flush(name: string, jobs: WakeUp[]): Promise<void> {
     let toAdd = jobs;
     const sent = jobs.filter((j) => j.data.cause === 'sent');
     if (this.opts.heldLocks && sent.length > 0) {
@@ -104,11 +124,11 @@ export class DeliveryQueues {
 
   /** Adds many jobs, one round trip per queue. */
   async enqueueMany(items: ReadonlyArray<{ job: DispatchJob; jobId: string }>): Promise<void> {
-    const byQueue = new Map<string, Array<{ name: string; data: DispatchJob; opts: { jobId: string } }>>();
+    const byQueue = new Map<string, WakeUp[]>();
     for (const { job, jobId } of items) {
       const name = this.queueName(job.provider, job.agentId);
       const list = byQueue.get(name) ?? [];
-      list.push({ name: DISPATCH_JOB_NAME, data: job, opts: { jobId } });
+      list.push(wakeUp(job, jobId));
       byQueue.set(name, list);
     }
     await Promise.all([...byQueue].map(([name, jobs]) => this.queue(name).addBulk(jobs)));

@@ -40,7 +40,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
     // Ids are UUIDs or handles; anything longer is refused as invalid (400), not as 414.
-    maxParamLength: 200,
+    routerOptions: { maxParamLength: 200 },
     // Router errors (a malformed %-escape, an over-long path parameter) in the catalog's shape.
     frameworkErrors: (err, _request, reply) => {
       const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than any id' : 'the URL is malformed';

@@ -93,6 +93,7 @@ export function renderReport(r: BenchResult): string {
   rows.push([`busy: ${b.agents} agents x ${b.handoffsPerAgent} at once`, `${b.totalSeconds} s total`, '', '', `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`]);
   rows.push(['recovery: SIGKILL mid-write -> UNCERTAIN', `${r.recovery.killToUncertainSec} s`, '', '', '']);
   rows.push([`recovery: Redis wipe (${r.recovery.openAtWipe} open) -> all final`, `${r.recovery.wipeToFinalSec} s`, '', '', '']);
+  rows.push(['recovery: Redis wipe -> longest stall in delivery', `${r.recovery.stallAfterWipeSec} s`, '', '', '']);
   const cost: string[][] = [['cost', ...r.delivery.map((d) => `${d.agents} agents`)]];
   cost.push(['API peak RSS (MiB)', ...r.delivery.map((d) => String(d.cost.apiRssMiB))]);
   cost.push(['worker peak RSS (MiB)', ...r.delivery.map((d) => d.cost.workerRssMiB.join(' / '))]);
@@ -114,7 +115,10 @@ export function renderReport(r: BenchResult): string {
   }
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
-  cost.push(['Redis memory per queued handoff', `${r.send.redisBytesPerQueuedHandoff} bytes`]);
+  cost.push([
+    'Redis memory while handoffs wait',
+    `${r.send.redisBytesPerWaitingAgent} bytes per waiting agent (one job), ${r.send.redisBytesPerQueuedHandoff} per handoff (${r.send.thirtyTwoClients.requests} to ${r.send.recipients})`,
+  ]);
   const targets: string[][] = [['target', 'goal', 'measured', 'met']];
   for (const t of r.targets) targets.push([t.name, t.goal, t.measured, t.met ? 'yes' : 'NO']);
   return [

@@ -21,6 +21,8 @@ describe('baton bench --quick --json', () => {
       for (const f of ['perSecond', 'p50Ms', 'p99Ms']) expect(isNumber(r.send[k][f]), `send.${k}.${f}`).toBe(true);
     }
     expect(isNumber(r.send.redisBytesPerQueuedHandoff)).toBe(true);
+    expect(isNumber(r.send.redisBytesPerWaitingAgent)).toBe(true);
+    expect(r.send.recipients).toBe(100);
     expect(r.delivery.map((d: any) => d.agents)).toEqual([10, 100]);
     for (const d of r.delivery) {
       expect(d.returned).toBe(d.handoffs);
@@ -40,6 +42,7 @@ describe('baton bench --quick --json', () => {
     expect(r.busyAgents).toMatchObject({ overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 });
     expect(isNumber(r.recovery.killToUncertainSec)).toBe(true);
     expect(isNumber(r.recovery.wipeToFinalSec)).toBe(true);
+    expect(isNumber(r.recovery.stallAfterWipeSec)).toBe(true);
     expect(r.targets.length).toBeGreaterThanOrEqual(10);
     for (const t of r.targets) expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String), met: expect.any(Boolean) });
     // The human table goes to stderr beside the JSON.

@@ -9,6 +9,8 @@ export interface RecoveryResult {
   openAtWipe: number;
   /** FLUSHALL (or, on a shared Redis, deleting every Baton key) -> every handoff final again. */
   wipeToFinalSec: number;
+  /** The longest time after the wipe in which no new turn started: how long delivery stalled. */
+  stallAfterWipeSec: number;
 }
 
 /** Crash recovery, timed: a worker killed mid-write, and Redis wiped mid-run. */
@@ -67,16 +69,34 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
     await new Promise((r) => setTimeout(r, 20));
   }
   const wipedAt = performance.now();
+  const wipedAtWall = Date.now();
   if (env.embedded.redis) await env.redis.flushall();
   else await env.clearRedis();
   await sending;
   // The killed-mid-write handoff is UNCERTAIN until its history is scanned; count only the run.
   await waitSettledExcept(env, project, id);
   const wipeToFinalSec = round((performance.now() - wipedAt) / 1000, 2);
+  const stallAfterWipeSec = await longestStall(env, project, wipedAtWall);
   await env.releaseProcesses(true);
   await env.clearRedis();
   tick('recovery: redis wiped');
-  return { killToUncertainSec, openAtWipe, wipeToFinalSec };
+  return { killToUncertainSec, openAtWipe, wipeToFinalSec, stallAfterWipeSec };
+}
+
+/** The longest gap between the wipe and the turns started after it (or between two of them). */
+async function longestStall(env: BenchEnvironment, project: string, sinceMs: number): Promise<number> {
+  const { rows } = await env.pool.query<{ at: Date }>(
+    `SELECT a.started_at AS at FROM delivery_attempts a JOIN handoffs h ON h.id = a.handoff_id
+     WHERE h.project_id = (SELECT id FROM projects WHERE slug = $1) AND a.started_at >= $2 ORDER BY a.started_at`,
+    [project, new Date(sinceMs)],
+  );
+  let previous = sinceMs;
+  let longest = 0;
+  for (const { at } of rows) {
+    longest = Math.max(longest, at.getTime() - previous);
+    previous = at.getTime();
+  }
+  return round(longest / 1000, 2);
 }
 
 async function waitSettledExcept(env: BenchEnvironment, project: string, exceptId: string): Promise<void> {

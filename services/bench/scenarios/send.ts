@@ -6,8 +6,15 @@ import { registerAgents, sendMany } from './common.ts';
 export interface SendResults {
   oneClient: LoadResult;
   thirtyTwoClients: LoadResult;
-  /** Redis memory per handoff waiting in a delivery queue (no worker running), bytes. */
+  /**
+   * Redis memory per handoff waiting for delivery (no worker running), bytes. At most one
+   * dispatch job waits per agent, so this is per recipient, spread over its queued handoffs.
+   */
   redisBytesPerQueuedHandoff: number;
+  /** The same memory per recipient with handoffs waiting (one waiting job and its dedup key). */
+  redisBytesPerWaitingAgent: number;
+  /** How many recipients the queued handoffs were spread over. */
+  recipients: number;
 }
 
 /**
@@ -32,7 +39,13 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   // No worker runs here: these handoffs stay WAITING. Remove them so later scenarios start clean.
   await env.pool.query(`DELETE FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1)`, [project]);
   await env.clearRedis();
-  return { oneClient, thirtyTwoClients, redisBytesPerQueuedHandoff: round((memAfter - memBefore) / opts.many, 0) };
+  return {
+    oneClient,
+    thirtyTwoClients,
+    redisBytesPerQueuedHandoff: round((memAfter - memBefore) / opts.many, 0),
+    redisBytesPerWaitingAgent: round((memAfter - memBefore) / recipients.length, 0),
+    recipients: recipients.length,
+  };
 }
 
 async function usedMemory(env: BenchEnvironment): Promise<number> {

@@ -117,7 +117,7 @@ export function renderReport(r: BenchResult): string {
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
   cost.push([
     'Redis memory while handoffs wait',
-    `${r.send.redisBytesPerWaitingAgent} bytes per waiting agent (one job), ${r.send.redisBytesPerQueuedHandoff} per handoff (${r.send.thirtyTwoClients.requests} to ${r.send.recipients})`,
+    `${r.send.redisBytesPerQueuedHandoff} bytes per handoff, ${r.send.redisBytesPerWaitingAgent} per agent (${r.send.thirtyTwoClients.requests} handoffs to ${r.send.recipients} agents)`,
   ]);
   const targets: string[][] = [['target', 'goal', 'measured', 'met']];
   for (const t of r.targets) targets.push([t.name, t.goal, t.measured, t.met ? 'yes' : 'NO']);

@@ -8,10 +8,10 @@ export interface SendResults {
   thirtyTwoClients: LoadResult;
   /**
    * Redis memory per handoff waiting for delivery (no worker running), bytes. At most one
-   * dispatch job waits per agent, so this is per recipient, spread over its queued handoffs.
+   * dispatch job waits per agent; the rest is BullMQ's event stream (capped at 10,000 entries).
    */
   redisBytesPerQueuedHandoff: number;
-  /** The same memory per recipient with handoffs waiting (one waiting job and its dedup key). */
+  /** The same memory per recipient with handoffs waiting. */
   redisBytesPerWaitingAgent: number;
   /** How many recipients the queued handoffs were spread over. */
   recipients: number;

@@ -17,25 +17,30 @@ export interface DeliveryQueueOptions {
    * replaced by the reconciler's sweep.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
+  /** At most one sweep job per agent in this window (default SWEEP_DEDUP_MS). */
+  sweepDedupMs?: number;
 }
 
 interface WakeUp {
   name: string;
   data: DispatchJob;
-  opts: { jobId: string; deduplication: { id: string; keepLastIfActive: true } };
+  opts: { jobId: string; deduplication?: { id: string; ttl: number } };
 }
 
+/** How long a sweep job keeps the reconciler from adding another for the same agent. */
+export const SWEEP_DEDUP_MS = 5_000;
+
 /**
- * An immediate dispatch job. At most one per agent waits in the queue (BullMQ deduplication,
- * keyed by agent): a wake-up for an agent whose job is still waiting is dropped, since that
- * job's run will see the new work in Postgres; one that arrives while the agent's job is
- * running is kept as its successor (keepLastIfActive), started when the running one ends.
- * Without this, every reconciler sweep under a backlog added one more job per waiting agent,
- * each costing a lock and two Postgres look-ups to find nothing (4-5 runs per handoff at
- * 10,000 agents).
+ * An immediate dispatch job. The reconciler's sweep jobs are deduplicated per agent for
+ * `sweepDedupMs` (BullMQ deduplication with an expiring key): under a backlog, every sweep (once
+ * a second) otherwise added one more job for each agent whose wake-up was simply still waiting,
+ * each run costing a lock and two look-ups that found nothing (4-5 runs per handoff at 10,000
+ * agents). The key expires by itself, so a job lost to a partial key deletion never blocks the
+ * agent for longer than that. Wake-ups for a commit or a finished turn are never merged.
  */
-function wakeUp(job: DispatchJob, jobId: string): WakeUp {
-  return { name: DISPATCH_JOB_NAME, data: job, opts: { jobId, deduplication: { id: job.agentId, keepLastIfActive: true } } };
+function wakeUp(job: DispatchJob, jobId: string, sweepDedupMs: number): WakeUp {
+  const deduplication = job.cause === 'sweep' ? { id: `sweep-${job.agentId}`, ttl: sweepDedupMs } : undefined;
+  return { name: DISPATCH_JOB_NAME, data: job, opts: deduplication ? { jobId, deduplication } : { jobId } };
 }
 
 /**
@@ -79,8 +84,7 @@ export class DeliveryQueues {
 
   /**
    * Adds one dispatch job (immediate ones are batched per tick). Idempotent per `jobId` while a
-   * job with that id exists; an immediate one is also dropped while the agent has one waiting
-   * (see wakeUp). Delayed ones (a back-off, a resend time) are never merged.
+   * job with that id exists; sweep jobs also per agent for a few seconds (see wakeUp).
    * @throws when Redis cannot be reached (callers decide: the API logs it, the reconciler retries).
    */
   async enqueue(job: DispatchJob, jobId: string, delayMs = 0): Promise<void> {
@@ -106,7 +110,7 @@ export class DeliveryQueues {
     }
     if (!batch.agents.has(job.agentId)) {
       batch.agents.add(job.agentId);
-      batch.jobs.push(wakeUp(job, jobId));
+      batch.jobs.push(wakeUp(job, jobId, this.opts.sweepDedupMs ?? SWEEP_DEDUP_MS));
     }
     await batch.done;
   }
@@ -128,7 +132,7 @@ export class DeliveryQueues {
     for (const { job, jobId } of items) {
       const name = this.queueName(job.provider, job.agentId);
       const list = byQueue.get(name) ?? [];
-      list.push(wakeUp(job, jobId));
+      list.push(wakeUp(job, jobId, this.opts.sweepDedupMs ?? SWEEP_DEDUP_MS));
       byQueue.set(name, list);
     }
     await Promise.all([...byQueue].map(([name, jobs]) => this.queue(name).addBulk(jobs)));

@@ -6,10 +6,7 @@ import { registerAgents, sendMany } from './common.ts';
 export interface SendResults {
   oneClient: LoadResult;
   thirtyTwoClients: LoadResult;
-  /**
-   * Redis memory per handoff waiting for delivery (no worker running), bytes. At most one
-   * dispatch job waits per agent; the rest is BullMQ's event stream (capped at 10,000 entries).
-   */
+  /** Redis memory per handoff waiting for delivery (no worker running: its wake-up job waits), bytes. */
   redisBytesPerQueuedHandoff: number;
   /** The same memory per recipient with handoffs waiting. */
   redisBytesPerWaitingAgent: number;

@@ -100,6 +100,10 @@ export function renderReport(r: BenchResult): string {
   cost.push(['demo-host peak RSS (MiB)', ...r.delivery.map((d) => String(d.cost.demoHostRssMiB))]);
   cost.push(['Redis connections per worker', ...r.delivery.map((d) => d.cost.redisConnectionsPerWorker.join(' / '))]);
   cost.push(['Redis connections, API', ...r.delivery.map((d) => String(d.cost.redisConnectionsApi))]);
+  cost.push([
+    'Redis memory per queued handoff',
+    ...r.delivery.map((d) => (d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`)),
+  ]);
   cost.push(['Postgres connections', ...r.delivery.map((d) => Object.entries(d.cost.postgresConnections).map(([k, v]) => `${k} ${v}`).join(', '))]);
   const per = (f: (d: DeliveryRun) => number | null, unit = '') => r.delivery.map((d) => (f(d) === null ? 'n/a' : `${f(d)}${unit}`));
   cost.push(['CPU ms per handoff, all processes', ...per((d) => d.perHandoff.cpuMs.total)]);
@@ -116,7 +120,7 @@ export function renderReport(r: BenchResult): string {
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
   cost.push([
-    'Redis memory while handoffs wait',
+    'Redis memory, nothing delivering',
     `${r.send.redisBytesPerQueuedHandoff} bytes per handoff, ${r.send.redisBytesPerWaitingAgent} per agent (${r.send.thirtyTwoClients.requests} handoffs to ${r.send.recipients} agents)`,
   ]);
   const targets: string[][] = [['target', 'goal', 'measured', 'met']];

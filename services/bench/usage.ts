@@ -76,6 +76,11 @@ export interface UsagePerHandoff {
   redisCommands: number | null;
 }
 
+/** Redis's used_memory, bytes. */
+export async function redisUsedMemory(env: BenchEnvironment): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await env.redis.info('memory'))?.[1] ?? 0);
+}
+
 export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapshot> {
   const workers = await Promise.all(env.workers.map((w) => cpuOf(w.pid)));
   const [api, demoHost, postgres, redis, loadGenerator] = await Promise.all([

@@ -36,6 +36,8 @@ describe('baton bench --quick --json', () => {
       for (const k of ['postgres', 'redis']) expect(d.perHandoff.cpuMs[k] === null || isNumber(d.perHandoff.cpuMs[k])).toBe(true);
       for (const k of ['postgresStatements', 'redisCommands']) expect(d.perHandoff[k] === null || isNumber(d.perHandoff[k])).toBe(true);
       expect(d.cost.workerRssMiB).toHaveLength(2);
+      expect(d.cost.redisBytesPerQueuedHandoff === null || isNumber(d.cost.redisBytesPerQueuedHandoff)).toBe(true);
+      expect(isNumber(d.cost.queuedAtPeak)).toBe(true);
     }
     expect(r.dispatchLatency).toMatchObject({ agents: 100, perSecond: 50, handoffs: 100, errors: 0 });
     for (const f of ['dispatchP50Ms', 'dispatchP99Ms', 'acceptedP50Ms', 'returnedP99Ms']) expect(isNumber(r.dispatchLatency[f]), `dispatchLatency.${f}`).toBe(true);

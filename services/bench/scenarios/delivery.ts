@@ -1,7 +1,7 @@
 import type { BenchEnvironment } from '../bench-environment.ts';
 import type { LoadResult } from '../http-load.ts';
-import { connectionsTo, peakRssMiB } from '../measure.ts';
-import { usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
+import { connectionsTo, peakRssMiB, round } from '../measure.ts';
+import { BENCH_SQL, redisUsedMemory, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
 import { deliveryMetrics, registerAgents, sendMany, waitSettled, type DeliveryMetrics } from './common.ts';
 
 export interface ProcessCost {
@@ -11,6 +11,13 @@ export interface ProcessCost {
   redisConnectionsPerWorker: number[];
   redisConnectionsApi: number;
   postgresConnections: Record<string, number>;
+  /**
+   * Redis memory per handoff still waiting for delivery when the last send was accepted (the
+   * backlog's peak): used memory then, less before the run, over that backlog. null: no backlog.
+   */
+  redisBytesPerQueuedHandoff: number | null;
+  /** Handoffs not yet delivered at that moment. */
+  queuedAtPeak: number;
 }
 
 export interface DeliveryRun extends DeliveryMetrics {
@@ -36,15 +43,22 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
   const before = await usageSnapshot(env);
+  const memoryBefore = await redisUsedMemory(env);
   const send = await sendMany(client, project, handoffs, 32, (i) => ({
     from: `e${agents}-sender`,
     to: handles[i % agents],
     title: `task ${i}`,
     message: `End-to-end handoff ${i}`,
   }));
+  const memoryAtPeak = await redisUsedMemory(env);
+  const queuedAtPeak = await openHandoffs(env, project);
   await waitSettled(env.pool, project, handoffs, 300_000);
   const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
-  const cost = await processCost(env);
+  const cost: ProcessCost = {
+    ...(await processCost(env)),
+    redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(Math.max(0, memoryAtPeak - memoryBefore) / queuedAtPeak, 0) : null,
+    queuedAtPeak,
+  };
   const metrics = await deliveryMetrics(env.pool, project);
   await env.releaseProcesses(fresh);
   if (fresh) await env.clearRedis();
@@ -52,7 +66,15 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   return { agents, send, cost, perHandoff, ...metrics };
 }
 
-export async function processCost(env: BenchEnvironment): Promise<ProcessCost> {
+async function openHandoffs(env: BenchEnvironment, project: string): Promise<number> {
+  const { rows } = await env.pool.query<{ n: number }>(
+    `${BENCH_SQL} SELECT count(*)::int AS n FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1) AND settled_at IS NULL`,
+    [project],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+export async function processCost(env: BenchEnvironment): Promise<Omit<ProcessCost, 'redisBytesPerQueuedHandoff' | 'queuedAtPeak'>> {
   const { rows } = await env.pool.query<{ app: string; n: number }>(
     `SELECT application_name AS app, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'baton-%' AND application_name <> 'baton-bench' GROUP BY 1`,
   );

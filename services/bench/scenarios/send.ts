@@ -2,6 +2,7 @@ import type { BenchEnvironment } from '../bench-environment.ts';
 import type { JsonClient, LoadResult } from '../http-load.ts';
 import { round } from '../measure.ts';
 import { registerAgents, sendMany } from './common.ts';
+import { redisUsedMemory } from '../usage.ts';
 
 export interface SendResults {
   oneClient: LoadResult;
@@ -29,9 +30,9 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   await sendMany(client, project, 200, 8, body('warmup'));
   const oneClient = await sendMany(client, project, opts.one, 1, body('one'));
   tick();
-  const memBefore = await usedMemory(env);
+  const memBefore = await redisUsedMemory(env);
   const thirtyTwoClients = await sendMany(client, project, opts.many, 32, body('many'));
-  const memAfter = await usedMemory(env);
+  const memAfter = await redisUsedMemory(env);
   tick();
   // No worker runs here: these handoffs stay WAITING. Remove them so later scenarios start clean.
   await env.pool.query(`DELETE FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1)`, [project]);
@@ -45,7 +46,4 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   };
 }
 
-async function usedMemory(env: BenchEnvironment): Promise<number> {
-  const info = await env.redis.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-}
+

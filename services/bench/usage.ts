@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type { BenchEnvironment } from './bench-environment.ts';
 import { round } from './measure.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
 
 /** Marks the bench's own queries, so statement counts leave them out (the text is kept by pg_stat_statements). */
 export const BENCH_SQL = '/* baton-bench */';
@@ -79,6 +80,43 @@ export interface UsagePerHandoff {
 /** Redis's used_memory, bytes. */
 export async function redisUsedMemory(env: BenchEnvironment): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await env.redis.info('memory'))?.[1] ?? 0);
+}
+
+async function scanKeys(env: BenchEnvironment, pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await env.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+const memoryOf = async (env: BenchEnvironment, key: string) => Number((await env.redis.memory('USAGE', key).catch(() => 0)) ?? 0);
+
+/**
+ * Redis memory held by the delivery jobs not finished right now, bytes: each queue's wait and
+ * active lists and delayed set, plus the hashes of the jobs in them (all of them up to 500 per queue, else a
+ * sample of 500 scaled up). MEMORY USAGE per key, so nothing else on the server counts.
+ */
+export async function redisMemoryOfWaitingJobs(env: BenchEnvironment): Promise<number> {
+  let total = 0;
+  // Empty lists do not exist in Redis; every queue has its job-id counter.
+  for (const idKey of await scanKeys(env, `${new RedisNames(env.prefix).bullPrefix}:*:id`)) {
+    const base = idKey.slice(0, -':id'.length);
+    const waitKey = `${base}:wait`;
+    const ids = [
+      ...(await env.redis.lrange(waitKey, 0, -1)),
+      ...(await env.redis.lrange(`${base}:active`, 0, -1)),
+      ...(await env.redis.zrange(`${base}:delayed`, '0', '-1')),
+    ];
+    total += (await memoryOf(env, waitKey)) + (await memoryOf(env, `${base}:active`)) + (await memoryOf(env, `${base}:delayed`));
+    const sample = ids.length <= 500 ? ids : Array.from({ length: 500 }, (_, i) => ids[Math.floor((i * ids.length) / 500)]!);
+    const sizes = await Promise.all(sample.map((id) => memoryOf(env, `${base}:${id}`)));
+    if (sample.length > 0) total += (sizes.reduce((a, b) => a + b, 0) / sample.length) * ids.length;
+  }
+  return Math.round(total);
 }
 
 export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapshot> {

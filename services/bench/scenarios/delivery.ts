@@ -1,7 +1,7 @@
 import type { BenchEnvironment } from '../bench-environment.ts';
 import type { LoadResult } from '../http-load.ts';
 import { connectionsTo, peakRssMiB, round } from '../measure.ts';
-import { BENCH_SQL, redisUsedMemory, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
+import { BENCH_SQL, redisMemoryOfWaitingJobs, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
 import { deliveryMetrics, registerAgents, sendMany, waitSettled, type DeliveryMetrics } from './common.ts';
 
 export interface ProcessCost {
@@ -13,7 +13,8 @@ export interface ProcessCost {
   postgresConnections: Record<string, number>;
   /**
    * Redis memory per handoff still waiting for delivery when the last send was accepted (the
-   * backlog's peak): used memory then, less before the run, over that backlog. null: no backlog.
+   * backlog's peak): what the waiting jobs hold (redisMemoryOfWaitingJobs) over that backlog.
+   * null: no backlog.
    */
   redisBytesPerQueuedHandoff: number | null;
   /** Handoffs not yet delivered at that moment. */
@@ -43,20 +44,19 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
   const before = await usageSnapshot(env);
-  const memoryBefore = await redisUsedMemory(env);
   const send = await sendMany(client, project, handoffs, 32, (i) => ({
     from: `e${agents}-sender`,
     to: handles[i % agents],
     title: `task ${i}`,
     message: `End-to-end handoff ${i}`,
   }));
-  const memoryAtPeak = await redisUsedMemory(env);
+  const memoryAtPeak = await redisMemoryOfWaitingJobs(env);
   const queuedAtPeak = await openHandoffs(env, project);
   await waitSettled(env.pool, project, handoffs, 300_000);
   const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
   const cost: ProcessCost = {
     ...(await processCost(env)),
-    redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(Math.max(0, memoryAtPeak - memoryBefore) / queuedAtPeak, 0) : null,
+    redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(memoryAtPeak / queuedAtPeak, 0) : null,
     queuedAtPeak,
   };
   const metrics = await deliveryMetrics(env.pool, project);

@@ -67,31 +67,34 @@ export const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JO
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
  * them (and the project) itself, so a send is one round trip.
  */
-export interface Enrollment {
-  id: string;
+export interface Enrollment
+  extends Pick<
+    HandoffRecord,
+    | 'id'
+    | 'title'
+    | 'message'
+    | 'focus'
+    | 'doneWhen'
+    | 'contextSummary'
+    | 'openQuestions'
+    | 'nextSteps'
+    | 'dueAt'
+    | 'idempotencyKey'
+    | 'contentHash'
+    | 'duplicateOfId'
+    | 'deliveryState'
+    | 'deliveryDetail'
+    | 'createdAt'
+  > {
   projectSlug: string;
   fromHandle: string;
   /** null: unowned work addressed to the project (any of its agents may claim it). */
   toHandle: string | null;
   /** The tracked session the handoff belongs to (must be in the same project). */
   sessionId: string | null;
-  title: string | null;
-  message: string;
-  focus: string | null;
-  doneWhen: string | null;
-  contextSummary: string | null;
-  openQuestions: string[];
-  nextSteps: string[];
-  dueAt: Date | null;
-  idempotencyKey: string | null;
-  contentHash: string;
   /** true: set in_progress_key (an original without an idempotency key), so an identical send conflicts. */
   guardDuplicates: boolean;
-  duplicateOfId: string | null;
-  deliveryState: DeliveryState;
-  deliveryDetail: string | null;
   workState: 'open' | null;
-  createdAt: Date;
   /**
    * When the recipient has a turn in flight, insert the handoff already BUSY: `to` and `event`
    * are the second move (planned by the caller), written as a second event row.

@@ -225,14 +225,22 @@ export class BenchEnvironment {
     );
   }
 
-  /** Deletes every queue and lock key of this run (between scenarios). */
-  async clearRedis(): Promise<void> {
+  /** Every key matching `pattern` (SCAN, so Redis is never blocked). */
+  async scanKeys(pattern: string): Promise<string[]> {
+    const found: string[] = [];
     let cursor = '0';
     do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}:*`, 'COUNT', 1000);
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      found.push(...keys);
       cursor = next;
-      if (keys.length > 0) await this.redis.del(...keys);
     } while (cursor !== '0');
+    return found;
+  }
+
+  /** Deletes every queue and lock key of this run (between scenarios). */
+  async clearRedis(): Promise<void> {
+    const keys = await this.scanKeys(`${this.prefix}:*`);
+    for (let i = 0; i < keys.length; i += 1000) await this.redis.del(...keys.slice(i, i + 1000));
   }
 
   async close(): Promise<void> {

@@ -105,7 +105,11 @@ export function renderReport(r: BenchResult): string {
     ...r.delivery.map((d) => (d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`)),
   ]);
   cost.push(['Postgres connections', ...r.delivery.map((d) => Object.entries(d.cost.postgresConnections).map(([k, v]) => `${k} ${v}`).join(', '))]);
-  const per = (f: (d: DeliveryRun) => number | null, unit = '') => r.delivery.map((d) => (f(d) === null ? 'n/a' : `${f(d)}${unit}`));
+  const per = (f: (d: DeliveryRun) => number | null) =>
+    r.delivery.map((d) => {
+      const v = f(d);
+      return v === null ? 'n/a' : String(v);
+    });
   cost.push(['CPU ms per handoff, all processes', ...per((d) => d.perHandoff.cpuMs.total)]);
   for (const [role, label] of [
     ['postgres', 'Postgres'],

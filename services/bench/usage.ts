@@ -82,17 +82,6 @@ export async function redisUsedMemory(env: BenchEnvironment): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await env.redis.info('memory'))?.[1] ?? 0);
 }
 
-async function scanKeys(env: BenchEnvironment, pattern: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await env.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  return found;
-}
-
 const memoryOf = async (env: BenchEnvironment, key: string) => Number((await env.redis.memory('USAGE', key).catch(() => 0)) ?? 0);
 
 /**
@@ -103,7 +92,7 @@ const memoryOf = async (env: BenchEnvironment, key: string) => Number((await env
 export async function redisMemoryOfWaitingJobs(env: BenchEnvironment): Promise<number> {
   let total = 0;
   // Empty lists do not exist in Redis; every queue has its job-id counter.
-  for (const idKey of await scanKeys(env, `${new RedisNames(env.prefix).bullPrefix}:*:id`)) {
+  for (const idKey of await env.scanKeys(`${new RedisNames(env.prefix).bullPrefix}:*:id`)) {
     const base = idKey.slice(0, -':id'.length);
     const waitKey = `${base}:wait`;
     const ids = [

@@ -1,16 +1,22 @@
-// Prints the delivery state diagram (Mermaid) generated from libs/domain/transitions.ts;
-// with --write, replaces the copy in libs/handoffs/README.md.
+// Prints the delivery and work state diagrams (Mermaid) generated from libs/domain/transitions.ts
+// and libs/domain/work-states.ts; with --write, replaces their copies in libs/handoffs/README.md.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { renderStateDiagram } from '../libs/domain/state-diagram.ts';
+import { renderStateDiagram, renderWorkStateDiagram } from '../libs/domain/state-diagram.ts';
 
-const block = ['```mermaid', renderStateDiagram(), '```'].join('\n');
+const blocks = {
+  'state-diagram': ['```mermaid', renderStateDiagram(), '```'].join('\n'),
+  'work-state-diagram': ['```mermaid', renderWorkStateDiagram(), '```'].join('\n'),
+};
 if (process.argv.includes('--write')) {
   const file = new URL('../libs/handoffs/README.md', import.meta.url);
-  const readme = readFileSync(file, 'utf8');
-  const [before, rest] = readme.split('<!-- state-diagram:start -->');
-  const after = rest?.split('<!-- state-diagram:end -->')[1];
-  if (before === undefined || after === undefined) throw new Error('state-diagram markers not found in libs/handoffs/README.md');
-  writeFileSync(file, `${before}<!-- state-diagram:start -->\n${block}\n<!-- state-diagram:end -->${after}`);
+  let readme = readFileSync(file, 'utf8');
+  for (const [name, block] of Object.entries(blocks)) {
+    const [before, rest] = readme.split(`<!-- ${name}:start -->`);
+    const after = rest?.split(`<!-- ${name}:end -->`)[1];
+    if (before === undefined || after === undefined) throw new Error(`${name} markers not found in libs/handoffs/README.md`);
+    readme = `${before}<!-- ${name}:start -->\n${block}\n<!-- ${name}:end -->${after}`;
+  }
+  writeFileSync(file, readme);
 } else {
-  process.stdout.write(`${block}\n`);
+  process.stdout.write(`${blocks['state-diagram']}\n\n${blocks['work-state-diagram']}\n`);
 }

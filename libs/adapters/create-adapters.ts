@@ -2,12 +2,30 @@ import { AdapterRegistry } from './adapter-registry.ts';
 import { createDemoAdapter } from './demo/create-demo-adapter.ts';
 import type { DemoHostPort } from './demo/demo-agent-host.ts';
 import type { ProviderAdapter } from './provider-adapter.ts';
+import { createWebhookAdapter, type TurnReportsPort } from './webhook/create-webhook-adapter.ts';
+import { createCommandAdapter } from './command/create-command-adapter.ts';
 
-import { PUSH_PROVIDERS } from './implemented-providers.ts';
+import { providerSpec, pushProviders } from './provider-specs.ts';
+import type { AdapterDeadlines } from './provider-spec.ts';
+import { withDeadlines } from './with-deadlines.ts';
 
 export interface AdapterFactoryDeps {
   /** Where the demo provider's simulated sessions live. */
   readonly demoHost: DemoHostPort;
+  /**
+   * Deadlines per provider (config `BATON_ADAPTER_DEADLINES`), over the defaults each
+   * provider's spec declares.
+   */
+  readonly deadlines?: Readonly<Record<string, Partial<AdapterDeadlines>>>;
+  /** Reports webhook agents sent to the callback route (libs/db `turnReports`); needed for `webhook`. */
+  readonly turnReports?: TurnReportsPort;
+  /** Baton's callback route as webhook agents reach it; an agent's `callbackUrl` setting wins. */
+  readonly webhookCallbackUrl?: string | undefined;
+  /**
+   * Needed for `command`: where its run records live (`runDir`, per host, surviving worker
+   * restarts) and the worker environment programs inherit (`inheritedEnv(process.env)`).
+   */
+  readonly command?: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
 }
 
 /**
@@ -15,13 +33,23 @@ export interface AdapterFactoryDeps {
  * @throws Error naming the provider when one has no adapter yet.
  */
 export function createAdapters(providers: readonly string[], deps: AdapterFactoryDeps): AdapterRegistry {
-  const adapters: ProviderAdapter[] = providers.map((p) => {
-    switch (p) {
-      case 'demo':
-        return createDemoAdapter(deps.demoHost);
-      default:
-        throw new Error(`no adapter for provider ${JSON.stringify(p)}; available: ${PUSH_PROVIDERS.join(', ')}`);
-    }
-  });
+  // Every adapter call gets its provider's deadlines here, once, so no adapter can forget them.
+  const adapters: ProviderAdapter[] = providers.map((p) => withDeadlines(createAdapter(p, deps), { ...providerSpec(p).deadlines, ...deps.deadlines?.[p] }));
   return new AdapterRegistry(adapters);
+}
+
+/** One provider's adapter, without deadlines. */
+function createAdapter(p: string, deps: AdapterFactoryDeps): ProviderAdapter {
+  switch (p) {
+    case 'demo':
+      return createDemoAdapter(deps.demoHost);
+    case 'webhook':
+      if (!deps.turnReports) throw new Error('the webhook adapter needs the turn reports store (deps.turnReports)');
+      return createWebhookAdapter({ reports: deps.turnReports, callbackUrl: deps.webhookCallbackUrl });
+    case 'command':
+      if (!deps.command) throw new Error('the command adapter needs a run directory and a base environment (deps.command)');
+      return createCommandAdapter(deps.command);
+    default:
+      throw new Error(`no adapter for provider ${JSON.stringify(p)}; available: ${pushProviders().join(', ')}`);
+  }
 }

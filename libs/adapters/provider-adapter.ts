@@ -48,7 +48,8 @@ export interface TurnRequest {
 export type SendResult =
   /** `seen`: the turn's state as the provider reported it with the acceptance (saves a look). */
   | { readonly outcome: 'accepted'; readonly seen?: TurnObservation }
-  | { readonly outcome: 'busy'; readonly detail?: string }
+  /** `retryAfterMs`: when the recipient asked to be tried again (a webhook's `Retry-After`), if it said. */
+  | { readonly outcome: 'busy'; readonly detail?: string; readonly retryAfterMs?: number }
   | { readonly outcome: 'rejected'; readonly reason: string }
   | { readonly outcome: 'not_sent'; readonly error: string }
   | { readonly outcome: 'gone'; readonly reason: string }
@@ -59,7 +60,12 @@ export interface TurnResult {
   readonly output?: unknown;
 }
 
-export type ObservedStatus = 'accepted' | 'running' | 'returned' | 'failed' | 'interrupted';
+/**
+ * `busy` and `rejected` describe a turn that was started but did nothing: the recipient (a
+ * command's documented exit code, a webhook's callback) answered "busy, nothing done" or "refused"
+ * only after the write. Baton treats them as it treats the same answers to the write itself.
+ */
+export type ObservedStatus = 'accepted' | 'running' | 'returned' | 'failed' | 'interrupted' | 'busy' | 'rejected';
 
 /**
  * A look into the session's history for one request id. `complete` says the whole history was
@@ -79,6 +85,10 @@ export type TurnEnd =
   | { readonly status: 'returned'; readonly result: TurnResult }
   | { readonly status: 'failed'; readonly error: string }
   | { readonly status: 'interrupted'; readonly error: string }
+  /** The recipient said, after the write, that it was busy and did nothing: resent later, no attempt budget spent. */
+  | { readonly status: 'busy'; readonly detail: string }
+  /** The recipient refused the turn after the write (nothing done): counted as a refusal. */
+  | { readonly status: 'rejected'; readonly reason: string }
   | { readonly status: 'unobservable'; readonly error: string };
 
 export interface WatchHooks {
@@ -105,4 +115,31 @@ export interface ProviderAdapter {
    */
   waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd>;
   close(): Promise<void>;
+}
+
+/**
+ * How an observed turn ended, or null while it has not (not found, accepted, running). One
+ * mapping for the engine and every adapter that follows turns by observing them.
+ */
+export function endOfObservation(seen: TurnObservation): TurnEnd | null {
+  if (!seen.found) return null;
+  switch (seen.status) {
+    case 'returned':
+      return { status: 'returned', result: seen.result ?? { summary: '' } };
+    case 'failed':
+      return { status: 'failed', error: seen.error ?? 'failed' };
+    case 'interrupted':
+      return { status: 'interrupted', error: seen.error ?? 'interrupted' };
+    case 'busy':
+      return { status: 'busy', detail: seen.error ?? 'the recipient was busy and did nothing' };
+    case 'rejected':
+      return { status: 'rejected', reason: seen.error ?? 'the recipient refused the turn' };
+    case 'accepted':
+    case 'running':
+      return null;
+    default: {
+      const never: never = seen.status;
+      throw new Error(`unexpected observed status: ${JSON.stringify(never)}`);
+    }
+  }
 }

@@ -1,6 +1,10 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_RATE_LIMIT } from '../domain/rate-limit.ts';
+import { POOL_PATTERN } from '../domain/ids.ts';
+import { inheritedEnv } from '../adapters/command/create-command-adapter.ts';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
+import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../domain/delivery-policy.ts';
 
 /**
  * The only reader of process.env. `loadConfig` validates every variable once and returns a
@@ -20,6 +24,17 @@ export interface BatonConfig {
   readonly queueShards: number;
   /** Providers this worker process runs adapters for. */
   readonly workerProviders: readonly string[];
+  /**
+   * Worker pools (host affinity) this worker process delivers to; '' is the unnamed pool.
+   * An agent registered with `pool` gets turns only from workers of that pool.
+   */
+  readonly workerPools: readonly string[];
+  /** The command provider: where run records live (they must survive a worker restart) and what programs inherit. */
+  readonly command: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
+  /** Where webhook agents send their signed callbacks (Baton's API as they reach it). */
+  readonly webhookCallbackUrl: string;
+  /** Deadlines of adapter calls per provider, over each provider's defaults (ms). */
+  readonly adapterDeadlines: Readonly<Record<string, Partial<{ writeMs: number; observeMs: number; busyMs: number }>>>;
   /** Jobs one worker process runs at once per shard queue. */
   readonly workerConcurrency: number;
   /** Per-agent turn lock: time to live; it is extended every ttl/3 while the turn runs. */
@@ -32,6 +47,10 @@ export interface BatonConfig {
   /** On SIGTERM, how long running turns may take to finish before they are handed back. */
   readonly shutdownGraceMs: number;
   readonly dbPoolSize: number;
+  /** Longest wait for a connection and for each statement's reply before `database_unavailable`. */
+  readonly dbTimeouts: DatabaseTimeouts;
+  /** The reconciliation windows the delivery workers and their reconciler apply. */
+  readonly deliveryWindows: DeliveryWindows;
   /** Where simulated (demo) agents live when not in this process. */
   readonly demoHostUrl: string | undefined;
   /** Project used when a request names none. */
@@ -93,6 +112,51 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return v;
 }
 
+const WEEK_MS = 7 * 24 * 3_600_000;
+
+
+function pools(env: Env): string[] {
+  const raw = optional(env, 'BATON_WORKER_POOLS');
+  if (raw === undefined) return [''];
+  const names = raw.split(',').map((p) => p.trim().toLowerCase());
+  const out: string[] = [];
+  for (const name of names) {
+    // "default" (or an empty item) names the unnamed pool.
+    const pool = name === '' || name === 'default' ? '' : name;
+    if (pool !== '' && !new RegExp(POOL_PATTERN).test(pool)) {
+      throw new ConfigError(`BATON_WORKER_POOLS: ${JSON.stringify(name)} is not a pool name (lower-case letters, digits, "_" and "-", at most 32)`);
+    }
+    if (!out.includes(pool)) out.push(pool);
+  }
+  return out;
+}
+
+const DEADLINE_KEYS = ['writeMs', 'observeMs', 'busyMs'] as const;
+
+function adapterDeadlines(env: Env): Record<string, Partial<Record<(typeof DEADLINE_KEYS)[number], number>>> {
+  const raw = optional(env, 'BATON_ADAPTER_DEADLINES');
+  if (raw === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('BATON_ADAPTER_DEADLINES must be JSON, e.g. {"webhook":{"writeMs":5000}}');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError('BATON_ADAPTER_DEADLINES must be a JSON object of provider -> deadlines');
+  const out: Record<string, Partial<Record<(typeof DEADLINE_KEYS)[number], number>>> = {};
+  for (const [provider, value] of Object.entries(parsed)) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider} must be an object`);
+    const d: Partial<Record<(typeof DEADLINE_KEYS)[number], number>> = {};
+    for (const [key, ms] of Object.entries(value)) {
+      if (!(DEADLINE_KEYS as readonly string[]).includes(key)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} is unknown; use ${DEADLINE_KEYS.join(', ')}`);
+      if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > 3_600_000) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} must be a whole number of ms between 1 and 3600000`);
+      d[key as (typeof DEADLINE_KEYS)[number]] = ms;
+    }
+    out[provider] = Object.freeze(d);
+  }
+  return Object.freeze(out);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env): BatonConfig {
@@ -112,6 +176,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     .filter((p) => p !== '');
   const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
   const home = str(env, 'BATON_HOME', join(env['HOME'] || homedir(), '.baton'));
+  const publicUrl = (url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 3_000, 300, 600_000);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -119,12 +184,19 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     api: {
       host,
       port,
-      publicUrl: url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+      publicUrl,
     },
     logLevel: logLevel as BatonConfig['logLevel'],
     redisPrefix,
     queueShards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 256),
     workerProviders: providers,
+    workerPools: pools(env),
+    adapterDeadlines: adapterDeadlines(env),
+    command: Object.freeze({
+      runDir: str(env, 'BATON_COMMAND_RUN_DIR', join(home, 'command-runs')),
+      baseEnv: Object.freeze(inheritedEnv(env)),
+    }),
+    webhookCallbackUrl: url(env, 'BATON_WEBHOOK_CALLBACK_URL', ['http:', 'https:']) ?? `${publicUrl}/v1/webhooks/callback`,
     workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY', 64, 1, 10_000),
     turnLockTtlMs,
     jobLockMs: int(env, 'BATON_JOB_LOCK_MS', 3_000, 500, 600_000),
@@ -132,6 +204,16 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 1_000, 50, 3_600_000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
     dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
+    dbTimeouts: Object.freeze({
+      queryMs: int(env, 'BATON_DB_QUERY_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.queryMs, 100, 600_000),
+      connectMs: int(env, 'BATON_DB_CONNECT_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.connectMs, 100, 600_000),
+    }),
+    deliveryWindows: Object.freeze({
+      unobservableAfterMs: int(env, 'BATON_UNOBSERVABLE_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.unobservableAfterMs, 100, WEEK_MS),
+      interruptResendDelayMs: int(env, 'BATON_INTERRUPTED_RESEND_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.interruptResendDelayMs, 0, WEEK_MS),
+      absenceScans: int(env, 'BATON_UNCERTAIN_SCANS', DEFAULT_DELIVERY_WINDOWS.absenceScans, 2, 100),
+      absenceWindowMs: int(env, 'BATON_UNCERTAIN_SCAN_WINDOW_MS', DEFAULT_DELIVERY_WINDOWS.absenceWindowMs, 100, 30 * 24 * 3_600_000),
+    }),
     demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),
     defaultProject,
     agent: optional(env, 'BATON_AGENT'),

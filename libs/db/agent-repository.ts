@@ -1,8 +1,11 @@
-import type { PrismaClient } from './generated/prisma/client.ts';
+import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
+import type { DeliveryState } from '../domain/delivery-states.ts';
+import type { ActorKind } from '../domain/transitions.ts';
+import type { WorkState } from '../domain/work-states.ts';
 import type { AgentRecord, ProjectRecord, ProviderName } from './records.ts';
 
 /** What registration writes: the agent's own fields and the time. */
-export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget'> & { at: Date };
+export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool'> & { at: Date };
 
 type AgentRow = {
   id: string;
@@ -13,6 +16,7 @@ type AgentRow = {
   providerSettings: unknown;
   deliveryTarget: string | null;
   generation: number;
+  pool: string;
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -20,13 +24,67 @@ type AgentRow = {
 
 function toRecord(row: AgentRow): AgentRecord {
   const settings = row.providerSettings;
+  // Named fields only: a row from Prisma also carries columns (the bigint turn fence) that no
+  // caller of an AgentRecord needs and that JSON cannot hold.
   return {
-    ...row,
+    id: row.id,
+    projectId: row.projectId,
+    handle: row.handle,
+    displayName: row.displayName,
+    provider: row.provider,
     providerSettings: typeof settings === 'object' && settings !== null && !Array.isArray(settings) ? (settings as Record<string, unknown>) : {},
+    deliveryTarget: row.deliveryTarget,
+    generation: row.generation,
+    pool: row.pool,
+    removedAt: row.removedAt,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
   };
 }
 
 const DEFAULT_WORKSPACE = 'default';
+
+/**
+ * How a removal settles the agent's handoffs that no turn can reach any more, planned by the
+ * caller with the delivery and work tables: every handoff to the agent in one of `from` (a live
+ * turn state only while no turn was ever written to it, i.e. a pull claim) moves to `to`, and
+ * its work, when it is in one of `work.from`, to `work.to`; each move gets its event row.
+ */
+export interface RemovalSettlement {
+  from: readonly DeliveryState[];
+  liveTurnStates: readonly DeliveryState[];
+  to: DeliveryState;
+  detail: string;
+  event: { event: string; actorKind: ActorKind; actorId: string | null; tokenId: string | null; reason: string };
+  work: { from: readonly WorkState[]; to: WorkState; event: string } | null;
+}
+
+/** The removal's CTEs that settle the handoffs (`gone` is the removed agent). */
+function settlementSql(s: RemovalSettlement, at: Date): Prisma.Sql {
+  const workFrom = s.work?.from ?? [];
+  const workTo = s.work?.to ?? null;
+  const e = s.event;
+  // `b` is the row as the statement found it (the event's from-states); a row another writer
+  // moved meanwhile fails `b.revision = h.revision` and is left to that writer.
+  return Prisma.sql`, settled AS (
+        UPDATE handoffs h SET delivery_state = ${s.to}::delivery_state, revision = h.revision + 1, updated_at = ${at},
+          settled_at = ${at}, in_progress_key = NULL, delivery_detail = ${s.detail},
+          work_state = CASE WHEN h.work_state = ANY(${workFrom}::work_state[]) THEN ${workTo}::work_state ELSE h.work_state END,
+          work_revision = CASE WHEN h.work_state = ANY(${workFrom}::work_state[]) THEN h.work_revision + 1 ELSE h.work_revision END,
+          claim_token = NULL, lease_expires_at = NULL
+        FROM gone, handoffs b
+        WHERE h.recipient_id = gone.id AND b.id = h.id AND b.revision = h.revision
+          AND h.delivery_state = ANY(${s.from}::delivery_state[])
+          AND (h.attempt_count = 0 OR NOT h.delivery_state = ANY(${s.liveTurnStates}::delivery_state[]))
+        RETURNING h.id, b.delivery_state AS from_state, b.work_state AS work_from, h.work_state AS work_to, h.revision
+      ), settled_events AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, revision, created_at)
+        SELECT id, from_state, ${s.to}::delivery_state, NULL::work_state, NULL::work_state, ${e.event}, ${e.actorKind}::actor_kind, ${e.actorId}, ${e.tokenId}::uuid, ${e.reason}, revision, ${at}::timestamptz FROM settled
+        UNION ALL
+        SELECT id, ${s.to}::delivery_state, ${s.to}::delivery_state, work_from, work_to, ${s.work?.event ?? null}, ${e.actorKind}::actor_kind, ${e.actorId}, ${e.tokenId}::uuid, ${e.reason}, revision, ${at}::timestamptz
+        FROM settled WHERE work_from = ANY(${workFrom}::work_state[])
+      )`;
+}
 
 /** Workspaces, projects and agents, through Prisma (none of this is on the delivery hot path). */
 export class AgentRepository {
@@ -81,21 +139,22 @@ export class AgentRepository {
 
   /**
    * Inserts the agent, or revives a removed one with the same handle under a new generation
-   * (so handoffs enrolled for the old one are never redirected to it). Returns null when an
+   * (so handoffs enrolled for the old one are never redirected to it, and tokens issued to it,
+   * bound to its generation, stay refused). Returns null when an
    * active agent already has the handle; nothing changes then. One statement, race-free.
    */
   async insertOrRevive(a: AgentInput): Promise<AgentRecord | null> {
     const rows = await this.prisma.$queryRaw<AgentRow[]>`
-      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, created_at, updated_at)
+      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, pool, created_at, updated_at)
       VALUES (${a.id}::uuid, ${a.projectId}::uuid, ${a.handle}, ${a.displayName}, ${a.provider}::provider,
-              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.at}, ${a.at})
+              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.pool}, ${a.at}, ${a.at})
       ON CONFLICT (project_id, handle) DO UPDATE SET
         display_name = EXCLUDED.display_name, provider = EXCLUDED.provider,
-        provider_settings = EXCLUDED.provider_settings, delivery_target = EXCLUDED.delivery_target,
+        provider_settings = EXCLUDED.provider_settings, delivery_target = EXCLUDED.delivery_target, pool = EXCLUDED.pool,
         generation = a.generation + 1, removed_at = NULL, updated_at = EXCLUDED.updated_at
       WHERE a.removed_at IS NOT NULL
       RETURNING a.id, a.project_id AS "projectId", a.handle, a.display_name AS "displayName", a.provider::text AS provider,
-        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation,
+        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation, a.pool,
         a.removed_at AS "removedAt", a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
     const row = rows[0];
     return row ? toRecord(row) : null;
@@ -122,12 +181,23 @@ export class AgentRepository {
     return rows.map(toRecord);
   }
 
-  /** Soft-removes the agent; returns false when no active agent had the handle. */
-  async remove(projectId: string, handle: string, at: Date): Promise<boolean> {
-    const { count } = await this.prisma.agent.updateMany({
-      where: { projectId, handle, removedAt: null },
-      data: { removedAt: at, updatedAt: at },
-    });
-    return count > 0;
+  /**
+   * Soft-removes the agent and, in the same statement, revokes its live tokens: a removal ends
+   * them for good (they are also bound to this generation, so reviving the handle cannot bring
+   * them back). With `settle`, the same statement also settles the agent's handoffs no turn can
+   * reach any more (RemovalSettlement). Returns false when no active agent had the handle;
+   * nothing changes then.
+   */
+  async remove(projectId: string, handle: string, at: Date, settle?: RemovalSettlement): Promise<boolean> {
+    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>`
+      WITH gone AS (
+        UPDATE agents SET removed_at = ${at}, updated_at = ${at}
+        WHERE project_id = ${projectId}::uuid AND handle = ${handle} AND removed_at IS NULL
+        RETURNING id
+      ), revoked AS (
+        UPDATE agent_tokens t SET revoked_at = ${at} FROM gone WHERE t.agent_id = gone.id AND t.revoked_at IS NULL
+      )${settle ? settlementSql(settle, at) : Prisma.empty}
+      SELECT id FROM gone`;
+    return rows.length > 0;
   }
 }

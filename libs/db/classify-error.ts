@@ -1,11 +1,14 @@
 import { BatonError } from '../domain/errors.ts';
 
 // Postgres SQLSTATE classes and node errnos that mean "the database is not there right now".
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006']);
+// 57014 (query_canceled) is how Postgres ends a statement past the statement timeout.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006']);
 const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 const UNAVAILABLE_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
+  // pg's query_timeout: the statement's reply did not come in time (libs/db/open-database.ts).
+  'Query read timeout',
   'Client has encountered a connection error',
   'Cannot use a pool after calling end',
   'DatabaseNotReachable',
@@ -30,6 +33,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_PRISMA_CODES.has(code))) {
       return true;
     }
+    const original = e['originalCode'];
+    if (typeof original === 'string' && UNAVAILABLE_SQLSTATES.has(original)) return true;
     const kind = e['kind'];
     if (kind === 'DatabaseNotReachable' || kind === 'ConnectionClosed' || kind === 'SocketTimeout') return true;
     const message = e['message'];
@@ -53,11 +58,12 @@ export function sqlState(err: unknown): string | undefined {
 /**
  * Turns infrastructure failures into catalog errors; returns the error unchanged otherwise.
  * Callers wrap database calls with it at the edges (API error handler, worker loop).
+ * `database_unavailable` does not say whether a write happened: its reply may be what was lost.
  */
 export function classifyDatabaseError(err: unknown): unknown {
   if (err instanceof BatonError) return err;
   if (isDatabaseUnavailable(err)) {
-    return new BatonError('database_unavailable', 'the database is unavailable; nothing was recorded', undefined, { cause: err });
+    return new BatonError('database_unavailable', 'the database did not answer in time; a write may or may not have been recorded', undefined, { cause: err });
   }
   return err;
 }

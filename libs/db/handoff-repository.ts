@@ -4,6 +4,7 @@ import { prepared, type Queryable } from './prepared.ts';
 import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
+import type { WorkResultEffect, WorkState } from '../domain/work-states.ts';
 import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, NotificationRecord, ProviderName } from './records.ts';
 
 export type { Queryable } from './prepared.ts';
@@ -44,7 +45,7 @@ export interface UncertainCandidate {
 const H = (alias: string) => `
   ${alias}.id, ${alias}.seq, ${alias}.project_id AS "projectId", ${alias}.sender_id AS "senderId",
   ${alias}.recipient_id AS "recipientId", ${alias}.recipient_generation AS "recipientGeneration",
-  ${alias}.provider, ${alias}.delivery_target AS "deliveryTarget", ${alias}.session_id AS "sessionId",
+  ${alias}.provider, ${alias}.pool, ${alias}.delivery_target AS "deliveryTarget", ${alias}.session_id AS "sessionId",
   ${alias}.title, ${alias}.message, ${alias}.focus, ${alias}.done_when AS "doneWhen",
   ${alias}.context_summary AS "contextSummary", ${alias}.open_questions AS "openQuestions",
   ${alias}.next_steps AS "nextSteps", ${alias}.due_at AS "dueAt", ${alias}.idempotency_key AS "idempotencyKey",
@@ -94,7 +95,7 @@ export interface Enrollment
   sessionId: string | null;
   /** true: set in_progress_key (an original without an idempotency key), so an identical send conflicts. */
   guardDuplicates: boolean;
-  workState: 'open' | null;
+  workState: WorkState | null;
   /**
    * When the recipient has a turn in flight, insert the handoff already BUSY: `to` and `event`
    * are the second move (planned by the caller), written as a second event row.
@@ -148,6 +149,12 @@ export interface AttemptInsert {
   requestId: string;
   workerId: string | null;
   deliveryTarget: string | null;
+  /**
+   * The reserving worker's turn-lock fencing number. The reservation raises the recipient's
+   * fence (`agent_turn_fences`) to it in the same statement and is refused (nothing moves) when the agent
+   * already saw a newer one: a worker that lost its lock cannot start a turn.
+   */
+  fence?: bigint;
 }
 
 export interface AttemptUpdate {
@@ -186,9 +193,12 @@ export interface TransitionWrite {
   alsoMoveQueued?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
   /**
    * In the same statement, moves the handoff's work when it is in one of `from` (and only
-   * then), with its own event row: a push turn that returned a result returns the work.
+   * then), with its own event row: a push turn that returned a result returns the work; a
+   * delivery that ended where nobody will do the work settles it. `result`: what the work
+   * table says the move does to the attempt's result (undefined: left alone). A move out of
+   * the claim always ends the claim token and lease.
    */
-  alsoWork?: { from: readonly string[]; to: string; event: EventWrite; returnOutcome: string };
+  alsoWork?: { from: readonly string[]; to: string; event: EventWrite; result: WorkResultEffect | undefined };
 }
 
 const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }> = {
@@ -308,17 +318,17 @@ export class HandoffRepository {
        ), s AS (
          SELECT a.id FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $3 AND a.removed_at IS NULL
        ), r AS (
-         SELECT a.id, a.generation, a.provider, a.delivery_target FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
+         SELECT a.id, a.generation, a.provider, a.delivery_target, a.pool FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
        ), ses AS (
          SELECT $34::uuid IS NULL OR EXISTS (SELECT 1 FROM sessions x JOIN p ON x.project_id = p.id WHERE x.id = $34::uuid) AS ok
        ), k AS (
          SELECT CASE WHEN $19 THEN (SELECT id::text FROM s) || ':' || coalesce((SELECT id::text || ':' || generation FROM r), 'project') || ':' || $16 END AS key
        ), h AS (
-         INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, delivery_target, session_id,
+         INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, pool, delivery_target, session_id,
            title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
            content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at,
            created_by_token_id)
-         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, r.delivery_target, $34::uuid, $5, $6, $7, $8, $9, $10::text[], $11::text[],
+         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, coalesce(r.pool, ''), r.delivery_target, $34::uuid, $5, $6, $7, $8, $9, $10::text[], $11::text[],
            $12, $13, $16, k.key, $14, CASE WHEN b.busy THEN $29::delivery_state ELSE $17::delivery_state END, $18, $20::work_state,
            CASE WHEN b.busy THEN 1 ELSE 0 END, $15, $15,
            CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END, $24::uuid
@@ -408,11 +418,16 @@ export class HandoffRepository {
       sets.push(
         `work_state = CASE WHEN ${hit} THEN ${p(w.alsoWork.to)}::work_state ELSE work_state END`,
         `work_revision = CASE WHEN ${hit} THEN work_revision + 1 ELSE work_revision END`,
-        `returned_at = CASE WHEN ${hit} THEN $5 ELSE returned_at END`,
-        `return_outcome = CASE WHEN ${hit} THEN ${p(w.alsoWork.returnOutcome)} ELSE return_outcome END`,
         `claim_token = CASE WHEN ${hit} THEN NULL ELSE claim_token END`,
         `lease_expires_at = CASE WHEN ${hit} THEN NULL ELSE lease_expires_at END`,
       );
+      const result = w.alsoWork.result;
+      if (result === 'succeeded' || result === 'failed') {
+        sets.push(`returned_at = CASE WHEN ${hit} THEN $5 ELSE returned_at END`, `return_outcome = CASE WHEN ${hit} THEN ${p(result)} ELSE return_outcome END`);
+      } else if (result === 'cleared') {
+        for (const column of ['returned_at', 'return_outcome', 'result_summary', 'result']) sets.push(`${column} = CASE WHEN ${hit} THEN NULL ELSE ${column} END`);
+        sets.push(`result_fact_ids = CASE WHEN ${hit} THEN '{}' ELSE result_fact_ids END`);
+      }
     }
     const attemptId = w.insertAttempt?.id ?? w.updateAttempt?.id ?? null;
     const attemptParam = p(attemptId);
@@ -428,15 +443,26 @@ export class HandoffRepository {
       const a = w.alsoWork;
       events.push(
         `SELECT moved.id, $4::delivery_state, $4::delivery_state, before.work_state, ${p(a.to)}::work_state, ${p(a.event.event)},
-          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, NULL::uuid, ${p(a.event.reason ?? null)}, NULL::jsonb, moved.revision, NULL::uuid, $5::timestamptz
+          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, ${p(a.event.tokenId ?? null)}::uuid, ${p(a.event.reason ?? null)}, NULL::jsonb, moved.revision, NULL::uuid, $5::timestamptz
         FROM moved, before WHERE before.work_state = ANY(${workFrom}::work_state[])`,
       );
     }
+    const fence = w.insertAttempt?.fence;
+    const fenceParam = fence === undefined ? null : p(fence.toString());
     let sql = `WITH before AS (
         SELECT work_state FROM handoffs WHERE id = $1
-      ), moved AS (
+      ),${
+        fenceParam === null
+          ? ''
+          : ` fenced AS (
+        INSERT INTO agent_turn_fences AS f (agent_id, fence)
+        SELECT recipient_id, ${fenceParam}::bigint FROM handoffs WHERE id = $1 AND recipient_id IS NOT NULL
+        ON CONFLICT (agent_id) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
+        RETURNING agent_id
+      ),`
+      } moved AS (
         UPDATE handoffs SET ${sets.join(', ')}
-        WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state
+        WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state${fenceParam === null ? '' : ' AND EXISTS (SELECT 1 FROM fenced)'}
         RETURNING id, revision
       ), ev AS (
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
@@ -446,8 +472,8 @@ export class HandoffRepository {
     if (w.insertAttempt) {
       const a = w.insertAttempt;
       sql += `, att AS (
-        INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at)
-        SELECT ${p(a.id)}::uuid, id, ${p(a.number)}, ${p(a.requestId)}::uuid, 'sending', ${p(a.workerId)}, ${p(a.deliveryTarget)}, $5 FROM moved
+        INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
+        SELECT ${p(a.id)}::uuid, id, ${p(a.number)}, ${p(a.requestId)}::uuid, 'sending', ${p(a.workerId)}, ${p(a.deliveryTarget)}, $5, ${fenceParam ?? 'NULL'}::bigint FROM moved
       )`;
     }
     if (w.updateAttempt) {
@@ -628,14 +654,19 @@ export class HandoffRepository {
   }
 
   /** UNCERTAIN handoffs whose next history scan is due, with the attempt in doubt. */
-  async uncertainDue(now: Date, limit: number): Promise<UncertainCandidate[]> {
+  /**
+   * UNCERTAIN deliveries due for a history scan, oldest first; with `scope`, only those of the
+   * given providers and worker pools (a session can only be observed from its pool's host).
+   */
+  async uncertainDue(now: Date, limit: number, scope?: { providers: readonly string[]; pools: readonly string[] }): Promise<UncertainCandidate[]> {
     const { rows } = await this.q<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
       `SELECT ${H('h')}, a.id AS "attemptId", a.request_id AS "requestId", a.absent_scans AS "absentScans", a.first_absent_at AS "firstAbsentAt"
        FROM handoffs h
        LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
        WHERE h.delivery_state = 'UNCERTAIN' AND (h.not_before IS NULL OR h.not_before <= $1)
+         AND ($3::text[] IS NULL OR h.provider::text = ANY($3::text[])) AND ($4::text[] IS NULL OR h.pool = ANY($4::text[]))
        ORDER BY h.seq LIMIT $2`,
-      [now, limit],
+      [now, limit, scope ? [...scope.providers] : null, scope ? [...scope.pools] : null],
     );
     return rows.map(({ attemptId, requestId, absentScans, firstAbsentAt, ...handoff }) => ({
       handoff,
@@ -700,14 +731,14 @@ export class HandoffRepository {
    * Recipients with open push work (the reconciler's sweep): dispatchable now, or with a
    * turn that may be live. Bounded by `limit`, oldest work first.
    */
-  async recipientsWithOpenWork(now: Date, limit: number): Promise<Array<{ recipientId: string; provider: ProviderName }>> {
-    const { rows } = await this.q<{ recipientId: string; provider: ProviderName }>(
-      `SELECT recipient_id AS "recipientId", provider FROM (
-         SELECT recipient_id, provider, min(seq) AS first_seq FROM handoffs
+  async recipientsWithOpenWork(now: Date, limit: number): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string }>> {
+    const { rows } = await this.q<{ recipientId: string; provider: ProviderName; pool: string }>(
+      `SELECT recipient_id AS "recipientId", provider, pool FROM (
+         SELECT recipient_id, provider, pool, min(seq) AS first_seq FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
            AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0)
              OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))
-         GROUP BY recipient_id, provider
+         GROUP BY recipient_id, provider, pool
        ) open ORDER BY first_seq LIMIT $2`,
       [now, limit, LIVE_TURN_STATES, DISPATCHABLE_STATES],
     );

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/prisma/client.ts';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
 import type { Logger } from '../logging/create-logger.ts';
 
 export type { PrismaClient } from './generated/prisma/client.ts';
@@ -15,17 +16,61 @@ export interface Database {
 // int8 (seq, event ids) and numeric come back as strings by default; keep them exact as bigint.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => BigInt(v));
 
+const READ_TIMEOUT = 'Query read timeout';
+
+/**
+ * A pg client that ends its connection when a statement's reply does not come in time. pg's
+ * `query_timeout` fails the caller but leaves the statement in flight on the socket; a client
+ * handed back to the pool like that (Prisma releases a transaction's client without the error)
+ * would make the next caller wait behind a reply that may never come. Ending the connection
+ * also tells Postgres, once it can hear again, that nobody waits for the statement.
+ */
+class BoundedClient extends pg.Client {
+  // `any`: pg's query() is a set of overloads (promise or callback); this passes each through.
+  override query(...args: unknown[]): any {
+    const run = (a: unknown[]): unknown => (super.query as (...q: unknown[]) => unknown).apply(this, a);
+    const last = args.at(-1);
+    if (typeof last === 'function') {
+      const callback = last as (err: unknown, res: unknown) => void;
+      return run([
+        ...args.slice(0, -1),
+        (err: unknown, res: unknown) => {
+          this.endIfTimedOut(err);
+          callback(err, res);
+        },
+      ]);
+    }
+    const result = run(args);
+    if (result instanceof Promise) result.catch((err: unknown) => this.endIfTimedOut(err));
+    return result;
+  }
+
+  private endIfTimedOut(err: unknown): void {
+    if (err instanceof Error && err.message === READ_TIMEOUT) this.connection.stream.destroy();
+  }
+}
+
 /**
  * Opens a pool of at most `poolSize` connections. Nothing connects until the first query, so
  * a process can start while Postgres is down and report unreadiness instead of crashing.
+ * Every call is bounded (`timeouts`, default DEFAULT_DATABASE_TIMEOUTS): waiting for a
+ * connection by `connectMs`, each statement's reply by `queryMs` (Postgres cancels the
+ * statement after as long; a reply that never comes ends its connection, which is never reused).
+ * Past either, the call fails with an error `classifyDatabaseError` turns into
+ * `database_unavailable`.
  */
-export function openDatabase(opts: { url: string; poolSize: number; logger: Logger; applicationName?: string }): Database {
+export function openDatabase(opts: { url: string; poolSize: number; logger: Logger; applicationName?: string; timeouts?: DatabaseTimeouts }): Database {
+  const timeouts = opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.poolSize,
-    connectionTimeoutMillis: 3_000,
+    connectionTimeoutMillis: timeouts.connectMs,
+    query_timeout: timeouts.queryMs,
+    statement_timeout: timeouts.queryMs,
+    keepAlive: true,
     idleTimeoutMillis: 30_000,
     application_name: opts.applicationName ?? 'baton',
+    Client: BoundedClient,
   });
   // An idle client's connection dying (Postgres restart) must not crash the process.
   pool.on('error', (err) => opts.logger.warn({ err }, 'postgres idle connection error'));

@@ -22,6 +22,8 @@ export interface AgentRecord {
   providerSettings: Record<string, unknown>;
   deliveryTarget: string | null;
   generation: number;
+  /** Worker pool (host affinity); '' is the unnamed pool. */
+  pool: string;
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -35,6 +37,8 @@ export interface HandoffRecord {
   recipientId: string | null;
   recipientGeneration: number | null;
   provider: ProviderName | null;
+  /** The recipient's worker pool at enrollment ('' = unnamed): where its dispatch jobs go. */
+  pool: string;
   deliveryTarget: string | null;
   sessionId: string | null;
   title: string | null;

@@ -6,6 +6,7 @@ import { SessionRepository } from './session-repository.ts';
 import { WorkRepository } from './work-repository.ts';
 import { TokenRepository } from './token-repository.ts';
 import { AuditRepository } from './audit-repository.ts';
+import { TurnReportRepository } from './turn-report-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -15,6 +16,7 @@ export interface Repositories {
   readonly sessions: SessionRepository;
   readonly tokens: TokenRepository;
   readonly audit: AuditRepository;
+  readonly turnReports: TurnReportRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -26,5 +28,6 @@ export function createRepositories(db: Database): Repositories {
     sessions: new SessionRepository(db.prisma),
     tokens: new TokenRepository(db.pool),
     audit: new AuditRepository(db.pool),
+    turnReports: new TurnReportRepository(db.pool),
   };
 }

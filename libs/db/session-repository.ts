@@ -1,4 +1,6 @@
+import type { Viewer } from '../domain/visibility.ts';
 import type { PrismaClient } from './generated/prisma/client.ts';
+import { visibleSql } from './visible-sql.ts';
 
 export type FactKindName = 'decision' | 'failed_attempt' | 'lesson' | 'open_question' | 'note' | 'result';
 
@@ -7,6 +9,17 @@ export interface SessionRecord {
   projectId: string;
   title: string;
   summary: string | null;
+  createdAt: Date;
+}
+
+/** A handoff as a session lists it. */
+export interface SessionHandoff {
+  id: string;
+  title: string | null;
+  from: string;
+  to: string | null;
+  deliveryState: string;
+  workState: string | null;
   createdAt: Date;
 }
 
@@ -90,13 +103,21 @@ export class SessionRepository {
     });
   }
 
-  /** Handoffs pointing at the session, oldest first (ids, titles, states, who). */
-  async handoffs(sessionId: string): Promise<Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null; createdAt: Date }>> {
-    const rows = await this.prisma.handoff.findMany({
-      where: { sessionId },
-      orderBy: { seq: 'asc' },
-      select: { id: true, title: true, deliveryState: true, workState: true, createdAt: true, sender: { select: { handle: true } }, recipient: { select: { handle: true } } },
-    });
-    return rows.map((r) => ({ id: r.id, title: r.title, from: r.sender.handle, to: r.recipient?.handle ?? null, deliveryState: r.deliveryState, workState: r.workState, createdAt: r.createdAt }));
+  /**
+   * Handoffs pointing at the session that the viewer may see (the rule of
+   * libs/domain/visibility.ts, in SQL), oldest first: a session is shared by its project, the
+   * owned handoffs in it are not.
+   */
+  async handoffs(sessionId: string, viewer: Viewer): Promise<SessionHandoff[]> {
+    const params: unknown[] = [sessionId];
+    const visible = visibleSql(viewer, params);
+    return this.prisma.$queryRawUnsafe<SessionHandoff[]>(
+      `SELECT h.id, h.title, s.handle AS "from", r.handle AS "to", h.delivery_state::text AS "deliveryState",
+         h.work_state::text AS "workState", h.created_at AS "createdAt"
+       FROM handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id
+       WHERE h.session_id = $1::uuid AND ${visible}
+       ORDER BY h.seq`,
+      ...params,
+    );
   }
 }

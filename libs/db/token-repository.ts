@@ -9,7 +9,12 @@ export interface TokenRecord {
   projectSlug: string | null;
   agentId: string | null;
   agentHandle: string | null;
-  /** The agent was removed: its tokens are refused like revoked ones. */
+  /** The generation of the agent the token was issued to (null for an admin token). */
+  agentGeneration: number | null;
+  /**
+   * The agent the token was issued to is gone: removed, or removed and registered again (a
+   * newer generation). Such a token is refused like a revoked one, whatever `revokedAt` says.
+   */
   agentRemoved: boolean;
   createdAt: Date;
   lastUsedAt: Date | null;
@@ -18,7 +23,8 @@ export interface TokenRecord {
 
 const SELECT = `
   SELECT t.id, t.name, t.is_admin AS "isAdmin", t.project_id AS "projectId", p.slug AS "projectSlug",
-    t.agent_id AS "agentId", a.handle AS "agentHandle", (a.removed_at IS NOT NULL) AS "agentRemoved",
+    t.agent_id AS "agentId", a.handle AS "agentHandle", t.agent_generation AS "agentGeneration",
+    (t.agent_id IS NOT NULL AND (a.removed_at IS NOT NULL OR a.generation IS DISTINCT FROM t.agent_generation)) AS "agentRemoved",
     t.created_at AS "createdAt", t.last_used_at AS "lastUsedAt", t.revoked_at AS "revokedAt"
   FROM agent_tokens t LEFT JOIN projects p ON p.id = t.project_id LEFT JOIN agents a ON a.id = t.agent_id`;
 
@@ -34,10 +40,19 @@ export class TokenRepository {
     return prepared<T>(this.pool, text, values);
   }
 
-  async create(t: { id: string; name: string; secretHash: string; isAdmin: boolean; projectId: string | null; agentId: string | null; at: Date }): Promise<TokenRecord> {
+  async create(t: {
+    id: string;
+    name: string;
+    secretHash: string;
+    isAdmin: boolean;
+    projectId: string | null;
+    agentId: string | null;
+    agentGeneration: number | null;
+    at: Date;
+  }): Promise<TokenRecord> {
     await this.q(
-      `INSERT INTO agent_tokens (id, name, secret_hash, is_admin, project_id, agent_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [t.id, t.name, t.secretHash, t.isAdmin, t.projectId, t.agentId, t.at],
+      `INSERT INTO agent_tokens (id, name, secret_hash, is_admin, project_id, agent_id, agent_generation, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [t.id, t.name, t.secretHash, t.isAdmin, t.projectId, t.agentId, t.agentGeneration, t.at],
     );
     return (await this.find(t.id))!;
   }

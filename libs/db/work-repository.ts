@@ -2,8 +2,8 @@ import type { Viewer } from '../domain/visibility.ts';
 import { visibleSql } from './visible-sql.ts';
 import { prepared } from './prepared.ts';
 import type pg from 'pg';
-import type { DeliveryState } from '../domain/delivery-states.ts';
-import type { WorkState } from '../domain/work-states.ts';
+import { SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { ACTIVE_WORK_STATES, CLAIMABLE_WORK_STATES, type WorkState } from '../domain/work-states.ts';
 import { VIEW_COLUMNS, VIEW_FROM, type EventWrite, type Queryable } from './handoff-repository.ts';
 import type { HandoffView } from './records.ts';
 
@@ -59,6 +59,13 @@ export interface WorkMoved {
 }
 
 
+/** A fixed list of work states as SQL literals (enum values from libs/domain, never from input). */
+const workStateList = (states: readonly WorkState[]) => states.map((st) => `'${st}'`).join(', ');
+/** What is still being worked on (the board), and what is still someone's to do (the inbox). */
+const ACTIVE_WORK_SQL = workStateList(ACTIVE_WORK_STATES);
+const TO_DO_WORK_SQL = workStateList([...CLAIMABLE_WORK_STATES, 'claimed']);
+const CLAIMABLE_WORK_SQL = workStateList(CLAIMABLE_WORK_STATES);
+
 /** SQL for the work of a handoff (claims, returns, closes) and remembered requests. */
 export class WorkRepository {
   constructor(private readonly pool: Queryable) {}
@@ -92,7 +99,7 @@ export class WorkRepository {
     if (w.delivery) {
       sets.push(`delivery_state = ${p(w.delivery.to)}::delivery_state`, 'revision = revision + 1');
       where.push(`delivery_state = ${p(w.delivery.from)}::delivery_state`, `revision = ${p(w.delivery.expectRevision)}`);
-      if (['RETURNED', 'CANCELLED', 'ACKNOWLEDGED', 'FAILED', 'UNAVAILABLE', 'DUPLICATE'].includes(w.delivery.to)) {
+      if (SETTLED_STATES.has(w.delivery.to)) {
         sets.push('settled_at = $5', 'in_progress_key = NULL');
       } else {
         sets.push('settled_at = NULL');
@@ -154,8 +161,8 @@ export class WorkRepository {
     const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
        WHERE h.project_id = $1 AND (
-         (h.recipient_id = $2 AND (h.work_state IN ('open', 'claimed') OR (h.work_state IS NULL AND h.settled_at IS NULL)))
-         OR (h.recipient_id IS NULL AND (h.work_state = 'open' OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
+         (h.recipient_id = $2 AND (h.work_state IN (${TO_DO_WORK_SQL}) OR (h.work_state IS NULL AND h.settled_at IS NULL)))
+         OR (h.recipient_id IS NULL AND (h.work_state IN (${CLAIMABLE_WORK_SQL}) OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
          AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,
       params,
@@ -178,7 +185,7 @@ export class WorkRepository {
     const params: unknown[] = [projectId, agentId, limit];
     const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
-       WHERE h.project_id = $1 AND h.work_state IN ('open', 'claimed', 'returned')
+       WHERE h.project_id = $1 AND h.work_state IN (${ACTIVE_WORK_SQL})
          AND ($2::uuid IS NULL OR h.sender_id = $2 OR h.recipient_id = $2 OR h.claimed_by_id = $2 OR h.recipient_id IS NULL)
          AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,

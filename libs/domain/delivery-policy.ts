@@ -9,17 +9,37 @@ export const DELIVERY_POLICY = {
   maxRefusals: 2,
   /** An errored turn is resent at most twice. */
   maxErrorResends: 2,
-  /** An interrupted turn is resent once. */
+  /** An interrupted turn is resent once (after `DeliveryWindows.interruptResendDelayMs`). */
   maxInterruptResends: 1,
-  /** ...and only after this long. */
-  interruptResendDelayMs: 10 * 60_000,
-  /** An accepted turn nobody can observe for this long becomes UNCERTAIN. */
-  unobservableAfterMs: 10 * 60_000,
-  /** Complete history scans that must miss a request id before it is proven absent... */
-  absenceScans: 3,
-  /** ...spread over at least this long. */
-  absenceWindowMs: 60 * 60_000,
 } as const;
+
+/**
+ * The reconciliation windows: how long Baton waits before it decides something it cannot see.
+ * Operators tune them (libs/config: BATON_INTERRUPTED_RESEND_AFTER_MS, BATON_UNOBSERVABLE_AFTER_MS,
+ * BATON_UNCERTAIN_SCANS, BATON_UNCERTAIN_SCAN_WINDOW_MS); the workers get them as a dependency.
+ */
+export interface DeliveryWindows {
+  /** An interrupted turn is resent only after this long. */
+  readonly interruptResendDelayMs: number;
+  /** An accepted turn nobody can observe for this long becomes UNCERTAIN. */
+  readonly unobservableAfterMs: number;
+  /** Complete history scans that must miss a request id before it is proven absent (at least 2)... */
+  readonly absenceScans: number;
+  /** ...spread over at least this long. */
+  readonly absenceWindowMs: number;
+}
+
+export const DEFAULT_DELIVERY_WINDOWS: DeliveryWindows = Object.freeze({
+  interruptResendDelayMs: 10 * 60_000,
+  unobservableAfterMs: 10 * 60_000,
+  absenceScans: 3,
+  absenceWindowMs: 60 * 60_000,
+});
+
+/** The wait between two complete history scans: the scans are spread evenly over the window. */
+export function absenceScanSpacingMs(w: DeliveryWindows): number {
+  return w.absenceWindowMs / Math.max(1, w.absenceScans - 1);
+}
 
 export interface ResendCounters {
   errorResends: number;

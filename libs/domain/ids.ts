@@ -44,6 +44,9 @@ export function isUuid(value: string): boolean {
  * at most 64 characters. Case-insensitive: Baton stores and shows them lower-case.
  */
 export const HANDLE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$';
+
+/** A worker pool's name (agents' `pool`, BATON_WORKER_POOLS); "default" names the unnamed pool. */
+export const POOL_PATTERN = '^[a-z0-9][a-z0-9_-]{0,31}$';
 const HANDLE_RE = new RegExp(HANDLE_PATTERN);
 
 export function isHandle(value: string): boolean {

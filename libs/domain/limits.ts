@@ -5,6 +5,7 @@
  */
 export const LIMITS = {
   bodyBytes: 256 * 1024,
+  jsonDepth: 32,
   handle: 64,
   displayName: 120,
   deliveryTarget: 512,
@@ -28,6 +29,7 @@ export const LIMITS = {
 /** What each limit bounds, for docs/API.md. */
 export const LIMIT_DOCS: Record<keyof typeof LIMITS, string> = {
   bodyBytes: 'bytes of one request body (413 body_too_large above it)',
+  jsonDepth: 'levels of objects and arrays nested in one request body, the body itself being level 1 (400 too_deeply_nested above it)',
   handle: 'characters of an agent or project id (letters, digits, `.`, `_`, `-`)',
   displayName: 'characters of an agent or project display name',
   deliveryTarget: 'characters of an agent\'s session or endpoint',

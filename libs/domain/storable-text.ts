@@ -1,27 +1,36 @@
 /** A NUL character, or a UTF-16 surrogate without its pair: neither survives Postgres text. */
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const pointerSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
 /**
  * Where in a parsed JSON value (strings and object keys, at any depth) the first text is that
  * Postgres cannot store as sent, as a JSON pointer (`/context/openQuestions/2`), or null when
- * all of it can. Text is stored and returned byte for byte or refused, never altered. Pure;
- * stops descending at `maxDepth`.
+ * all of it can. Text is stored and returned byte for byte or refused, never altered. Pure.
+ * It walks with its own stack, not recursion, so it has no depth cutoff of its own: whatever
+ * nesting the caller accepted (LIMITS.jsonDepth for request bodies) is checked all the way down.
  */
-export function unstorableTextAt(value: unknown, path = '', maxDepth = 64): string | null {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '/' : null;
-  if (value === null || typeof value !== 'object' || maxDepth === 0) return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const at = unstorableTextAt(value[i], `${path}/${i}`, maxDepth - 1);
-      if (at !== null) return at;
+export function unstorableTextAt(value: unknown): string | null {
+  // Pushed in reverse so that the first offending text in document order is the one named; an
+  // object's key is checked when its value is reached, as the recursive walk did.
+  const pending: Array<{ value: unknown; path: string; key?: string }> = [{ value, path: '' }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: v, path, key } = next;
+    if (key !== undefined && UNSTORABLE.test(key)) return path;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) return path || '/';
+      continue;
     }
-    return null;
-  }
-  for (const [key, v] of Object.entries(value)) {
-    const here = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-    if (UNSTORABLE.test(key)) return here;
-    const at = unstorableTextAt(v, here, maxDepth - 1);
-    if (at !== null) return at;
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) pending.push({ value: v[i], path: `${path}/${i}` });
+      continue;
+    }
+    const entries = Object.entries(v);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, child] = entries[i]!;
+      pending.push({ value: child, path: `${path}/${pointerSegment(k)}`, key: k });
+    }
   }
   return null;
 }

@@ -3,8 +3,9 @@ import type { HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
 import type { Actor, CoreDeps } from './ports.ts';
-import { EVERYONE } from '../domain/visibility.ts';
+import type { Viewer } from '../domain/visibility.ts';
 import { loadAsAgent, loadVisible, reread } from './load-handoff.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 /**
  * The recipient marks a plain message read: ACKNOWLEDGED, no turn needed (if it was still
@@ -25,14 +26,19 @@ export async function acknowledgeHandoff(deps: CoreDeps, input: { project: strin
  * A person who knows how a stuck delivery ended releases it: UNCERTAIN (or a turn that hangs,
  * ACCEPTED/RUNNING) becomes CANCELLED. Nothing is resent either way, and the recipient's
  * queue moves on (a session still busy is still waited for). Without `as` the caller acts as
- * an operator (the API allows that to admin tokens only); with `as` it must be the sender.
+ * an operator (the API allows that to admin tokens only) on a handoff `viewer` may see (an
+ * admin's owned-by-others handoffs need `all_owners`, as for reading them); with `as` it must
+ * be the sender.
  * @throws BatonError handoff_not_found, not_sender, invalid_transition, stale_revision
  */
 export async function releaseHandoff(
   deps: CoreDeps,
-  input: { project: string; id: string; as?: string | undefined; reason?: string | undefined; tokenId?: string | null },
+  input: { project: string; id: string; as?: string | undefined; reason?: string | undefined; tokenId?: string | null; viewer: Viewer },
 ): Promise<HandoffView> {
-  const h = input.as === undefined ? await loadVisible(deps, input.project, input.id, EVERYONE) : (await loadAsAgent(deps, { ...input, as: input.as })).h;
+  const h =
+    input.as === undefined
+      ? await loadVisible(deps, input.project, input.id, input.viewer)
+      : (await loadAsAgent(deps, { ...input, as: input.as })).h;
   let actor: Actor = { kind: 'operator', id: 'operator', tokenId: input.tokenId ?? null };
   if (input.as !== undefined) {
     const as = input.as.toLowerCase();
@@ -48,7 +54,7 @@ export async function releaseHandoff(
   });
   if (h.recipientId && h.provider && h.provider !== 'manual') {
     await deps.scheduler
-      .enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'due' }, JOB_IDS.released(h.id, moved.revision))
+      .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due' }, JOB_IDS.released(h.id, moved.revision))
       .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue the recipient after a release; the sweep will'));
   }
   return reread(deps, h);

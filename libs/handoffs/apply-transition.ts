@@ -2,7 +2,7 @@ import { BatonError } from '../domain/errors.ts';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
-import { WORK_TRANSITIONS, planWorkTransition, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
+import { WORK_TRANSITIONS, planWorkMove, workMoveWhenDeliverySettles, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
 import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor } from './ports.ts';
@@ -35,12 +35,26 @@ export interface TransitionOptions {
   alsoQueued?: { recipientId: string; event: DeliveryEvent; reason: string };
   /**
    * Also moves the handoff's work, if it is in a state from which the work table lets this
-   * actor take `event` (planned here), in the same statement.
+   * actor take `event` (planned here), in the same statement. Without it, a move that ends the
+   * delivery where nobody will do the work (CANCELLED, UNAVAILABLE) settles the work anyway:
+   * `workMoveWhenDeliverySettles` in libs/domain/work-states.ts.
    */
   alsoWork?: { current: WorkState | null; event: WorkEvent; role: WorkActor; reason: string };
 }
 
 type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock };
+
+/**
+ * The work move that goes with a delivery ending in `to`, whatever caused it (a release, a
+ * proven absence, a removed recipient): work nobody will do is settled in the same statement,
+ * from whichever active state it is in (the statement checks; a plain message has none).
+ */
+function settleWork(to: DeliveryState, actor: Actor, reason: string | null): TransitionWrite['alsoWork'] {
+  const rule = workMoveWhenDeliverySettles(to);
+  if (!rule) return undefined;
+  const event = { event: rule.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: reason ?? `the delivery ended ${to}` };
+  return { from: rule.from, to: rule.to, event, result: rule.result };
+}
 
 /**
  * THE way a handoff's delivery state changes. Plans the move with the transition table, then
@@ -87,12 +101,14 @@ export async function applyTransitions(
     if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
     increment.push(...(opts.increment ?? []));
     insertAttempt = opts.insertAttempt ?? insertAttempt;
-    if (opts.alsoWork && opts.alsoWork.current !== null) {
-      const wk = opts.alsoWork;
+    const wk = opts.alsoWork;
+    if (wk && wk.current !== null) {
       // Every work state from which the table allows this move: the statement re-checks it.
       const from = WORK_TRANSITIONS.filter((r) => r.event === wk.event && r.actors.includes(wk.role)).flatMap((r) => r.from);
-      const to = planWorkTransition(wk.current!, wk.event, wk.role);
-      alsoWork = { from, to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, reason: wk.reason }, returnOutcome: 'succeeded' };
+      const rule = planWorkMove(wk.current, wk.event, wk.role);
+      alsoWork = { from, to: rule.to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: wk.reason }, result: rule.result };
+    } else if (wk === undefined) {
+      alsoWork = settleWork(to, actor, opts.reason ?? null) ?? alsoWork;
     }
     if (opts.alsoQueued) {
       const q = opts.alsoQueued;

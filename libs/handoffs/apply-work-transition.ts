@@ -1,6 +1,6 @@
-import { BatonError } from '../domain/errors.ts';
+import { BatonError, assertNever } from '../domain/errors.ts';
 import { planTransition, type ActorKind, type DeliveryEvent } from '../domain/transitions.ts';
-import { planWorkTransition, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
+import { planWorkMove, type WorkActor, type WorkEvent, type WorkResultEffect, type WorkState } from '../domain/work-states.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import type { WorkMoved, WorkPatch, WorkRepository } from '../db/work-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
@@ -27,6 +27,25 @@ export interface WorkMoveOptions {
 const LOG_KIND: Record<WorkActor, ActorKind> = { sender: 'sender', recipient: 'recipient', claimant: 'recipient', system: 'system' };
 
 /**
+ * The result columns a move's rule sets (libs/domain/work-states.ts): the outcome of a return,
+ * or nothing left of the last attempt's result when a new one starts. The caller's patch
+ * supplies the result itself (summary, evidence) and cannot override the outcome.
+ */
+function resultPatch(effect: WorkResultEffect | undefined, at: Date): WorkPatch {
+  switch (effect) {
+    case undefined:
+      return {};
+    case 'succeeded':
+    case 'failed':
+      return { returnOutcome: effect, returnedAt: at };
+    case 'cleared':
+      return { returnOutcome: null, resultSummary: null, result: null, resultFactIds: [], returnedAt: null };
+    default:
+      return assertNever(effect, 'work result effect');
+  }
+}
+
+/**
  * THE way a handoff's work state changes: plans the move with the work table (and, when the
  * delivery moves too, with the delivery table), then writes it as one compare-and-set on the
  * work revision, with the event rows.
@@ -43,9 +62,11 @@ export async function applyWorkTransition(
 ): Promise<WorkMoved> {
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message`);
   const from: WorkState = h.workState;
-  const to = planWorkTransition(from, event, actor.role);
+  const rule = planWorkMove(from, event, actor.role);
+  const to = rule.to;
   const kind = LOG_KIND[actor.role];
   const at = deps.clock.now();
+  const patch: WorkPatch = { ...opts.patch, ...resultPatch(rule.result, at) };
   const base = { actorKind: kind, actorId: actor.handle, tokenId: actor.tokenId ?? null };
   const delivery = opts.delivery
     ? {
@@ -62,7 +83,7 @@ export async function applyWorkTransition(
     expectWorkRevision: h.workRevision,
     at,
     event: { event, ...base, reason: opts.reason ?? null, detail: opts.detail },
-    ...(opts.patch ? { patch: opts.patch } : {}),
+    patch,
     ...(opts.newAttempt ? { newAttempt: true } : {}),
     ...(opts.claimToken !== undefined ? { claimToken: opts.claimToken } : {}),
     ...(delivery ? { delivery } : {}),

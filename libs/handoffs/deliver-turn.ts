@@ -1,13 +1,15 @@
-import { DELIVERY_POLICY, eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
-import type { DeliveryTarget, ProviderAdapter, TurnEnd, TurnObservation, TurnRequest } from '../adapters/provider-adapter.ts';
+import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnEnd, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
 import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
+import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
-import type { DispatchDeps } from './dispatch-agent.ts';
+import type { DispatchDeps, TurnLockHandle } from './dispatch-agent.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 
@@ -61,25 +63,18 @@ function targetOf(item: WorkItem): DeliveryTarget {
   };
 }
 
-function endOf(seen: TurnObservation): TurnEnd | null {
-  if (!seen.found) return null;
-  switch (seen.status) {
-    case 'returned':
-      return { status: 'returned', result: seen.result ?? { summary: '' } };
-    case 'failed':
-      return { status: 'failed', error: seen.error ?? 'failed' };
-    case 'interrupted':
-      return { status: 'interrupted', error: seen.error ?? 'interrupted' };
-    case 'accepted':
-    case 'running':
-      return null;
-    default:
-      return assertNever(seen.status, 'observed status');
-  }
+
+/** Ends after which nothing was done: the turn never "started", so no RUNNING step is recorded. */
+function didNothing(end: TurnEnd): boolean {
+  return end.status === 'busy' || end.status === 'rejected' || end.status === 'unobservable';
 }
 
-/** The moves that record how a turn ended (resend rules included). */
-function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'] = null): Move[] {
+/**
+ * The moves that record how a turn ended (resend rules included). `interruptResendDelayMs`: how
+ * long an interrupted turn waits before it is resent (`DeliveryWindows`). `busyRetryMs`: when a turn
+ * that answered "busy, nothing done" is tried again.
+ */
+export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, interruptResendDelayMs: number): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':
@@ -121,11 +116,17 @@ function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolea
           {
             reason: end.error,
             patch: { deliveryDetail: end.error },
-            ...(resend ? { notBeforeInMs: DELIVERY_POLICY.interruptResendDelayMs, increment: ['interruptResends'] as const } : {}),
+            ...(resend ? { notBeforeInMs: interruptResendDelayMs, increment: ['interruptResends'] as const } : {}),
             updateAttempt: { id: attemptId, status: 'interrupted', error: end.error, ...finished },
           },
         ],
       ];
+    }
+    case 'busy':
+      return [['session_busy', { reason: end.detail, notBeforeInMs: busyRetryMs, updateAttempt: { id: attemptId, status: 'busy', error: end.detail, ...finished } }]];
+    case 'rejected': {
+      const refused: Move = ['owner_rejected', { reason: end.reason, increment: ['refusals'], patch: { deliveryDetail: end.reason }, updateAttempt: { id: attemptId, status: 'rejected', error: end.reason, ...finished } }];
+      return refusalBudgetSpent({ ...h, refusals: h.refusals + 1 }) ? [refused, ['rejected_twice', { reason: `refused ${h.refusals + 1} times` }]] : [refused];
     }
     case 'unobservable':
       return [['unobservable', { reason: end.error, updateAttempt: { id: attemptId, status: 'lost', error: end.error } }]];
@@ -137,7 +138,10 @@ function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolea
 const started = (attemptId: string): Move => ['turn_started', { updateAttempt: { id: attemptId, status: 'running', observed: true } }];
 
 /** One new turn for the head of the agent's queue. */
-export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal): Promise<Step> {
+/** The turn lock a delivery runs under, as far as a write needs it. */
+export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'>;
+
+export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
   let h = moveable(record);
   if (!item.recipient?.current) {
@@ -190,23 +194,92 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
   // The attempt and its request id are committed before the write: a lost reply is UNCERTAIN.
   const attemptId = newId(deps.clock.now().getTime());
   const requestId = newId(deps.clock.now().getTime());
-  const reserved = await move(deps, h, [
-    [
-      'attempt_reserved',
-      {
-        reason: `attempt ${h.attemptCount + 1}`,
-        detail: { requestId },
-        increment: ['attemptCount'],
-        insertAttempt: { id: attemptId, number: h.attemptCount + 1, requestId, workerId: deps.workerId, deliveryTarget: record.deliveryTarget },
-        patch: { deliveryDetail: null, notBefore: null },
-        // What is queued behind this turn now waits for it, visibly.
-        ...(record.recipientId ? { alsoQueued: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: 'another turn of the recipient is in progress' } } : {}),
-      },
-    ],
-  ]);
-  if (!reserved) return { kind: 'next' };
-  h = reserved;
+  const reservation: Move = [
+    'attempt_reserved',
+    {
+      reason: `attempt ${h.attemptCount + 1}`,
+      detail: { requestId },
+      increment: ['attemptCount'],
+      // The lock's fencing number: Postgres refuses the reservation if a newer holder reserved.
+      insertAttempt: { id: attemptId, number: h.attemptCount + 1, requestId, workerId: deps.workerId, deliveryTarget: record.deliveryTarget, fence: lock.fence },
+      patch: { deliveryDetail: null, notBefore: null },
+      // What is queued behind this turn now waits for it, visibly.
+      ...(record.recipientId ? { alsoQueued: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: 'another turn of the recipient is in progress' } } : {}),
+    },
+  ];
+  deps.unsent.add(requestId);
+  let reserved: Moveable | null;
+  try {
+    reserved = await move(deps, h, [reservation]);
+  } catch (err) {
+    if (!isDatabaseUnavailable(err)) throw err;
+    // The reply was lost, not necessarily the statement: read back what committed.
+    const settled = await settleReservation(deps, record.id, requestId, stop);
+    if (settled.kind !== 'reserved') return settled.step;
+    reserved = settled.h;
+  }
+  if (!reserved) {
+    deps.unsent.handOver(requestId);
+    // Refused: someone moved the handoff first, or a newer lock holder reserved for this agent
+    // (the fence). In the second case this worker lost its lock: stop instead of retrying.
+    return (await lock.stillHeld()) ? { kind: 'next' } : { kind: 'stopped' };
+  }
+  return sendReserved(deps, item, reserved, attemptId, requestId, adapter, target, stop, lock);
+}
 
+/** Reads back a lost reservation at most this many times (spaced by `timing.unreachableRetryMs`). */
+const SETTLE_TRIES = 30;
+
+/**
+ * The reservation statement failed with its connection (reply lost, or Postgres away): it may
+ * or may not have committed. Re-reads the handoff under the still-held turn lock, a bounded
+ * number of times while Postgres is away, and settles it by what committed: our request id,
+ * still SENDING, means the attempt is reserved and provably unsent (send it); no such attempt
+ * means the reservation did not happen. In that case, and when Postgres stays away, the id
+ * stays in `deps.unsent`: should the lost statement still commit, this process sends the
+ * attempt when it next holds the agent's lock, while any other holder rightly sees UNCERTAIN.
+ */
+async function settleReservation(
+  deps: DispatchDeps,
+  handoffId: string,
+  requestId: string,
+  stop: AbortSignal,
+): Promise<{ kind: 'reserved'; h: Moveable } | { kind: 'settled'; step: Step }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [row, latest] = await Promise.all([deps.handoffs.findById(handoffId), deps.handoffs.latestAttempt(handoffId)]);
+      if (!row || latest?.requestId !== requestId) {
+        deps.logger.info({ handoffId, requestId }, 'the attempt reservation did not commit');
+        return { kind: 'settled', step: { kind: 'next' } };
+      }
+      if (row.deliveryState !== 'SENDING' || latest.status !== 'sending') return { kind: 'settled', step: { kind: 'next' } };
+      deps.logger.info({ handoffId, requestId }, 'the attempt reservation committed although its reply was lost; sending it');
+      return { kind: 'reserved', h: moveable(row) };
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      if (attempt >= SETTLE_TRIES || stop.aborted) {
+        deps.logger.warn({ err, handoffId, requestId }, 'could not read back the attempt reservation; leaving it to the next lock holder');
+        return { kind: 'settled', step: stop.aborted ? { kind: 'stopped' } : { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs } };
+      }
+      await sleep(deps.timing.unreachableRetryMs, undefined, { signal: stop }).catch(() => undefined);
+    }
+  }
+}
+
+/** Writes a reserved attempt to the session (the one write it gets) and records the answer. */
+async function sendReserved(
+  deps: DispatchDeps,
+  item: WorkItem,
+  reserved: Moveable,
+  attemptId: string,
+  requestId: string,
+  adapter: ProviderAdapter,
+  target: DeliveryTarget,
+  stop: AbortSignal,
+  lock: WriteLock,
+): Promise<Step> {
+  const record = item.handoff;
+  const h = reserved;
   const turn: TurnRequest = {
     requestId,
     handoffId: record.id,
@@ -219,7 +292,17 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
     context: { summary: record.contextSummary, openQuestions: record.openQuestions, nextSteps: record.nextSteps },
     packet: (await contextPacketFor(deps, record, item.senderHandle)).text,
   };
+  // Only the lock's current holder may write: prove it right before the write (a bounded Redis
+  // call). A holder cut off from Redis, or overtaken, writes nothing and says so.
+  await deps.hooks?.beforeWrite?.(record.recipientId ?? '');
+  if (!(await lock.stillHeld())) {
+    deps.unsent.handOver(requestId);
+    const reason = 'the turn lock was lost before the write; nothing was written';
+    await move(deps, h, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
+    return { kind: 'stopped' };
+  }
   // The write itself is never aborted: once started, its outcome must be recorded.
+  deps.unsent.handOver(requestId);
   const sent = await adapter.sendTurn(target, turn, NEVER);
   const attempt = (status: AttemptUpdate['status'], extra: Partial<AttemptUpdate> = {}): AttemptUpdate => ({ id: attemptId, status, ...extra });
   switch (sent.outcome) {
@@ -235,9 +318,10 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
           seen = null;
         }
       }
-      const end = seen ? endOf(seen) : null;
+      const end = seen ? endOfObservation(seen) : null;
       if (end) {
-        await move(deps, h, [accepted, started(attemptId), ...endMoves(h, end, attemptId, isWorkOpen(record), record.workState)]);
+        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
+        await move(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended]);
         return { kind: 'next' };
       }
       const running = seen?.found === true && seen.status === 'running';
@@ -284,9 +368,22 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
 }
 
 /** A turn an earlier lock holder left live (it died, lost its lock, or handed it back). */
-export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: AbortSignal): Promise<Step> {
+export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
   const h = moveable(record);
+  if (record.deliveryState === 'SENDING' && item.attempt && deps.unsent.has(item.attempt.requestId)) {
+    // This process reserved the attempt and never handed it to an adapter (the reservation's
+    // reply was lost): provably unsent, so it goes out now, under its own request id.
+    const adapter = deps.adapters.get(record.provider ?? '');
+    if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
+    if (!item.recipient?.current) {
+      deps.unsent.handOver(item.attempt.requestId);
+      const reason = 'the recipient (or the session it had when the handoff was sent) no longer exists';
+      await move(deps, h, [['recipient_gone', { reason, patch: { deliveryDetail: 'recipient gone; not redirected' }, updateAttempt: { id: item.attempt.id, status: 'cancelled', error: reason, finished: true } }]]);
+      return { kind: 'next' };
+    }
+    return sendReserved(deps, item, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, lock);
+  }
   if (record.deliveryState === 'SENDING' || !item.attempt) {
     // Whoever reserved this write is gone mid-send: it may have landed. Never resend blindly.
     await move(deps, h, [
@@ -352,7 +449,7 @@ async function watch(
     if (stop.aborted) return { kind: 'stopped' };
     // Nobody can observe the turn right now. Past the limit, it is UNCERTAIN; else retry later.
     const from = since ?? deps.clock.now();
-    if (deps.clock.now().getTime() - from.getTime() >= DELIVERY_POLICY.unobservableAfterMs) {
+    if (deps.clock.now().getTime() - from.getTime() >= deps.windows.unobservableAfterMs) {
       await move(deps, h, [['unobservable', { reason: `nobody could observe the turn: ${(err as Error).message}`, updateAttempt: { id: attemptId, status: 'lost' } }]]);
       return { kind: 'next' };
     }
@@ -361,7 +458,7 @@ async function watch(
   } finally {
     clearInterval(recheck);
   }
-  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState);
-  await move(deps, h, h.deliveryState === 'ACCEPTED' && end.status !== 'unobservable' ? [started(attemptId), ...moves] : moves);
+  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
+  await move(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves);
   return { kind: 'next' };
 }

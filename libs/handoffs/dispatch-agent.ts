@@ -1,15 +1,30 @@
 import type { ProviderAdapter } from '../adapters/provider-adapter.ts';
+import type { DeliveryWindows } from '../domain/delivery-policy.ts';
 import type { OutageGuardSpec, RuntimeSettings } from '../domain/runtime-settings.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { deliver, resumeTurn, type Step } from './deliver-turn.ts';
 import type { CoreDeps } from './ports.ts';
+import type { UnsentReservations } from './unsent-reservations.ts';
 
 /** A held per-agent turn lock; `signal` aborts when ownership is lost. */
 export interface TurnLockHandle {
   readonly token: string;
+  /** The acquisition's fencing number: recorded with the attempt; an older one is refused. */
+  readonly fence: bigint;
   readonly signal: AbortSignal;
+  /** Proves ownership within a bounded time; false means: do not write. */
+  stillHeld(): Promise<boolean>;
   release(): Promise<boolean>;
+}
+
+/**
+ * Fault-injection points for tests (the conformance suite loses a lock exactly between the
+ * reservation and the write). Empty in production.
+ */
+export interface WorkerHooks {
+  /** Runs right before the lock check that precedes every adapter write. */
+  beforeWrite?: ((agentId: string) => Promise<void>) | undefined;
 }
 
 export type LockAttempt =
@@ -22,6 +37,16 @@ export interface DispatchDeps extends CoreDeps {
   readonly settingsReader: { get(): Promise<RuntimeSettings> };
   readonly outage: { check(provider: string, spec: OutageGuardSpec | undefined): Promise<{ down: boolean; detail: string | null }> };
   readonly workerId: string;
+  /** The reconciliation windows (unobservable turn, interrupted resend, absence scans). */
+  readonly windows: DeliveryWindows;
+  /** This process's reserved-but-never-written request ids (one instance per worker process). */
+  readonly unsent: UnsentReservations;
+  readonly hooks?: WorkerHooks;
+  /**
+   * The providers and worker pools this process serves: the reconciler observes only their
+   * sessions (another pool's sessions live on another host). Absent: every one.
+   */
+  readonly scope?: { readonly providers: readonly string[]; readonly pools: readonly string[] };
   readonly timing: {
     /** Back-off before asking a busy session again. */
     readonly busyRetryMs: number;
@@ -50,19 +75,22 @@ export interface DispatchSummary {
 }
 
 /**
- * Delivers an agent's queue, one turn at a time, in send order. Takes the agent's turn lock
- * (or, if another worker holds it, marks the triggering handoff BUSY and schedules a retry
- * for when that lock expires), then, while it holds the lock: first finishes any turn that an
- * earlier holder left live, then delivers the oldest dispatchable handoff, and repeats. The
- * lock is held for whole turns. After releasing it, looks once more so no wake-up is lost.
+ * Delivers an agent's queue, one turn at a time, in send order. Tries the agent's turn lock
+ * once; if another worker holds it, returns `locked` at once, moving nothing and scheduling
+ * nothing (the holder looks at Postgres again after releasing; a dead holder's agent is
+ * re-queued by the reconciler's sweep once its lock expires). While it holds the lock: first
+ * finishes any turn that an earlier holder left live, then delivers the oldest dispatchable
+ * handoff, and repeats. The lock is held for whole turns. After releasing it, queues a
+ * follow-up for whatever is (or becomes) due, so no wake-up is lost.
  */
 export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
     // Another worker holds the agent's turn. Nothing to do: the holder looks at Postgres again
     // after releasing the lock, and if it dies, the reconciler's sweep re-queues the agent once
-    // its lock expires. (Handoffs that wait meanwhile are BUSY: see send-handoff.ts and the
-    // attempt reservation in deliver-turn.ts.)
+    // its lock expires. Handoffs that wait behind the live turn were already made BUSY, not
+    // here: at send (send-handoff.ts, when the recipient has a turn in flight) or when the
+    // holder reserved its attempt (`alsoQueued` in deliver-turn.ts).
     return { outcome: 'locked', moved: 0 };
   }
   const { lock } = attempt;
@@ -75,7 +103,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     while (!stopStarting.aborted) {
       const item = await deps.handoffs.nextWork(job.agentId, deps.clock.now());
       if (!item) break;
-      const step: Step = item.live ? await resumeTurn(deps, item, stopWatching) : await deliver(deps, item, stopWatching);
+      const step: Step = item.live ? await resumeTurn(deps, item, stopWatching, lock) : await deliver(deps, item, stopWatching, lock);
       if (step.kind === 'stopped') {
         outcome = 'stopped';
         break;
@@ -97,7 +125,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
 
 /** After the lock is released: queue whatever is (or becomes) due, so nothing waits forever. */
 async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: string, outcome: DispatchOutcome, retryInMs: number): Promise<void> {
-  const base = { agentId: job.agentId, provider: job.provider };
+  const base = { agentId: job.agentId, provider: job.provider, ...(job.pool !== undefined ? { pool: job.pool } : {}) };
   try {
     // Due-job ids carry this run's lock token: a run woken by a due job must not have its own
     // follow-up swallowed as a duplicate of the job it is still running.

@@ -3,6 +3,7 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
 import { SYSTEM_ACTOR, type CoreDeps } from './ports.ts';
 import { hasErrorCode } from '../domain/errors.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 const BATCH = 500;
 
@@ -25,7 +26,7 @@ export async function liftHolds(deps: CoreDeps & { settingsReader: { get(): Prom
       lifted++;
       if (h.recipientId && h.provider && h.provider !== 'manual') {
         await deps.scheduler
-          .enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'due', handoffId: h.id }, JOB_IDS.holdLifted(h.id, moved.revision))
+          .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.holdLifted(h.id, moved.revision))
           .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue a lifted handoff; the sweep will'));
       }
     } catch (err) {

@@ -1,7 +1,11 @@
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { AgentRecord, ProviderName } from '../db/records.ts';
-import { USABLE_PROVIDERS } from '../adapters/implemented-providers.ts';
+import { validateProviderSettings } from '../adapters/provider-specs.ts';
+import { LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { TRANSITIONS } from '../domain/transitions.ts';
+import { workMoveWhenDeliverySettles } from '../domain/work-states.ts';
+import type { RemovalSettlement } from '../db/agent-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -13,18 +17,21 @@ export interface RegisterAgentInput {
   providerSettings?: Record<string, unknown> | undefined;
   /** The session/endpoint turns go to; defaults to the handle for demo agents. */
   deliveryTarget?: string | null | undefined;
+  /**
+   * Worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver
+   * to the agent. Unset or "default": the unnamed pool.
+   */
+  pool?: string | undefined;
 }
 
 /**
  * Registers an agent in a project. Handles are case-insensitive (stored lower-case). A removed
  * agent's handle can be registered again; it gets a new generation, so handoffs enrolled for
  * the old one are never redirected to it.
- * @throws BatonError unknown_provider, project_not_found, agent_exists
+ * @throws BatonError unknown_provider, invalid_settings, project_not_found, agent_exists
  */
 export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): Promise<AgentRecord> {
-  if (!USABLE_PROVIDERS.includes(input.provider)) {
-    throw new BatonError('unknown_provider', `no adapter for provider ${input.provider} yet; use one of ${USABLE_PROVIDERS.join(', ')}`);
-  }
+  validateProviderSettings(input.provider, input.providerSettings ?? {});
   const project = await resolveProject(deps, input.project);
   const handle = input.handle.toLowerCase();
   const deliveryTarget =
@@ -37,6 +44,7 @@ export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): 
     provider: input.provider,
     providerSettings: input.providerSettings ?? {},
     deliveryTarget,
+    pool: input.pool === undefined || input.pool === 'default' ? '' : input.pool.toLowerCase(),
     at: deps.clock.now(),
   });
   if (!agent) throw new BatonError('agent_exists', `agent ${JSON.stringify(handle)} already exists in project ${project.slug}`);
@@ -58,13 +66,35 @@ export async function getAgent(deps: CoreDeps, projectSlug: string, handle: stri
 }
 
 /**
- * Removes an agent. Its open handoffs are not redirected: when their turn comes they become
- * UNAVAILABLE. History keeps the agent as sender and recipient.
+ * Removes an agent. Its open handoffs are never redirected: in the removal's own statement,
+ * every handoff to it that no turn has reached (waiting, busy, held, refused once, or pull-claimed)
+ * becomes UNAVAILABLE and its work expired, each with its event rows. A turn already written
+ * to its session (SENDING, ACCEPTED, RUNNING, UNCERTAIN) is left to be observed as usual.
+ * History keeps the agent as sender and recipient. Its tokens are revoked in the same
+ * statement, for good: registering the handle again does not bring them back.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function removeAgent(deps: CoreDeps, projectSlug: string, handle: string): Promise<void> {
+export async function removeAgent(deps: CoreDeps, projectSlug: string, handle: string, tokenId: string | null = null): Promise<void> {
   const project = await resolveProject(deps, projectSlug);
-  const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now());
+  const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now(), recipientGone(handle.toLowerCase(), tokenId));
   if (!removed) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
   deps.logger.info({ handle, project: project.slug }, 'agent removed');
+}
+
+/** The removal's settlement, planned with the delivery table (recipient_gone) and the work table. */
+function recipientGone(handle: string, tokenId: string | null): RemovalSettlement {
+  const rule = TRANSITIONS.find((r) => r.event === 'recipient_gone');
+  if (!rule) throw new Error('the transition table has no recipient_gone rule');
+  const from = rule.from.filter((s): s is DeliveryState => s !== null);
+  const to = rule.to;
+  const work = workMoveWhenDeliverySettles(to);
+  const reason = `the recipient ${handle} was removed`;
+  return {
+    from,
+    liveTurnStates: LIVE_TURN_STATES,
+    to,
+    detail: `${reason}; not redirected`,
+    event: { event: 'recipient_gone', actorKind: 'system', actorId: null, tokenId, reason },
+    work: work ? { from: work.from, to: work.to, event: work.event } : null,
+  };
 }

@@ -3,7 +3,8 @@ import { buildContextPacket, type ContextPacket } from '../domain/context-packet
 import { isUuid, newId } from '../domain/ids.ts';
 import { LIMITS } from '../domain/limits.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import type { FactKindName, FactRecord, SessionRecord } from '../db/session-repository.ts';
+import type { FactKindName, FactRecord, SessionHandoff, SessionRecord } from '../db/session-repository.ts';
+import type { Viewer } from '../domain/visibility.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -61,14 +62,19 @@ export async function addFact(
 export interface SessionDetail {
   session: SessionRecord;
   facts: FactRecord[];
-  handoffs: Awaited<ReturnType<CoreDeps['sessions']['handoffs']>>;
+  handoffs: SessionHandoff[];
 }
 
-/** A session with all its facts (superseded ones marked) and the handoffs that point at it. */
-export async function showSession(deps: CoreDeps, projectSlug: string, id: string): Promise<SessionDetail> {
+/**
+ * A session with all its facts (superseded ones marked) and the handoffs that point at it that
+ * the viewer may see: the session is the project's, an owned handoff in it stays its sender's
+ * and recipient's (libs/domain/visibility.ts).
+ * @throws BatonError project_not_found, session_not_found
+ */
+export async function showSession(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<SessionDetail> {
   const project = await resolveProject(deps, projectSlug);
   const session = await sessionIn(deps, project.id, id);
-  const [facts, handoffs] = await Promise.all([deps.sessions.facts(session.id), deps.sessions.handoffs(session.id)]);
+  const [facts, handoffs] = await Promise.all([deps.sessions.facts(session.id), deps.sessions.handoffs(session.id, viewer)]);
   return { session, facts, handoffs };
 }
 

@@ -32,7 +32,8 @@ function newSecret(): string {
 /**
  * Proves a caller from an `Authorization` header value.
  * @throws BatonError unauthenticated (missing or not a Bearer token of Baton's shape),
- *   invalid_token (unknown, revoked, or its agent was removed)
+ *   invalid_token (unknown, revoked, or issued to an agent since removed, also when its handle
+ *   was registered again: a token belongs to one generation of its agent)
  */
 export async function authenticate(deps: Pick<CoreDeps, 'tokens'>, authorization: string | undefined): Promise<Caller> {
   if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
@@ -59,6 +60,7 @@ export async function createToken(
 ): Promise<{ token: string; record: TokenRecord }> {
   let projectId: string | null = null;
   let agentId: string | null = null;
+  let agentGeneration: number | null = null;
   if (!input.admin) {
     if (!input.agent) throw new BatonError('validation_failed', 'an agent token names its agent');
     const project = await resolveProject(deps, input.project ?? 'default');
@@ -66,6 +68,9 @@ export async function createToken(
     if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(input.agent)} in project ${project.slug}`);
     projectId = project.id;
     agentId = agent.id;
+    // The token is this generation's: if the agent is removed (even before the insert lands)
+    // and its handle registered again, the token stays refused.
+    agentGeneration = agent.generation;
   }
   const token = newSecret();
   const at = deps.clock.now();
@@ -76,6 +81,7 @@ export async function createToken(
     isAdmin: input.admin,
     projectId,
     agentId,
+    agentGeneration,
     at,
   });
   deps.logger.info({ tokenId: record.id, admin: record.isAdmin, agentId }, 'token created');

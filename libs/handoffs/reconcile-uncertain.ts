@@ -1,29 +1,31 @@
-import { DELIVERY_POLICY } from '../domain/delivery-policy.ts';
+import { absenceScanSpacingMs } from '../domain/delivery-policy.ts';
 import { hasErrorCode } from '../domain/errors.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { applyTransition, type Moveable, type TransitionOptions } from './apply-transition.ts';
+import { applyTransition, applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
+import { endMoves } from './deliver-turn.ts';
 import type { DispatchDeps } from './dispatch-agent.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 const BATCH = 100;
-/** Between complete scans: three of them spread over the absence window. */
-const SCAN_SPACING_MS = DELIVERY_POLICY.absenceWindowMs / (DELIVERY_POLICY.absenceScans - 1);
 /** After a scan that could not read the whole history (it does not count). */
 const INCOMPLETE_SCAN_RETRY_MS = 5 * 60_000;
 
-type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'clock' | 'logger' | 'workerId'>;
+type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope'>;
 
 /**
  * Honest release: an UNCERTAIN delivery is settled only by what its session's history shows.
  * Found: it continues from what was seen (accepted, running, or returned; a turn that already
  * ended in error is followed through RUNNING so the normal resend rules apply). Not found by
- * three complete scans spread over an hour: CANCELLED, never resent. Runs in every worker's
+ * `windows.absenceScans` complete scans spread over `windows.absenceWindowMs` (by default three
+ * over an hour): CANCELLED, never resent. Runs in every worker's
  * reconciler for the providers that worker has adapters for.
  * @returns how many UNCERTAIN handoffs moved or were scanned.
  */
 export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new AbortController().signal): Promise<number> {
-  const due = await deps.handoffs.uncertainDue(deps.clock.now(), BATCH);
+  const { absenceScans, absenceWindowMs } = deps.windows;
+  const due = await deps.handoffs.uncertainDue(deps.clock.now(), BATCH, deps.scope);
   let touched = 0;
   for (const c of due) {
     const adapter = deps.adapters.get(c.handoff.provider ?? '');
@@ -60,6 +62,17 @@ export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new A
         });
         continue;
       }
+      if (seen.status === 'busy' || seen.status === 'rejected') {
+        // Found, and it provably did nothing: settled exactly as the same answer to the write.
+        const end = seen.status === 'busy' ? ({ status: 'busy', detail: seen.error ?? 'busy; nothing done' } as const) : ({ status: 'rejected', reason: seen.error ?? 'refused' } as const);
+        try {
+          await applyTransitions(deps, h, endMoves(h, end, c.attemptId, true, c.handoff.workState, 0, deps.windows.interruptResendDelayMs), { ...SYSTEM_ACTOR, id: deps.workerId });
+          touched++;
+        } catch (err) {
+          if (!hasErrorCode(err, 'stale_revision')) throw err;
+        }
+        continue;
+      }
       const event = seen.status === 'accepted' ? 'observed_accepted' : 'observed_running';
       const moved = await move(event, {
         reason: `found in the session history: ${seen.status}`,
@@ -69,7 +82,7 @@ export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new A
       // The agent's next lock holder follows the turn to its end (resend rules included).
       if (moved && c.handoff.provider) {
         await deps.scheduler.enqueue(
-          { agentId: c.handoff.recipientId, provider: c.handoff.provider, cause: 'due', handoffId: h.id },
+          { ...routeOf({ recipientId: c.handoff.recipientId, provider: c.handoff.provider, pool: c.handoff.pool }), cause: 'due', handoffId: h.id },
           JOB_IDS.observed(h.id, moved.revision),
         );
       }
@@ -85,7 +98,7 @@ export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new A
     }
     const scans = c.absentScans + 1;
     const firstAt = c.firstAbsentAt ?? deps.clock.now();
-    const proven = scans >= DELIVERY_POLICY.absenceScans && deps.clock.now().getTime() - firstAt.getTime() >= DELIVERY_POLICY.absenceWindowMs;
+    const proven = scans >= absenceScans && deps.clock.now().getTime() - firstAt.getTime() >= absenceWindowMs;
     if (proven) {
       await move('proven_absent', {
         reason: `${scans} complete scans over ${Math.round((deps.clock.now().getTime() - firstAt.getTime()) / 60_000)} minutes never found request ${c.requestId}; not resent`,
@@ -94,9 +107,9 @@ export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new A
       });
     } else {
       await move('scan_missed', {
-        reason: `complete scan ${scans} of ${DELIVERY_POLICY.absenceScans}: request ${c.requestId} not in the session history`,
+        reason: `complete scan ${scans} of ${absenceScans}: request ${c.requestId} not in the session history`,
         detail: { complete: true, scan: scans },
-        notBeforeInMs: SCAN_SPACING_MS,
+        notBeforeInMs: absenceScanSpacingMs(deps.windows),
         updateAttempt: { id: c.attemptId, status: 'lost', absentScan: true },
       });
     }

@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { planTransition } from '../domain/transitions.ts';
+import { INITIAL_WORK_STATE, workMoveWhenDeliverySettles } from '../domain/work-states.ts';
 import type { HandoffRecord, HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR, type Actor, type CoreDeps } from './ports.ts';
 import { applyTransition } from './apply-transition.ts';
 import { connectionHold, settingsFrom } from '../domain/runtime-settings.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 /** `to` value that addresses the project: unowned work any of its agents may claim. */
 export const TO_PROJECT = '@project';
@@ -86,7 +88,8 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
         deliveryDetail: duplicateOf ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered` : null,
         // Work (a title, or anything addressed to the project) is returned and closed; a plain
         // message to an agent is only delivered (and may be acknowledged).
-        workState: input.title || to === null ? 'open' : null,
+        // A duplicate is not delivered, so its work starts settled (the original carries it).
+        workState: input.title || to === null ? (duplicateOf ? (workMoveWhenDeliverySettles('DUPLICATE')?.to ?? INITIAL_WORK_STATE) : INITIAL_WORK_STATE) : null,
         createdAt: now,
         // A recipient in the middle of a turn: the new handoff waits, visibly, as BUSY.
         ...(duplicateOf
@@ -152,7 +155,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
 async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual' || h.deliveryState !== 'WAITING') return;
   try {
-    await deps.scheduler.enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
+    await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
   } catch (err) {
     // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
     deps.logger.warn({ err, handoffId: h.id }, 'enqueue after commit failed; the reconciler will queue it');

@@ -1,5 +1,6 @@
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { CoreDeps } from './ports.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 export interface SweepDeps extends CoreDeps {
   readonly locks: { busy(agentIds: readonly string[]): Promise<boolean[]> };
@@ -23,7 +24,7 @@ export async function sweepOpenWork(deps: SweepDeps, intervalMs: number): Promis
   const sweep = Math.floor(now.getTime() / intervalMs);
   const idle = open.filter((_, i) => !held[i]);
   await Promise.all(
-    idle.map((o) => deps.scheduler.enqueue({ agentId: o.recipientId, provider: o.provider, cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep))),
+    idle.map((o) => deps.scheduler.enqueue({ ...routeOf(o), cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep))),
   );
   if (idle.length > 0) deps.logger.debug({ queued: idle.length }, 'reconciler queued agents with open work');
   return idle.length;

@@ -9,6 +9,7 @@ import { applyTransition } from './apply-transition.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import type { CoreDeps } from './ports.ts';
 import { loadAsAgent, reread } from './load-handoff.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
 
 /** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
@@ -132,18 +133,20 @@ export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ 
   }
   await checkEvidence(deps, h, agent, input.facts ?? []);
   const actor = { role: 'claimant' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
+  // The outcome column comes from the work table's rule for the event; the event row keeps the
+  // whole result, so the timeline still has it after a new claim clears it from the handoff.
+  const common = {
+    reason: input.summary.slice(0, 200),
+    detail: { outcome: input.outcome, summary: input.summary, facts: input.facts ?? [] },
+    claimToken: input.claimToken,
+  };
+  const result = { resultSummary: input.summary, resultFactIds: input.facts ?? [], claimToken: null, leaseExpiresAt: null };
   if (input.outcome === 'succeeded') {
-    await applyWorkTransition(deps, h, 'returned', actor, {
-      reason: input.summary.slice(0, 200),
-      claimToken: input.claimToken,
-      patch: { resultSummary: input.summary, returnOutcome: 'succeeded', resultFactIds: input.facts ?? [], returnedAt: deps.clock.now(), claimToken: null, leaseExpiresAt: null },
-      ...(pulled(h) ? { delivery: 'work_returned' as const } : {}),
-    });
+    await applyWorkTransition(deps, h, 'returned', actor, { ...common, patch: result, ...(pulled(h) ? { delivery: 'work_returned' as const } : {}) });
   } else {
     await applyWorkTransition(deps, h, 'return_failed', actor, {
-      reason: input.summary.slice(0, 200),
-      claimToken: input.claimToken,
-      patch: { resultSummary: input.summary, returnOutcome: 'failed', claimToken: null, claimedById: null, leaseExpiresAt: null },
+      ...common,
+      patch: { ...result, claimedById: null },
       ...(pulled(h) ? { delivery: 'claim_released' as const } : {}),
     });
   }
@@ -191,13 +194,13 @@ export async function closeWork(
     const redeliver = h.deliveryState === 'RETURNED';
     await applyWorkTransition(deps, h, 'revision_requested', actor, {
       reason: note,
-      patch: { closeNote: note, claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null, returnOutcome: null },
+      patch: { closeNote: note, claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null },
       ...(redeliver ? { delivery: 'revision_requested' as const } : {}),
     });
     if (redeliver && h.recipientId && h.provider && h.provider !== 'manual') {
       const after = await reread(deps, h);
       await deps.scheduler
-        .enqueue({ agentId: h.recipientId, provider: h.provider, cause: 'due', handoffId: h.id }, JOB_IDS.released(h.id, after.revision))
+        .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.released(h.id, after.revision))
         .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue the revision; the sweep will'));
     }
   }

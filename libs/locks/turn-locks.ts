@@ -10,7 +10,7 @@ const EXTEND = script('extend-turn-lock');
 const RELEASE = script('release-turn-lock');
 
 type LockCommands = {
-  batonAcquireTurnLock(key: string, token: string, ttlMs: number): Promise<[number, string | null, number?]>;
+  batonAcquireTurnLock(key: string, fenceKey: string, token: string, ttlMs: number): Promise<[number, string | null, (number | string)?]>;
   batonExtendTurnLock(key: string, token: string, ttlMs: number): Promise<number>;
   batonReleaseTurnLock(key: string, token: string): Promise<number>;
 };
@@ -19,9 +19,37 @@ type LockCommands = {
 export interface TurnLock {
   readonly agentId: string;
   readonly token: string;
+  /**
+   * This acquisition's fencing number: it only grows per agent (also across a wiped Redis).
+   * The attempt reservation records it and Postgres refuses one older than the agent's last.
+   */
+  readonly fence: bigint;
   readonly signal: AbortSignal;
+  /**
+   * Asks Redis, within a bounded time, whether this holder still owns the lock, and whether
+   * enough of its lifetime is left to start a write. Called right before every adapter write;
+   * false (also when Redis cannot answer in time) means: do not write.
+   */
+  stillHeld(): Promise<boolean>;
   /** Stops extending and deletes the lock if this holder still owns it. */
   release(): Promise<boolean>;
+}
+
+export interface TurnLocksOptions {
+  readonly ttlMs: number;
+  readonly logger: Logger;
+  /**
+   * Longest wait for any lock command (default ttl/3): a partitioned holder learns within the
+   * lock's lifetime that it can no longer prove ownership, and stops.
+   */
+  readonly commandTimeoutMs?: number;
+}
+
+class LockCommandTimeout extends Error {
+  constructor(ms: number) {
+    super(`turn lock command got no answer within ${ms} ms`);
+    this.name = 'LockCommandTimeout';
+  }
 }
 
 export type AcquireResult =
@@ -34,50 +62,76 @@ export type AcquireResult =
  * only while the caller's token is still there (scripts in ./scripts). If an extension fails
  * for a whole ttl (the key expired, was taken over, or Redis was wiped) the holder's signal
  * aborts, and it must stop writing: Postgres revisions fence anything it still tries.
+ *
+ * Every command is bounded (`commandTimeoutMs`): a holder cut off from Redis never waits on
+ * it longer than that, and counts its lock as lost once it has gone a whole ttl, measured from
+ * when its last successful extension was SENT, without proving ownership. Give it a connection
+ * that does not queue commands forever (open-redis.ts role `locks`).
  */
 export class TurnLocks {
   private readonly redis: Redis & LockCommands;
+  private readonly commandTimeoutMs: number;
 
   constructor(
     redis: Redis,
     private readonly names: RedisNames,
-    private readonly opts: { ttlMs: number; logger: Logger },
+    private readonly opts: TurnLocksOptions,
   ) {
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? Math.max(50, Math.floor(opts.ttlMs / 3));
     const r = redis as Redis & Partial<LockCommands>;
     if (typeof r.batonAcquireTurnLock !== 'function') {
-      redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 1, lua: ACQUIRE });
+      redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 2, lua: ACQUIRE });
       redis.defineCommand('batonExtendTurnLock', { numberOfKeys: 1, lua: EXTEND });
       redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 1, lua: RELEASE });
     }
     this.redis = redis as Redis & LockCommands;
   }
 
-  /** Tries once; never waits. */
+  /** Runs one lock command, failing after commandTimeoutMs whatever the connection does. */
+  private bounded<T>(command: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LockCommandTimeout(this.commandTimeoutMs)), this.commandTimeoutMs);
+    });
+    return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  /** Tries once; never waits longer than one bounded command. Throws when Redis cannot answer. */
   async acquire(agentId: string): Promise<AcquireResult> {
     const key = this.names.turnLock(agentId);
     const token = randomUUID();
-    const [ok, holder, pttl] = await this.redis.batonAcquireTurnLock(key, token, this.opts.ttlMs);
+    const sentAt = Date.now();
+    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), token, this.opts.ttlMs));
     if (ok !== 1) {
       // pttl -1/-2: no expiry or just vanished; retry soon either way.
-      const retryInMs = typeof pttl === 'number' && pttl > 0 ? pttl : 50;
+      const retryInMs = typeof third === 'number' && third > 0 ? third : 50;
       return { acquired: false, holder: holder ?? null, retryInMs };
     }
-    return { acquired: true, lock: this.hold(agentId, key, token) };
+    return { acquired: true, lock: this.hold(agentId, key, token, BigInt(third ?? 0), sentAt) };
   }
 
-  private hold(agentId: string, key: string, token: string): TurnLock {
+  private hold(agentId: string, key: string, token: string, fence: bigint, acquiredAt: number): TurnLock {
     const controller = new AbortController();
     const { ttlMs, logger } = this.opts;
-    let confirmedAt = Date.now();
+    // When the last proof of ownership was sent: Redis set the expiry no earlier than this, so
+    // the lock is ours until at least confirmedAt + ttl.
+    let confirmedAt = acquiredAt;
     let released = false;
     let extending = false;
     const timer = setInterval(() => {
-      if (extending || released) return;
+      if (released) return;
+      // Checked whether or not an extension is in flight: a command that hangs (a partition)
+      // must not keep the holder believing in a lock that has expired in Redis.
+      if (Date.now() - confirmedAt >= ttlMs) {
+        lose('the turn lock could not be extended within its lifetime');
+        return;
+      }
+      if (extending) return;
       extending = true;
-      this.redis
-        .batonExtendTurnLock(key, token, ttlMs)
+      const sentAt = Date.now();
+      this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))
         .then((ok) => {
-          if (ok === 1) confirmedAt = Date.now();
+          if (ok === 1) confirmedAt = Math.max(confirmedAt, sentAt);
           else lose('the turn lock was taken over or expired');
         })
         .catch((err: unknown) => {
@@ -98,14 +152,32 @@ export class TurnLocks {
     return {
       agentId,
       token,
+      fence,
       signal: controller.signal,
+      stillHeld: async () => {
+        if (released || controller.signal.aborted) return false;
+        const sentAt = Date.now();
+        try {
+          // PEXPIRE-if-owner doubles as the check and renews the lifetime for the write ahead.
+          const ok = await this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs));
+          if (ok !== 1) {
+            lose('the turn lock was taken over or expired');
+            return false;
+          }
+          confirmedAt = Math.max(confirmedAt, sentAt);
+          return !controller.signal.aborted;
+        } catch (err) {
+          logger.warn({ err, agentId }, 'could not prove turn lock ownership before a write');
+          return false;
+        }
+      },
       release: async () => {
         if (released) return false;
         released = true;
         clearInterval(timer);
         if (controller.signal.aborted) return false;
         try {
-          return (await this.redis.batonReleaseTurnLock(key, token)) === 1;
+          return (await this.bounded(this.redis.batonReleaseTurnLock(key, token))) === 1;
         } catch (err) {
           // The key expires on its own within ttl; nothing else to do.
           logger.warn({ err, agentId }, 'turn lock release failed; it will expire');
@@ -120,7 +192,7 @@ export class TurnLocks {
     if (agentIds.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of agentIds) pipeline.exists(this.names.turnLock(id));
-    const results = (await pipeline.exec()) ?? [];
+    const results = (await this.bounded(pipeline.exec())) ?? [];
     return results.map(([err, n]) => !err && n === 1);
   }
 
@@ -132,7 +204,7 @@ export class TurnLocks {
     if (agentIds.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of agentIds) pipeline.exists(this.names.turnLock(id), this.names.backoff(id));
-    const results = (await pipeline.exec()) ?? [];
+    const results = (await this.bounded(pipeline.exec())) ?? [];
     return results.map(([err, n]) => !err && typeof n === 'number' && n > 0);
   }
 
@@ -141,7 +213,7 @@ export class TurnLocks {
    * (its own due job wakes it). Lost with Redis, which only makes the next sweep look sooner.
    */
   async backOff(agentId: string, ms: number): Promise<void> {
-    await this.redis.set(this.names.backoff(agentId), '1', 'PX', Math.max(1, Math.round(ms)));
+    await this.bounded(this.redis.set(this.names.backoff(agentId), '1', 'PX', Math.max(1, Math.round(ms))));
   }
 
   /**
@@ -149,6 +221,6 @@ export class TurnLocks {
    * is not released: it simply expires, so a leader that dies costs at most one interval.
    */
   async tryLeadReconciler(group: string, holder: string, ms: number): Promise<boolean> {
-    return (await this.redis.set(this.names.reconcilerLeader(group), holder, 'PX', Math.max(1, ms), 'NX')) === 'OK';
+    return (await this.bounded(this.redis.set(this.names.reconcilerLeader(group), holder, 'PX', Math.max(1, ms), 'NX'))) === 'OK';
   }
 }

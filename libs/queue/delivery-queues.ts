@@ -59,8 +59,8 @@ export class DeliveryQueues {
 
   constructor(private readonly opts: DeliveryQueueOptions) {}
 
-  queueName(provider: string, agentId: string): string {
-    return this.opts.names.deliveryQueue(provider, this.opts.names.shardOf(agentId, this.opts.shards));
+  queueName(provider: string, agentId: string, pool = ''): string {
+    return this.opts.names.deliveryQueue(provider, this.opts.names.shardOf(agentId, this.opts.shards), pool);
   }
 
   private queue(name: string): Queue {
@@ -88,7 +88,7 @@ export class DeliveryQueues {
    * @throws when Redis cannot be reached (callers decide: the API logs it, the reconciler retries).
    */
   async enqueue(job: DispatchJob, jobId: string, delayMs = 0): Promise<void> {
-    const name = this.queueName(job.provider, job.agentId);
+    const name = this.queueName(job.provider, job.agentId, job.pool);
     if (delayMs > 0) {
       await this.queue(name).add(DISPATCH_JOB_NAME, job, { jobId, delay: delayMs });
       return;
@@ -130,7 +130,7 @@ export class DeliveryQueues {
   async enqueueMany(items: ReadonlyArray<{ job: DispatchJob; jobId: string }>): Promise<void> {
     const byQueue = new Map<string, WakeUp[]>();
     for (const { job, jobId } of items) {
-      const name = this.queueName(job.provider, job.agentId);
+      const name = this.queueName(job.provider, job.agentId, job.pool);
       const list = byQueue.get(name) ?? [];
       list.push(wakeUp(job, jobId, this.opts.sweepDedupMs ?? SWEEP_DEDUP_MS));
       byQueue.set(name, list);
@@ -138,9 +138,9 @@ export class DeliveryQueues {
     await Promise.all([...byQueue].map(([name, jobs]) => this.queue(name).addBulk(jobs)));
   }
 
-  /** Every queue name a worker for `provider` must consume. */
-  allQueueNames(provider: string): string[] {
-    return Array.from({ length: this.opts.shards }, (_, shard) => this.opts.names.deliveryQueue(provider, shard));
+  /** Every queue name a worker for `provider` in `pool` must consume. */
+  allQueueNames(provider: string, pool = ''): string[] {
+    return Array.from({ length: this.opts.shards }, (_, shard) => this.opts.names.deliveryQueue(provider, shard, pool));
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,8 @@
  * place:
  *   - a delivery queue's keys share the hash tag `{<queue>}` (BullMQ needs a queue's keys in one
  *     slot), and different queues land in different slots, spreading load over the cluster;
- *   - a turn lock is a single key, so it needs no tag.
+ *   - an agent's turn lock and its fence counter share the hash tag `{<agentId>}`, because the
+ *     acquire script touches both.
  * Queue names may not contain ':' (BullMQ joins its keys with it).
  */
 export class RedisNames {
@@ -17,9 +18,13 @@ export class RedisNames {
     return this.prefix;
   }
 
-  /** The delivery queue of one provider shard, e.g. `{delivery-demo-3}`. */
-  deliveryQueue(provider: string, shard: number): string {
-    return `{delivery-${provider}-${shard}}`;
+  /**
+   * The delivery queue of one provider shard of a worker pool: `{delivery-demo-3}` for the
+   * unnamed pool, `{delivery-codex.host-a-3}` for pool `host-a` ('.' cannot occur in a provider
+   * or pool name, so names never collide).
+   */
+  deliveryQueue(provider: string, shard: number, pool = ''): string {
+    return pool === '' ? `{delivery-${provider}-${shard}}` : `{delivery-${provider}.${pool}-${shard}}`;
   }
 
   /** The shard an agent's jobs go to: stable for the agent's lifetime (FNV-1a of its id). */
@@ -34,12 +39,17 @@ export class RedisNames {
 
   /** The lock that allows one active turn per agent across all worker processes. */
   turnLock(agentId: string): string {
-    return `${this.prefix}:turn-lock:${agentId}`;
+    return `${this.prefix}:turn-lock:{${agentId}}`;
+  }
+
+  /** The agent's last fencing number (kept without expiry; same slot as its turn lock). */
+  turnFence(agentId: string): string {
+    return `${this.prefix}:turn-fence:{${agentId}}`;
   }
 
   /** Set while an agent backs off (busy session, unreachable or down provider): sweeps skip it. */
   backoff(agentId: string): string {
-    return `${this.prefix}:backoff:${agentId}`;
+    return `${this.prefix}:backoff:{${agentId}}`;
   }
 
   /**

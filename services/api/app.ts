@@ -5,9 +5,15 @@ import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { installErrorHandler } from './plugins/error-handler.ts';
 import { installTextGuard } from './plugins/text-guard.ts';
+import { installJsonBody } from './plugins/json-body.ts';
+import { installNoStore, NO_STORE } from './plugins/no-store.ts';
+import { answerClientError } from './plugins/client-errors.ts';
+import { installClosingRefusal } from './plugins/refuse-while-closing.ts';
 import agentRoutes from './routes/agents/index.ts';
 import handoffRoutes from './routes/handoffs/index.ts';
 import healthRoutes, { type HealthChecks } from './routes/health/index.ts';
+import webhookRoutes from './routes/webhooks/index.ts';
+import type { TurnReportRepository } from '../../libs/db/turn-report-repository.ts';
 import statusRoutes from './routes/status/index.ts';
 import settingsRoutes from './routes/settings/index.ts';
 import workRoutes from './routes/work/index.ts';
@@ -23,12 +29,14 @@ export interface AppDeps {
   readonly logger: Logger;
   /** Per-token request rate (default DEFAULT_RATE_LIMIT; perSecond 0 turns it off). */
   readonly rateLimit?: RateLimit | undefined;
+  /** Where webhook agents' signed callbacks are stored (libs/db `turnReports`). */
+  readonly turnReports: TurnReportRepository;
 }
 
 /**
  * Builds the HTTP API from what it is given; it opens no connection and listens on nothing
  * (server.ts does). Tests call `app.inject()`. Everything under /v1 needs a bearer token;
- * health and readiness do not.
+ * health, readiness and the signed webhook callback do not.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -38,18 +46,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     // No coercion: a number where a string belongs is an error, not a silent conversion.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    return503OnClosing: true,
+    // Refused by plugins/refuse-while-closing.ts instead, in the catalog's shape.
+    return503OnClosing: false,
     // Ids are UUIDs or handles; anything longer is refused as invalid (400), not as 414.
     routerOptions: { maxParamLength: 200 },
-    // Router errors (a malformed %-escape, an over-long path parameter) in the catalog's shape.
+    // Router errors (a malformed %-escape, an over-long path parameter) in the catalog's shape;
+    // no hook runs for them, so they set the cache header themselves.
     frameworkErrors: (err, _request, reply) => {
       const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than any id' : 'the URL is malformed';
-      void (reply as FastifyReply).code(400).send({ error: { code: 'validation_failed', message } });
+      void (reply as FastifyReply).code(400).header('cache-control', NO_STORE).send({ error: { code: 'validation_failed', message } });
     },
+    // What Node's HTTP parser refuses (an over-long URL or headers, malformed HTTP) in the same shape.
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  installNoStore(app);
   installErrorHandler(app);
+  installClosingRefusal(app);
+  installJsonBody(app);
   installTextGuard(app);
   await app.register(healthRoutes, { checks: deps.checks });
+  // Webhook callbacks prove themselves with the agent's signature, not a bearer token.
+  await app.register(webhookRoutes, { deps: { turnReports: deps.turnReports, clock: deps.core.clock, logger: deps.logger } });
   const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
   await app.register(
     async (v1) => {

@@ -1,5 +1,6 @@
 import type { AgentRecord, AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../../libs/db/records.ts';
 import type { RuntimeSettings } from '../../libs/domain/runtime-settings.ts';
+import { redactProviderSettings } from '../../libs/adapters/provider-specs.ts';
 import type { ConnectionRecord } from '../../libs/db/settings-repository.ts';
 
 /** What callers see of Baton's records. Internal ids (agent uuids, project ids) stay inside. */
@@ -11,8 +12,10 @@ export function presentAgent(a: AgentRecord) {
     id: a.handle,
     displayName: a.displayName,
     provider: a.provider,
-    settings: a.providerSettings,
+    // Secrets (a webhook secret, an env value marked secret) are never shown.
+    settings: redactProviderSettings(a.provider, a.providerSettings),
     target: a.deliveryTarget,
+    pool: a.pool === '' ? 'default' : a.pool,
     generation: a.generation,
     createdAt: a.createdAt.toISOString(),
     updatedAt: a.updatedAt.toISOString(),

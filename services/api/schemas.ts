@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DELIVERY_STATES } from '../../libs/domain/delivery-states.ts';
-import { HANDLE_PATTERN } from '../../libs/domain/ids.ts';
+import { HANDLE_PATTERN, POOL_PATTERN } from '../../libs/domain/ids.ts';
 import { LIMITS } from '../../libs/domain/limits.ts';
 import { PROVIDER_NAMES } from '../../libs/db/records.ts';
 
@@ -31,6 +31,8 @@ export const RegisterAgentBody = Type.Object(
     provider: ProviderSchema,
     settings: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     target: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: LIMITS.deliveryTarget }), Type.Null()])),
+    /** Worker pool (host affinity); "default" or absent: the unnamed pool. */
+    pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
   },
   { additionalProperties: false },
 );
@@ -42,6 +44,8 @@ export const AgentJson = Type.Object({
   provider: Type.String(),
   settings: Type.Record(Type.String(), Type.Unknown()),
   target: Type.Union([Type.String(), Type.Null()]),
+  /** "default" is the unnamed pool. */
+  pool: Type.String(),
   generation: Type.Integer(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -362,6 +366,8 @@ export const TokenJson = Type.Object({
   admin: Type.Boolean(),
   project: Type.Union([Type.String(), Type.Null()]),
   agent: Type.Union([Type.String(), Type.Null()]),
+  /** The agent's generation the token was issued to; removing the agent ends it for good. */
+  agentGeneration: Type.Union([Type.Integer(), Type.Null()]),
   createdAt: Timestamp,
   lastUsedAt: NullableTimestamp,
   revokedAt: NullableTimestamp,

@@ -32,7 +32,7 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** Builds the app from real dependencies and listens. */
+/** Builds the app from real dependencies and listens; a failed listen (EADDRINUSE) closes the app and its queues and rethrows. */
 export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi> {
   const names = new RedisNames(opts.redisPrefix);
   const locks = new TurnLocks(opts.redis, names, { ttlMs: 1, logger: opts.logger });
@@ -43,9 +43,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     logger: opts.logger,
     heldLocks: (ids) => locks.held(ids),
   });
-  const core = { ...createRepositories(opts.db), scheduler: queues, clock: opts.clock, logger: opts.logger };
+  const repos = createRepositories(opts.db);
+  const core = { ...repos, scheduler: queues, clock: opts.clock, logger: opts.logger };
   const app = await buildApp({
     core,
+    turnReports: repos.turnReports,
     defaultProject: opts.defaultProject,
     logger: opts.logger,
     rateLimit: opts.rateLimit,
@@ -58,7 +60,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
       },
     },
   });
-  const address = await app.listen({ host: opts.host, port: opts.port });
+  let address: string;
+  try {
+    address = await app.listen({ host: opts.host, port: opts.port });
+  } catch (err) {
+    // A busy port: leave nothing open behind the error, so the caller can exit cleanly.
+    await app.close().catch(() => undefined);
+    await queues.close().catch(() => undefined);
+    throw err;
+  }
   opts.logger.info({ url: address }, 'api listening');
   return {
     app,

@@ -7,10 +7,33 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly status: number,
+    /** From the answer's Retry-After (503, 429), in milliseconds. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'ApiError';
   }
+}
+
+/** How a request that carries an idempotency key is retried (see postIdempotent). */
+export interface RetryPolicy {
+  /** Tries in all, the first included. */
+  readonly attempts: number;
+  /** Wait before the n-th retry: baseDelayMs x 2^(n-1), or the answer's Retry-After if longer, at most maxDelayMs. */
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const SEND_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250, maxDelayMs: 2_000 };
+
+/**
+ * Whether a failed call may be repeated with the same idempotency key: the database was
+ * unavailable (the commit may or may not have landed), or the answer never came (network).
+ * The key makes the repeat return the first handoff if it was stored.
+ */
+export function retryableWithKey(err: unknown): boolean {
+  if (err instanceof ApiUnreachable) return true;
+  return err instanceof ApiError && err.status === 503 && err.code === 'database_unavailable';
 }
 
 export class ApiUnreachable extends Error {
@@ -63,7 +86,8 @@ export class ApiClient {
           ? ' (the token in BATON_TOKEN or the profile was refused)'
           : ` (no token: set BATON_TOKEN, or write a profile at ${this.profilePath ?? 'BATON_PROFILE'} with \`baton init\` or \`baton token create --profile\`)`;
       }
-      throw new ApiError(e?.code ?? 'http_error', message, res.status);
+      const retryAfter = Number(res.headers.get('retry-after'));
+      throw new ApiError(e?.code ?? 'http_error', message, res.status, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined);
     }
     return { status: res.status, body: parsed as T };
   }
@@ -74,6 +98,25 @@ export class ApiClient {
 
   post<T>(path: string, body: unknown, headers?: Record<string, string>) {
     return this.request<T>('POST', path, body, headers);
+  }
+
+  /**
+   * POST a body that carries an idempotency key, repeating it with the same key after a 503
+   * `database_unavailable` or a network error, up to `policy.attempts` tries in all. The
+   * server answers a repeat of a stored key with the first result (200), so at most one is kept.
+   */
+  async postIdempotent<T>(path: string, body: unknown, policy: RetryPolicy, onRetry: (err: Error, waitMs: number) => void = () => undefined) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.post<T>(path, body);
+      } catch (err) {
+        if (attempt >= policy.attempts || !retryableWithKey(err)) throw err;
+        const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
+        const waitMs = Math.min(policy.maxDelayMs, Math.max(backoff, err instanceof ApiError ? (err.retryAfterMs ?? 0) : 0));
+        onRetry(err as Error, waitMs);
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
+    }
   }
 
   delete(path: string) {

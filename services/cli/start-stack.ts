@@ -12,6 +12,7 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
 import { bootstrapAdminToken } from './admin-token.ts';
+import { isPostgresFailure, listenStartupError, postgresStartupError } from './startup-error.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { startReconciler } from '../../workers/timers/start-reconciler.ts';
 
@@ -35,68 +36,120 @@ export interface RunningStack {
   stop(): Promise<void>;
 }
 
+/** Why a close step gave up: the grace is over, or the step itself failed. */
+type StepOutcome = 'done' | 'failed' | 'timed out';
+
 /**
  * Starts the API and/or a delivery worker (with its reconciler) in this process, in order:
- * migrate, open Postgres and Redis, listen / consume. `stop()` undoes it in reverse: stop
- * taking work, finish or hand back live turns, close queues, Redis and Postgres.
+ * migrate, open Postgres and Redis, listen, then consume. The API listens before the worker
+ * starts, so a busy port starts nothing; a start that fails closes what it opened and throws a
+ * StartupError (one line with a hint: `createdb`, the URL, BATON_API_PORT).
+ *
+ * `stop()` undoes it in reverse: stop taking requests and work, let live turns finish, hand back
+ * the rest, close queues, Redis and Postgres, all within BATON_SHUTDOWN_GRACE_MS. Each step
+ * gets what is left of the grace; when it runs out (Redis or Postgres down: their commands
+ * wait for a reconnect), the rest is force-closed and stop() rejects, so the process exits 1.
  */
 export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const { config, logger } = opts;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (postgresql://user@host:5432/db)');
   if (!config.redisUrl) throw new Error('REDIS_URL is not set (redis://host:6379)');
+  const databaseUrl = config.databaseUrl;
+  const redisUrl = config.redisUrl;
   const clock = opts.clock ?? systemClock;
-  const applied = await migrate(config.databaseUrl);
-  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  try {
+    const applied = await migrate(databaseUrl);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  } catch (err) {
+    throw isPostgresFailure(err) ? postgresStartupError(err, databaseUrl) : err;
+  }
   // Named per process, so pg_stat_activity shows which process holds which connections.
   const role = opts.api && opts.worker ? 'serve' : opts.api ? 'api' : 'worker';
-  const db = openDatabase({ url: config.databaseUrl, poolSize: config.dbPoolSize, logger, applicationName: `baton-${role}-${process.pid}` });
+  const db = openDatabase({ url: databaseUrl, poolSize: config.dbPoolSize, timeouts: config.dbTimeouts, logger, applicationName: `baton-${role}-${process.pid}` });
   const repos = createRepositories(db);
   const connections: Redis[] = [];
   let api: RunningApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
   let demoClient: DemoHostClient | undefined;
+  const graceMs = config.shutdownGraceMs;
 
-  if (opts.worker) {
-    const redis = openRedis(config.redisUrl, 'worker', logger);
-    connections.push(redis);
-    let demoHost = opts.demoHost;
-    if (!demoHost && config.demoHostUrl) demoHost = demoClient = new DemoHostClient(config.demoHostUrl);
-    demoHost ??= new DemoAgentHost();
-    const adapters = createAdapters(config.workerProviders, { demoHost });
-    worker = startDeliveryWorker({
-      repos,
-      redis,
-      adapters,
-      clock,
-      logger,
-      workerId: opts.workerId ?? `${os.hostname()}-${process.pid}`,
-      redisPrefix: config.redisPrefix,
-      queueShards: config.queueShards,
-      concurrency: config.workerConcurrency,
-      turnLockTtlMs: config.turnLockTtlMs,
-      jobLockMs: config.jobLockMs,
-      stalledIntervalMs: config.stalledIntervalMs,
-      shutdownGraceMs: config.shutdownGraceMs,
-    });
-    reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, [...adapters.providers()].sort().join('+'));
-  }
-  if (opts.api) {
-    if (opts.bootstrapAdmin !== false) await bootstrapAdminToken({ ...repos, clock, logger }, config);
-    const redis = openRedis(config.redisUrl, 'producer', logger);
-    connections.push(redis);
-    api = await startApiServer({
-      db,
-      redis,
-      clock,
-      logger,
-      host: config.api.host,
-      port: config.api.port,
-      redisPrefix: config.redisPrefix,
-      queueShards: config.queueShards,
-      defaultProject: config.defaultProject,
-      rateLimit: config.rateLimit,
-    });
+  const forceClose = () => {
+    worker?.forceStop();
+    demoClient?.close();
+    for (const c of connections) c.disconnect();
+    void db.close().catch(() => undefined);
+  };
+
+  try {
+    if (opts.api) {
+      if (opts.bootstrapAdmin !== false) {
+        try {
+          await bootstrapAdminToken({ ...repos, clock, logger }, config);
+        } catch (err) {
+          throw isPostgresFailure(err) ? postgresStartupError(err, databaseUrl) : err;
+        }
+      }
+      const redis = openRedis(redisUrl, 'producer', logger);
+      connections.push(redis);
+      try {
+        api = await startApiServer({
+          db,
+          redis,
+          clock,
+          logger,
+          host: config.api.host,
+          port: config.api.port,
+          redisPrefix: config.redisPrefix,
+          queueShards: config.queueShards,
+          defaultProject: config.defaultProject,
+          rateLimit: config.rateLimit,
+        });
+      } catch (err) {
+        throw listenStartupError(err, config.api.host, config.api.port);
+      }
+    }
+    if (opts.worker) {
+      const redis = openRedis(redisUrl, 'worker', logger);
+      connections.push(redis);
+      let demoHost = opts.demoHost;
+      if (!demoHost && config.demoHostUrl) demoHost = demoClient = new DemoHostClient(config.demoHostUrl);
+      demoHost ??= new DemoAgentHost();
+      const adapters = createAdapters(config.workerProviders, {
+        demoHost,
+        deadlines: config.adapterDeadlines,
+        command: config.command,
+        turnReports: repos.turnReports,
+        webhookCallbackUrl: config.webhookCallbackUrl,
+      });
+      worker = startDeliveryWorker({
+        repos,
+        redis,
+        adapters,
+        clock,
+        logger,
+        workerId: opts.workerId ?? `${os.hostname()}-${process.pid}`,
+        redisPrefix: config.redisPrefix,
+        queueShards: config.queueShards,
+        concurrency: config.workerConcurrency,
+        turnLockTtlMs: config.turnLockTtlMs,
+        jobLockMs: config.jobLockMs,
+        stalledIntervalMs: config.stalledIntervalMs,
+        // Live turns get the grace but its last quarter (at most 2 s), which is for handing
+        // them back and closing.
+        shutdownGraceMs: graceMs - Math.min(2_000, Math.floor(graceMs / 4)),
+        windows: config.deliveryWindows,
+        pools: config.workerPools,
+      });
+      // Workers serving the same providers and pools share one reconciler leader.
+      const group = `${[...adapters.providers()].sort().join('+')}@${[...config.workerPools].map((p) => p || 'default').sort().join('+')}`;
+      reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group);
+    }
+  } catch (err) {
+    await reconciler?.stop();
+    await api?.close().catch(() => undefined);
+    forceClose();
+    throw err;
   }
 
   let stopping: Promise<void> | undefined;
@@ -106,12 +159,42 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     worker,
     stop() {
       stopping ??= (async () => {
-        await api?.close();
-        await reconciler?.stop();
-        await worker?.stop();
-        demoClient?.close();
-        await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
-        await db.close();
+        let timer: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<'timed out'>((resolve) => {
+          timer = setTimeout(() => resolve('timed out'), graceMs);
+        });
+        const steps: Array<[string, () => Promise<unknown> | undefined]> = [
+          ['api', () => api?.close()],
+          ['reconciler', () => reconciler?.stop()],
+          ['delivery worker', () => worker?.stop()],
+          ['redis', () => Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())))],
+          ['postgres', () => db.close()],
+        ];
+        const failed: string[] = [];
+        try {
+          for (const [name, step] of steps) {
+            const outcome: StepOutcome = await Promise.race([
+              Promise.resolve(step()).then(
+                (): StepOutcome => 'done',
+                (err: unknown): StepOutcome => {
+                  logger.error({ err, step: name }, 'shutdown step failed');
+                  return 'failed';
+                },
+              ),
+              graceOver,
+            ]);
+            if (outcome === 'timed out') {
+              logger.warn({ step: name, graceMs }, 'shutdown grace over: force-closing');
+              forceClose();
+              throw new Error(`shutdown did not finish within BATON_SHUTDOWN_GRACE_MS (${graceMs} ms; stuck at: ${name}); force-closed`);
+            }
+            if (outcome === 'failed') failed.push(name);
+          }
+          demoClient?.close();
+        } finally {
+          clearTimeout(timer);
+        }
+        if (failed.length > 0) throw new Error(`shutdown steps failed: ${failed.join(', ')}`);
       })();
       return stopping;
     },

@@ -45,6 +45,23 @@ describe('baton bench --quick --json', () => {
     expect(isNumber(r.recovery.killToUncertainSec)).toBe(true);
     expect(isNumber(r.recovery.wipeToFinalSec)).toBe(true);
     expect(isNumber(r.recovery.stallAfterWipeSec)).toBe(true);
+    // Long turns: many agents each in one turn at once, followed to the end, each written once.
+    const l = r.longTurns;
+    expect(l).toMatchObject({ turns: 40, returned: 40, handoffsNotWrittenOnce: 0, writeViolations: 0, workers: 2, queueShards: expect.any(Number), workerConcurrency: expect.any(Number) });
+    expect(l.slots).toBe(l.workers * l.queueShards * l.workerConcurrency);
+    expect(l.peakInFlight).toBeGreaterThan(0);
+    expect(l.peakInFlight).toBeLessThanOrEqual(40);
+    expect(l.turnsPerWorker.reduce((a: number, b: number) => a + b, 0)).toBe(40);
+    for (const f of ['turnSeconds', 'lastSendToAllReturnedSec', 'firstSendToLastAcceptedSec', 'liveInWindow', 'quietSeconds']) expect(isNumber(l[f]), `longTurns.${f}`).toBe(true);
+    expect(typeof l.quietWindowClean).toBe('boolean');
+    expect(l.workerRssIdleMiB).toHaveLength(2);
+    expect(l.workerRssLiveMiB).toHaveLength(2);
+    expect(isNumber(l.cpuMsPerSecPerTurn.total)).toBe(true);
+    for (const f of ['activeJobsPerLiveTurn', 'redisCommandsPerSecPerTurn', 'postgresStatementsPerSecPerTurn']) expect(l[f] === null || isNumber(l[f]), `longTurns.${f}`).toBe(true);
+    // The RSS difference can be negative (a GC in between): a number or null, not a size check.
+    expect(l.workerRssKiBPerTurn === null || typeof l.workerRssKiBPerTurn === 'number').toBe(true);
+    for (const k of ['redisTopCommands', 'postgresTopStatements']) expect(l[k] === null || Array.isArray(l[k]), `longTurns.${k}`).toBe(true);
+    expect(r.targets.map((t: any) => t.name)).toContainEqual(expect.stringMatching(/^long turns: /));
     expect(r.targets.length).toBeGreaterThanOrEqual(10);
     for (const t of r.targets) expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String), met: expect.any(Boolean) });
     // The human table goes to stderr beside the JSON.

@@ -16,8 +16,14 @@ describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => 
       await demo.waitFor(step, 30_000);
     }
     for (const agent of ['Planner', 'Engineer', 'Reviewer', 'Writer']) expect(demo.output()).toContain(agent);
+    // Work events move the work, not the delivery state: they read `work claimed -> returned`.
+    await demo.waitFor(/work \w+ -> returned/, 30_000);
+    expect(demo.output(), 'no transition line from a state to itself').not.toMatch(/\b([A-Z_]+)\s+-> \1\b/);
+    const t0 = Date.now();
     const code = await demo.stop('SIGINT', 30_000);
     expect(code, demo.output()).toBe(0);
+    // Nothing left waiting (it took ~11 s: the embedded servers' stop timers were never cleared).
+    expect(Date.now() - t0, 'Ctrl+C to exit').toBeLessThan(6_000);
     expect(demo.output()).toContain('demo data deleted');
     expect(await demoDirs()).toEqual(before);
   }, 120_000);

@@ -170,6 +170,37 @@ describe('revocation', () => {
   });
 });
 
+describe('a removed agent', () => {
+  it("keeps its old tokens dead when its handle is registered again (a token belongs to one generation); a new token works", async () => {
+    expect((await baton.post('/v1/agents', { id: 'e1', provider: 'manual' })).status).toBe(201);
+    const created = await baton.post('/v1/tokens', { agent: 'e1', name: 'e1 before removal' });
+    expect(created.status).toBe(201);
+    const old: string = created.body.token;
+    expect((await baton.get('/v1/whoami', auth(old))).body).toMatchObject({ agent: 'e1' });
+
+    expect((await baton.del('/v1/agents/e1')).status).toBe(204);
+    const readded = await baton.post('/v1/agents', { id: 'e1', provider: 'manual' });
+    expect(readded.status).toBe(201);
+    expect(readded.body.generation).toBe(2);
+
+    await refusedUnchanged(() => baton.get('/v1/whoami', auth(old)), 401, 'invalid_token', 'old token after re-adding');
+    await refusedUnchanged(() => baton.post('/v1/handoffs', { to: 'bob', message: 'from the old e1' }, auth(old)), 401, 'invalid_token', 'old token sends');
+    // The listing says the removal ended it.
+    const listed = (await baton.get('/v1/tokens')).body.items.find((t: any) => t.id === created.body.record.id);
+    expect(listed).toMatchObject({ agent: 'e1', agentGeneration: 1, revokedAt: expect.any(String) });
+
+    const fresh = await baton.post('/v1/tokens', { agent: 'e1', name: 'e1 again' });
+    expect(fresh.body.record).toMatchObject({ agentGeneration: 2, revokedAt: null });
+    expect((await baton.get('/v1/whoami', auth(fresh.body.token))).body).toMatchObject({ agent: 'e1', admin: false });
+    expect((await baton.post('/v1/handoffs', { to: 'bob', message: 'from the new e1' }, auth(fresh.body.token))).status).toBe(201);
+
+    // Even a revocation undone behind Baton's back does not revive it: the token is bound to
+    // the generation it was issued for, and the agent has moved on.
+    await baton.db.pool.query(`UPDATE agent_tokens SET revoked_at = NULL WHERE id = $1`, [created.body.record.id]);
+    await refusedUnchanged(() => baton.get('/v1/whoami', auth(old)), 401, 'invalid_token', 'old token, revocation cleared');
+  });
+});
+
 describe('secrets', () => {
   it('a token is shown once; listings, the database, error messages and logs never hold it', async () => {
     const created = await baton.post('/v1/tokens', { agent: 'alice', name: 'ci' });

@@ -205,7 +205,7 @@ describe('baton token', () => {
       expect(listed.out).not.toContain(s);
       expect(asJson.out).not.toContain(s);
     }
-    expect(Object.keys(item).sort()).toEqual(['admin', 'agent', 'createdAt', 'id', 'lastUsedAt', 'name', 'project', 'revokedAt']);
+    expect(Object.keys(item).sort()).toEqual(['admin', 'agent', 'agentGeneration', 'createdAt', 'id', 'lastUsedAt', 'name', 'project', 'revokedAt']);
   });
 
   it('create --profile writes an owner-only profile that works on its own', async () => {

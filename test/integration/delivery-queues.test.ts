@@ -1,24 +1,30 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { JOB_IDS } from '../../libs/queue/redis-names.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
+import { eventually } from '../support/eventually.ts';
 import { silentLogger } from '../support/test-baton.ts';
 
 let redis: Redis;
 let names: RedisNames;
 let queues: DeliveryQueues;
+/** The same BullMQ queue, only to read its deduplication state. */
+let inspect: Queue;
 
 beforeAll(async () => {
   redis = openRedis(TEST_REDIS_URL, 'worker', silentLogger());
   names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
   queues = new DeliveryQueues({ connection: redis, names, shards: 1, logger: silentLogger(), sweepDedupMs: 400 });
+  inspect = new Queue(names.deliveryQueue('demo', 0), { connection: redis, prefix: names.bullPrefix });
 });
 
 afterAll(async () => {
+  await inspect.close();
   await queues.close();
   const keys = await redis.keys(`${names.bullPrefix}:*`);
   if (keys.length) await redis.del(...keys);
@@ -36,7 +42,9 @@ describe('delivery queue producers', () => {
     await sweep(2);
     await sweep(3);
     expect((await waiting()).filter((id) => id.startsWith(`sweep-${agentId}`))).toEqual([JOB_IDS.sweep(agentId, 1)]);
-    await new Promise((r) => setTimeout(r, 500));
+    expect(await inspect.getDeduplicationJobId(`sweep-${agentId}`)).toBe(JOB_IDS.sweep(agentId, 1));
+    // The window ends when BullMQ's deduplication key expires: wait for that, not for a guess.
+    await eventually(async () => expect(await inspect.getDeduplicationJobId(`sweep-${agentId}`)).toBeNull(), { timeoutMs: 5_000, what: 'the sweep deduplication window to end' });
     await sweep(4);
     expect((await waiting()).filter((id) => id.startsWith(`sweep-${agentId}`))).toEqual([JOB_IDS.sweep(agentId, 4), JOB_IDS.sweep(agentId, 1)]);
   });

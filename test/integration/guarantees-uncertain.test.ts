@@ -92,7 +92,10 @@ describe('UNCERTAIN deliveries are settled by observation, never by a blind rese
     clock.advance(30 * 60_000);
     await baton.reconcile(); // scan 3, an hour after the first
     h = await until(id, 'CANCELLED');
-    expect(h.events.map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'scan_missed', 'proven_absent']);
+    expect(h.events.map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'scan_missed', 'proven_absent', 'cancelled']);
+    // Nobody will do the work of a delivery proven absent: it is cancelled in the same statement.
+    expect(h.events.at(-1)).toMatchObject({ workFrom: 'open', workTo: 'cancelled' });
+    expect(h.workState).toBe('cancelled');
     expect(h.attempts).toHaveLength(1);
     expect(h.attempts[0].status).toBe('cancelled');
     expect(baton.host.writesByHandoff().get(id)).toBeUndefined();
@@ -111,7 +114,8 @@ describe('UNCERTAIN deliveries are settled by observation, never by a blind rese
     expect(res.status).toBe(200);
     expect(res.body.state).toBe('CANCELLED');
     const h = await detail(id);
-    expect(h.events.at(-1)).toMatchObject({ event: 'released', actor: { kind: 'operator' }, reason: 'the agent told me it never saw it' });
+    expect(h.events.at(-2)).toMatchObject({ event: 'released', actor: { kind: 'operator' }, reason: 'the agent told me it never saw it' });
+    expect(h.events.at(-1)).toMatchObject({ event: 'cancelled', workFrom: 'open', workTo: 'cancelled', actor: { kind: 'operator' } });
     await baton.reconcile();
     expect((await detail(id)).attempts).toHaveLength(1);
   });

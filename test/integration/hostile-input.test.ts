@@ -64,7 +64,23 @@ class RawNumber {
   toJSON(): string { return `__raw_number__:${this.text}`; }
   [fc.toStringMethod](): string { return this.text; }
 }
-const encode = (body: unknown): string => JSON.stringify(body).replace(/"__raw_number__:([^"]*)"/g, '$1');
+/**
+ * Objects or arrays nested `levels` deep around a string: spliced in as raw JSON text, because
+ * JSON.stringify itself overflows the stack on the deepest of them.
+ */
+class Deep {
+  constructor(readonly kind: 'object' | 'array', readonly levels: number, readonly leaf: string) {}
+  text(): string {
+    const [open, close] = this.kind === 'object' ? ['{"a":', '}'] : ['[', ']'];
+    return `${open.repeat(this.levels)}${JSON.stringify(this.leaf)}${close.repeat(this.levels)}`;
+  }
+  toJSON(): string { return `__raw_json__:${Buffer.from(this.text()).toString('base64')}`; }
+  [fc.toStringMethod](): string { return `deep(${JSON.stringify(this.kind)}, ${this.levels}, ${JSON.stringify(this.leaf)})`; }
+}
+const encode = (body: unknown): string =>
+  JSON.stringify(body)
+    .replace(/"__raw_number__:([^"]*)"/g, '$1')
+    .replace(/"__raw_json__:([A-Za-z0-9+/=]*)"/g, (_, b64: string) => Buffer.from(b64, 'base64').toString());
 
 // ---- generators
 
@@ -89,6 +105,10 @@ const odd = fc.oneof(
   fc.array(fc.constantFrom(...NASTY, 'a', ' '), { minLength: 1, maxLength: 5 }).map((a) => a.join('')),
 );
 const huge = fc.tuple(fc.constantFrom('a', 'é', '😀', '\u202e', '\u0301'), fc.constantFrom(...LENGTHS)).map(([u, n]) => new Huge(u, n));
+/** Nesting around the documented depth limit and far past it, with a NUL at the bottom now and then. */
+const deep = fc
+  .tuple(fc.constantFrom('object' as const, 'array' as const), fc.constantFrom(LIMITS.jsonDepth - 2, LIMITS.jsonDepth - 1, LIMITS.jsonDepth, LIMITS.jsonDepth + 1, 100, 10_000), fc.constantFrom('x', 'a\u0000b', '\ud800'))
+  .map(([kind, levels, leaf]) => new Deep(kind, levels, leaf));
 /** Mostly a value the route accepts; now and then one at or past the edge of what it accepts. */
 const edgy = <T, E>(valid: fc.Arbitrary<T>, edge: fc.Arbitrary<E>) => fc.oneof({ weight: 5, arbitrary: valid }, { weight: 1, arbitrary: edge });
 const text = fc.oneof({ weight: 5, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 24 }) }, { weight: 3, arbitrary: odd }, { weight: 1, arbitrary: huge });
@@ -104,6 +124,7 @@ const hostile: fc.Arbitrary<unknown> = fc.oneof(
   odd,
   huge,
   fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' }),
+  deep,
   fc.array(odd, { maxLength: 25 }),
   fc.dictionary(odd, odd, { maxKeys: 4 }),
 );
@@ -151,7 +172,10 @@ const ROUTES: WriteRoute[] = [
     name: 'POST /v1/agents', method: 'POST', url: () => '/v1/agents',
     valid: (f) => rec({
       id: edgy(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), handle(f.agents)), provider: edgy(fc.constant('manual'), fc.constantFrom('demo', 'codex', 'webhook', 'MANUAL')),
-      displayName: text, settings: fc.dictionary(odd, hostile, { maxKeys: 3 }), target: fc.option(text, { nil: null }),
+      displayName: text,
+      // Free-form JSON: now and then one plain key holding deep nesting, so nothing else refuses the body first.
+      settings: fc.oneof(fc.dictionary(odd, hostile, { maxKeys: 3 }), fc.dictionary(fc.constantFrom('nested', 'thinkMs'), deep, { minKeys: 1, maxKeys: 1 })),
+      target: fc.option(text, { nil: null }),
     }, ['id', 'provider']),
   },
   {
@@ -227,7 +251,7 @@ const transport: fc.Arbitrary<Transport> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('raw' as const),
       contentType: fc.constantFrom('application/json', undefined),
-      payload: fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.json({ maxDepth: 2 }), fc.constantFrom('', '{', '{"a":', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,"a":2}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"admin":true}}}', 'NaN', '[1,]', '"\\u0000"', '"\\ud800"')),
+      payload: fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.json({ maxDepth: 2 }), fc.constantFrom('', '{', '{"a":', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,"a":2}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"admin":true}}}', 'NaN', '[1,]', '"\\u0000"', '"\\ud800"', `${'['.repeat(10_000)}${']'.repeat(10_000)}`, `${'{"a":'.repeat(LIMITS.jsonDepth)}"\\u0000"${'}'.repeat(LIMITS.jsonDepth)}`)),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'none' } as const) },
@@ -266,6 +290,7 @@ function callsTo(route: WriteRoute): fc.Arbitrary<Call> {
     { weight: 4, arbitrary: mutate(valid) },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }) },
     { weight: 1, arbitrary: huge },
+    { weight: 1, arbitrary: deep },
   );
   const segment = route.segment?.(fx) ?? fc.constant('');
   return fc.record({ caller, project: projectHeader, idempotencyKey: idempotencyHeader, segment, body, transport });
@@ -477,6 +502,58 @@ describe('times at the edge of the date-time format', () => {
       { numRuns: 40, examples: DATE_EDGES.flatMap((t) => [['dueAt', t] as ['dueAt', string], ['enabledAfter', t] as ['enabledAfter', string]]) },
     );
   }, 120_000);
+});
+
+describe('nesting depth', () => {
+  /** A path id each route can take without touching the fixtures the sweep needs. */
+  const urlOf = (route: WriteRoute): string => {
+    if (route.name.startsWith('PUT /v1/settings')) return route.url('outageGuard');
+    if (route.name.startsWith('POST /v1/sessions/:id')) return route.url(fx.sessionId);
+    if (route.name.startsWith('DELETE /v1/agents')) return route.url('nobody');
+    if (route.name.startsWith('DELETE /v1/tokens')) return route.url('00000000-0000-0000-0000-000000000000');
+    return route.url(fx.handoffs[1]!);
+  };
+
+  // Protects: deep nesting is refused by a documented limit before any recursive code (schema, text check, JSON.stringify, jsonb) sees it: a 400, never a stack overflow.
+  it('a body nested 10,000 levels deep is refused with 400 too_deeply_nested on every write route, and writes nothing', async () => {
+    for (const route of ROUTES) {
+      for (const kind of ['object', 'array'] as const) {
+        const res = await expectSafeCall(route.method, urlOf(route), jsonCall({ as: 'lead', settings: { s: new Deep(kind, 10_000, 'x') } }));
+        expect(res.statusCode, `${route.name} ${kind}: ${res.body}`).toBe(400);
+        expect((parse(res.body) as { error: { code: string } }).error.code, route.name).toBe('too_deeply_nested');
+      }
+    }
+  }, 60_000);
+
+  /** The routes that store free-form JSON: `levels` objects deep inside the field, so the deepest is at level levels + 2 of the body. */
+  const freeForm = [
+    { name: 'POST /v1/agents settings', method: 'POST' as const, url: '/v1/agents', body: (d: Deep, n: number) => ({ id: `deep-${n}-${d.levels}`, provider: 'manual', settings: { s: d } }) },
+    { name: 'PUT /v1/settings/outageGuard value', method: 'PUT' as const, url: '/v1/settings/outageGuard', body: (d: Deep) => ({ value: { demo: d } }) },
+  ];
+
+  // Protects: the text check covers every level the depth limit lets through (it used to stop at 64, and Postgres then refused the NUL with a 500).
+  it('free-form JSON: a NUL at the deepest accepted level is invalid_text, one level deeper (or 100) is too_deeply_nested', async () => {
+    let n = 0;
+    for (const route of freeForm) {
+      for (const [levels, code] of [[LIMITS.jsonDepth - 3, 'invalid_text'], [LIMITS.jsonDepth - 2, 'invalid_text'], [LIMITS.jsonDepth - 1, 'too_deeply_nested'], [100, 'too_deeply_nested']] as const) {
+        for (const leaf of ['a\u0000b', 'x\udc00']) {
+          const res = await expectSafeCall(route.method, route.url, jsonCall(route.body(new Deep('object', levels, leaf), ++n)));
+          const shown = `${route.name}, deepest object at level ${levels + 2}: ${res.statusCode} ${res.body.slice(0, 200)}`;
+          expect(res.statusCode, shown).toBe(400);
+          expect((parse(res.body) as { error: { code: string } }).error.code, shown).toBe(code);
+        }
+      }
+    }
+  }, 60_000);
+
+  // Protects: the limit is the documented one, not a smaller cutoff: a body exactly jsonDepth levels deep gets past it, to the route's own checks.
+  it('a body nested exactly to the limit passes the depth check', async () => {
+    for (const route of freeForm) {
+      const res = await expectSafeCall(route.method, route.url, jsonCall(route.body(new Deep('object', LIMITS.jsonDepth - 2, 'bottom'), 0)));
+      const code = res.statusCode < 300 ? null : (parse(res.body) as { error: { code: string } }).error.code;
+      expect(code, `${route.name}: ${res.body.slice(0, 200)}`).not.toBe('too_deeply_nested');
+    }
+  });
 });
 
 // Last: the sweep changes what it is allowed to (it may even remove an agent named in odd case,

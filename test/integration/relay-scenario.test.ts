@@ -99,11 +99,13 @@ describe('a three-agent relay', () => {
     expect(s.events.map((e: any) => e.event)).toEqual(['enrolled', 'claimed', 'claimed', 'returned', 'work_returned', 'closed_accepted']);
     expect(s.work.resultFactIds).toEqual([evidence.id]);
 
-    // Inboxes are empty again; the session shows both handoffs and all facts.
+    // Inboxes are empty again. The session shows each agent the handoffs it may see (the
+    // engineer sent the review to the reviewer: owned, so hidden from the planner) and all facts.
     expect(ids(await json('engineer', 'inbox'))).not.toContain(task.id);
     expect(ids(await json('reviewer', 'inbox'))).not.toContain(sub.id);
+    expect((await json('engineer', 'session', 'show', session.id)).handoffs.map((h: any) => h.id)).toEqual([task.id, sub.id]);
     const shown = await json('planner', 'session', 'show', session.id);
-    expect(shown.handoffs.map((h: any) => h.id)).toEqual([task.id, sub.id]);
+    expect(shown.handoffs.map((h: any) => h.id)).toEqual([task.id]);
     expect(shown.facts.map((f: any) => f.id)).toContain(decision.id);
     expect(shown.facts).toHaveLength(4);
   });

@@ -6,6 +6,7 @@ import { openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { silentLogger } from '../support/test-baton.ts';
 
 let redis: Redis;
@@ -76,6 +77,58 @@ describe('the per-agent turn lock', () => {
     const lock = await take('agent-wiped');
     await redis.del(names.turnLock('agent-wiped'));
     await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
+  });
+
+  it('draws a fencing number that only grows per agent, also after Redis lost every key', async () => {
+    const first = await take('agent-fenced');
+    await first.release();
+    const second = await take('agent-fenced');
+    expect(second.fence).toBeGreaterThan(first.fence);
+    await second.release();
+    // A wipe (FLUSHALL, a restart without persistence) loses the counter; the next number is
+    // still larger, so Postgres keeps refusing the holders from before the wipe.
+    await redis.del(names.turnLock('agent-fenced'), names.turnFence('agent-fenced'));
+    const third = await take('agent-fenced');
+    expect(third.fence).toBeGreaterThan(second.fence);
+    await third.release();
+  });
+
+  it('proves ownership right before a write, and refuses once someone else holds the lock', async () => {
+    const lock = await take('agent-check');
+    expect(await lock.stillHeld()).toBe(true);
+    await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5_000);
+    expect(await lock.stillHeld()).toBe(false);
+    expect(lock.signal.aborted).toBe(true);
+  });
+
+  it('a holder cut off from Redis (a partition that answers nothing) learns it lost the lock within its lifetime, while another takes it over', async () => {
+    const port = Number(new URL(TEST_REDIS_URL).port || 6379);
+    const proxy = await startTcpProxy(port, new URL(TEST_REDIS_URL).hostname);
+    const behind = openRedis(`redis://127.0.0.1:${proxy.port}`, 'locks', silentLogger(), { commandTimeoutMs: 100 });
+    const partitioned = new TurnLocks(behind, names, { ttlMs: 300, logger: silentLogger(), commandTimeoutMs: 100 });
+    try {
+      const r = await partitioned.acquire('agent-partition');
+      if (!r.acquired) throw new Error('expected to acquire');
+      proxy.freeze();
+      const frozenAt = Date.now();
+      // Every command is bounded: the check answers "not held" instead of waiting on Redis.
+      expect(await r.lock.stillHeld()).toBe(false);
+      expect(Date.now() - frozenAt).toBeLessThan(1_000);
+      await eventually(() => r.lock.signal.aborted, { what: 'the partitioned holder gives up', timeoutMs: 1_000, intervalMs: 10 });
+      // The holder gave up no later than the key expires for everyone else.
+      expect(Date.now() - frozenAt).toBeLessThan(300 + 150);
+      const other: TurnLock = await eventually(async () => {
+        const taken = await locks.acquire('agent-partition');
+        if (!taken.acquired) throw new Error('still held');
+        return taken.lock;
+      }, { what: 'another worker takes the lock', timeoutMs: 2_000, intervalMs: 20 });
+      expect(other.fence).toBeGreaterThan(r.lock.fence);
+      await other.release();
+    } finally {
+      proxy.thaw();
+      behind.disconnect();
+      await proxy.close();
+    }
   });
 
   it('reports which agents are held in one round trip', async () => {

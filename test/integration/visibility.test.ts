@@ -207,7 +207,12 @@ describe('the visibility matrix', () => {
 describe('all_owners', () => {
   it('is refused with 403 and no data for anyone but an admin', async () => {
     for (const caller of ['sender', 'recipient', 'other', 'foreign'] as const) {
-      for (const path of ['/v1/handoffs?all_owners=true', '/v1/status?all_owners=true', '/v1/board?all_owners=true']) {
+      for (const path of [
+        '/v1/handoffs?all_owners=true',
+        '/v1/status?all_owners=true',
+        '/v1/board?all_owners=true',
+        '/v1/sessions/00000000-0000-7000-8000-00000000dead?all_owners=true',
+      ]) {
         const res = await baton.get(path, headers(caller));
         expect(res.status, `${caller} ${path}`).toBe(403);
         expect(res.body, `${caller} ${path}`).toEqual({ error: { code: 'forbidden', message: expect.any(String) } });
@@ -241,6 +246,79 @@ describe('counts and the board agree with the listings', () => {
       for (const id of onBoard) expect(listed.has(id), `${caller}: board card ${id} is listed`).toBe(true);
       expect(listed.has(hidden.body.id), `${caller} sees o->c`).toBe(caller === 'other' || caller === 'adminAll');
     }
+  });
+});
+
+describe('sessions', () => {
+  it("a session lists only the handoffs the caller may see: A->B's owned work to A, B and an all_owners admin, never to a bystander or a plain admin", async () => {
+    const created = await baton.post('/v1/sessions', { title: 'shared task' }, headers('sender'));
+    expect(created.status).toBe(201);
+    const sid = created.body.id as string;
+    const send = async (caller: Caller, to: string, title: string) => {
+      const res = await baton.post('/v1/handoffs', { to, title, message: title, session: sid }, headers(caller));
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const owned = await send('sender', 'r', 'owned s->r');
+    const unowned = await send('sender', '@project', 'unowned from s');
+    const between = await send('other', 'c', 'owned o->c');
+    const want: Record<'sender' | 'recipient' | 'other' | 'admin' | 'adminAll', string[]> = {
+      sender: [owned, unowned],
+      recipient: [owned, unowned],
+      other: [unowned, between],
+      admin: [unowned],
+      adminAll: [owned, unowned, between],
+    };
+    for (const caller of ['sender', 'recipient', 'other', 'admin', 'adminAll'] as const) {
+      const res = await baton.get(`/v1/sessions/${sid}${q(caller)}`, headers(caller));
+      expect(res.status, caller).toBe(200);
+      const shown = res.body.handoffs.map((h: any) => h.id);
+      expect(shown, `${caller} sees exactly these handoffs of the session`).toEqual(want[caller]);
+      // Nothing of a hidden handoff leaks through another field (its title, say).
+      if (!want[caller].includes(owned)) expect(JSON.stringify(res.body), caller).not.toContain('owned s->r');
+      // The same rule as the listing.
+      const listed = await baton.get(`/v1/handoffs?limit=200${caller === 'adminAll' ? '&all_owners=true' : ''}`, headers(caller));
+      expect(listed.body.items.filter((h: any) => h.sessionId === sid).map((h: any) => h.id).sort(), `${caller}: session = listing`).toEqual([...shown].sort());
+    }
+    const foreign = await baton.get(`/v1/sessions/${sid}`, headers('foreign'));
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('session_not_found');
+    expect((await baton.get(`/v1/sessions/${sid}`, headers('none'))).status).toBe(401);
+  });
+});
+
+describe('every other place that returns a handoff', () => {
+  it("the context packet of an owned handoff is 404 to a bystander and a plain admin, like the handoff itself", async () => {
+    const { id } = await fresh('owned', 'open');
+    for (const caller of CALLERS) {
+      const res = await baton.get(`/v1/handoffs/${id}/packet${q(caller)}`, headers(caller));
+      const want = READ.owned[caller];
+      expect(res.status, `packet for ${caller}`).toBe(Array.isArray(want) ? want[0] : want);
+      if (res.status === 200) expect(res.body.text).toContain(id);
+    }
+  });
+
+  it('an admin reading an inbox or outbox sees owned handoffs only with all_owners', async () => {
+    const { id } = await fresh('owned', 'open');
+    for (const [box, agent] of [['outbox', 's'], ['inbox', 'r']] as const) {
+      const plain = await baton.get(`/v1/agents/${agent}/${box}`, headers('admin'));
+      expect(plain.status).toBe(200);
+      expect(plain.body.handoffs.some((h: any) => h.id === id), `${box} of ${agent} for a plain admin`).toBe(false);
+      const all = await baton.get(`/v1/agents/${agent}/${box}?all_owners=true`, headers('adminAll'));
+      expect(all.body.handoffs.some((h: any) => h.id === id), `${box} of ${agent} with all_owners`).toBe(true);
+    }
+  });
+
+  it("an operator release of an owned handoff is 404 without all_owners, changes nothing, and works with it", async () => {
+    const { id } = await fresh('owned', 'claimed');
+    const before = await footprint(id);
+    const hidden = await baton.post(`/v1/handoffs/${id}/release`, { reason: 'stuck' }, headers('admin'));
+    await expectCell('operator release without all_owners', hidden, HIDDEN, id, before);
+    const released = await baton.post(`/v1/handoffs/${id}/release?all_owners=true`, { reason: 'stuck' }, headers('adminAll'));
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    expect(released.body.state).toBe('CANCELLED');
+    // all_owners stays an admin's: an agent asking for it is refused.
+    expect((await baton.post(`/v1/handoffs/${id}/release?all_owners=true`, {}, headers('sender'))).status).toBe(403);
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../libs/domain/clock.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
 
 /** Pull receivers (provider manual) and the work contract, against real Postgres. */
 let baton: TestBaton;
@@ -133,6 +134,30 @@ describe('returns', () => {
     expect((await get(id)).work).toMatchObject({ state: 'claimed', claimedBy: 'dev2', attempt: 2 });
   });
 
+  it('a new claim clears the previous attempt\'s outcome and result, which stay in the timeline', async () => {
+    const id = await work('lead', '@project');
+    const c1 = (await accept(id, 'dev')).body.claim;
+    await ret(id, { as: 'dev', claimToken: c1.token, summary: 'could not build it', outcome: 'failed' });
+    const c2 = await accept(id, 'dev2');
+    expect(c2.status).toBe(200);
+    const h = await get(id);
+    for (const shown of [c2.body.handoff, h]) {
+      expect(shown.work).toMatchObject({ state: 'claimed', claimedBy: 'dev2', attempt: 2, returnOutcome: null, returnedAt: null, resultFactIds: [] });
+      expect(shown.result).toBeNull();
+    }
+    // The first attempt's result is history: its return event keeps the outcome and summary.
+    const failed = h.events.find((e: any) => e.event === 'return_failed');
+    expect(failed).toMatchObject({ workFrom: 'claimed', workTo: 'open', detail: { outcome: 'failed', summary: 'could not build it' } });
+    // Same after a succeeded return sent back for a revision.
+    const owned = await work('lead', 'dev');
+    const r1 = (await accept(owned, 'dev')).body.claim;
+    await ret(owned, { as: 'dev', claimToken: r1.token, summary: 'first try' });
+    await close(owned, { as: 'lead', resolution: 'revision', note: 'again' });
+    const again = (await accept(owned, 'dev')).body.handoff;
+    expect(again.work).toMatchObject({ state: 'claimed', attempt: 2, returnOutcome: null, returnedAt: null });
+    expect(again.result).toBeNull();
+  });
+
   it('lease expiry hands the work on with attempt + 1 and fences the old claimant out of heartbeat and return', async () => {
     const id = await work('lead', '@project');
     const old = (await accept(id, 'dev', { leaseSeconds: 60 })).body.claim;
@@ -191,6 +216,67 @@ describe('closing', () => {
     const ok = await baton.post(`/v1/handoffs/${id}/cancel`, { as: 'lead' });
     expect(ok.body).toMatchObject({ workState: 'cancelled', state: 'CANCELLED' });
     expect((await accept(id, 'dev')).status).toBe(409);
+  });
+});
+
+describe('a delivery that ends settles its work', () => {
+  const lanes = async (agent: string) => (Object.values((await baton.get(`/v1/board?agent=${agent}`)).body).flat() as any[]).map((c) => c.handoff.id);
+
+  it('releasing a RUNNING pushed turn cancels its work: off the board and not claimable', async () => {
+    expect((await baton.post('/v1/agents', { id: 'hanger', provider: 'demo', settings: { behavior: 'hang' } })).status).toBe(201);
+    const id = await work('lead', 'hanger');
+    await waitForState(baton, id, 'RUNNING');
+    const released = await baton.post(`/v1/handoffs/${id}/release`, { as: 'lead', reason: 'the session crashed' });
+    expect(released.body).toMatchObject({ state: 'CANCELLED', workState: 'cancelled' });
+    expect(await lanes('hanger')).not.toContain(id);
+    const claim = await accept(id, 'hanger');
+    expect(claim.status).toBe(409);
+    expect(claim.body.error.code).toBe('invalid_transition');
+    const h = await get(id);
+    expect(h.events.slice(-2).map((e: any) => [e.event, e.to, e.workFrom, e.workTo])).toEqual([
+      ['released', 'CANCELLED', null, null],
+      ['cancelled', 'CANCELLED', 'open', 'cancelled'],
+    ]);
+  });
+
+  it('releasing a pull claim cancels the work: the claimant is fenced out and nobody else can claim it', async () => {
+    const id = await work('lead', '@project');
+    const c = (await accept(id, 'dev')).body.claim;
+    const released = await baton.post(`/v1/handoffs/${id}/release`, { reason: 'done elsewhere' });
+    expect(released.body).toMatchObject({ state: 'CANCELLED', workState: 'cancelled' });
+    expect((await accept(id, 'dev2')).status).toBe(409);
+    expect((await ret(id, { as: 'dev', claimToken: c.token, summary: 'late' })).body.error.code).toBe('claim_lost');
+    expect(await lanes('dev2')).not.toContain(id);
+    expect((await baton.get('/v1/agents/dev2/inbox')).body.handoffs.map((x: any) => x.id)).not.toContain(id);
+  });
+
+  it('removing a manual agent makes its open handoffs UNAVAILABLE and settles their work, in the event log', async () => {
+    await agents('leaver');
+    const waiting = await work('lead', 'leaver');
+    const claimed = await work('lead', 'leaver');
+    expect((await accept(claimed, 'leaver')).status).toBe(200);
+    const message = (await baton.post('/v1/handoffs', { from: 'lead', to: 'leaver', message: 'fyi' })).body.id as string;
+    expect((await baton.del('/v1/agents/leaver')).status).toBeLessThan(300);
+    for (const [id, workFrom, workTo] of [[waiting, 'open', 'expired'], [claimed, 'claimed', 'expired'], [message, null, null]] as const) {
+      const h = await get(id);
+      expect(h, id).toMatchObject({ state: 'UNAVAILABLE', workState: workTo });
+      const ev = h.events.filter((e: any) => e.to === 'UNAVAILABLE');
+      expect(ev.map((e: any) => [e.event, e.workFrom, e.workTo])).toEqual(
+        workTo === null ? [['recipient_gone', null, null]] : [['recipient_gone', null, null], ['expired', workFrom, workTo]],
+      );
+    }
+    const board = (Object.values((await baton.get('/v1/board')).body).flat() as any[]).map((c) => c.handoff.id);
+    expect(board).not.toContain(waiting);
+    expect(board).not.toContain(claimed);
+  });
+
+  it('removing a pushed agent settles its held handoffs at once, not when their turn comes', async () => {
+    expect((await baton.post('/v1/agents', { id: 'pushed', provider: 'demo' })).status).toBe(201);
+    expect((await baton.put('/v1/connections', { from: 'lead', to: 'pushed', rule: 'block' })).status).toBe(200);
+    const id = await work('lead', 'pushed');
+    await waitForState(baton, id, 'HELD');
+    expect((await baton.del('/v1/agents/pushed')).status).toBeLessThan(300);
+    expect(await get(id)).toMatchObject({ state: 'UNAVAILABLE', workState: 'expired' });
   });
 });
 

@@ -12,14 +12,14 @@ let scratchHome: string | undefined;
  * Runs `baton ARGS` as a separate process (the test runner's PATH and HOME, plus `env`; a
  * scratch BATON_HOME unless `env` names one).
  */
-export function spawnBaton(args: string[], env: Record<string, string>): BatonProcess {
+export function spawnBaton(args: string[], env: Record<string, string>, stdin?: string): BatonProcess {
   scratchHome ??= mkdtempSync(join(tmpdir(), 'baton-test-home-'));
-  return spawnProcess(args, { BATON_HOME: scratchHome, ...env }, { PATH: process.env['PATH'], HOME: process.env['HOME'] });
+  return spawnProcess(args, { BATON_HOME: scratchHome, ...env }, { PATH: process.env['PATH'], HOME: process.env['HOME'] }, stdin);
 }
 
-/** Runs `baton ARGS` to completion. */
-export async function runBaton(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; output: string }> {
-  const p = spawnBaton(args, env);
+/** Runs `baton ARGS` to completion (with `stdin` piped in, if given). */
+export async function runBaton(args: string[], env: Record<string, string>, timeoutMs = 30_000, stdin?: string): Promise<{ code: number | null; output: string }> {
+  const p = spawnBaton(args, env, stdin);
   const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
   const code = await p.exited();
   clearTimeout(timer);

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
+import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import { DemoAgentHost, type DemoHostPort } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { systemClock, type Clock } from '../../libs/domain/clock.ts';
 import { openDatabase, type Database } from '../../libs/db/open-database.ts';
@@ -16,6 +17,8 @@ import { buildApp } from '../../services/api/app.ts';
 import { startApiServer } from '../../services/api/server.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from './env.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import type { DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { createTestDatabase } from './test-database.ts';
@@ -37,9 +40,12 @@ export interface TestBaton {
   /** Registers nothing: creates a token for an existing agent (default project: `default`). */
   tokenFor(agent: string, project?: string): Promise<string>;
   /** Starts a delivery worker in this process (several may run side by side). */
-  startWorker(opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number; outageRetryMs: number }>): RunningDeliveryWorker;
+  /** `adapters`: what the worker runs (default: the demo adapter on `demoHost`, else this Baton's host). */
+  startWorker(
+    opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number; outageRetryMs: number; adapters: AdapterRegistry; hooks: WorkerHooks; pools: readonly string[]; windows: DeliveryWindows }>,
+  ): RunningDeliveryWorker;
   put(path: string, body: unknown): Promise<{ status: number; body: any }>;
-  /** One reconciler pass (holds, reminders, UNCERTAIN scans, re-queue) with the first worker's dependencies. */
+  /** One reconciler pass (holds, reminders, UNCERTAIN scans, re-queue) with the newest worker's dependencies. */
   reconcile(): Promise<ReconcileReport>;
   /** POST/GET helpers over app.inject (no network), as the admin unless headers say otherwise (`authorization: ''` sends none). */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
@@ -75,6 +81,7 @@ export async function startTestBaton(
   const core: CoreDeps = { ...repos, scheduler: queues, clock, logger };
   const app = await buildApp({
     core,
+    turnReports: repos.turnReports,
     logger,
     defaultProject: 'default',
     // Off unless a test asks: tests drive hundreds of calls through one token.
@@ -113,7 +120,7 @@ export async function startTestBaton(
       const w = startDeliveryWorker({
         repos,
         redis: connection,
-        adapters: createAdapters(['demo'], { demoHost: o.demoHost ?? host }),
+        adapters: o.adapters ?? createAdapters(['demo'], { demoHost: o.demoHost ?? host }),
         clock,
         logger,
         workerId: o.workerId ?? `test-worker-${++n}`,
@@ -130,12 +137,16 @@ export async function startTestBaton(
         recheckMs: 100,
         settingsMaxAgeMs: 0,
         outage: createProviderStatusCheck({ cacheMs: 0 }),
+        ...(o.hooks ? { hooks: o.hooks } : {}),
+        ...(o.pools ? { pools: o.pools } : {}),
+        ...(o.windows ? { windows: o.windows } : {}),
       });
       workers.push(w);
       return w;
     },
     reconcile() {
-      const w = workers[0];
+      // The newest worker: an older one may have been stopped by the test.
+      const w = workers[workers.length - 1];
       if (!w) throw new Error('start a worker before reconciling');
       return reconcileOnce(w.deps, 1_000);
     },

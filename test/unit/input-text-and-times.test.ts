@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { nestedTooDeepAt } from '../../libs/domain/json-depth.ts';
+import { LIMITS } from '../../libs/domain/limits.ts';
 import { unstorableTextAt } from '../../libs/domain/storable-text.ts';
 import { parseTimestamp } from '../../libs/domain/timestamps.ts';
 
@@ -11,6 +13,38 @@ describe('unstorableTextAt: text is stored as sent or refused', () => {
     expect(unstorableTextAt({ 'a/b': 'x\u0000' })).toBe('/a~1b');
     // A correctly paired surrogate (an emoji) is fine.
     expect(unstorableTextAt('\ud83d\ude80')).toBeNull();
+  });
+
+  // Protects: no depth cutoff below what the API accepts (it stopped at 64 levels, and Postgres then refused the NUL with a 500), and no recursion to overflow.
+  it('finds a NUL however deep it is, without overflowing the stack', () => {
+    for (const levels of [LIMITS.jsonDepth, 65, 10_000]) {
+      expect(unstorableTextAt(JSON.parse(`${'{"a":'.repeat(levels)}"x\\u0000"${'}'.repeat(levels)}`)), `${levels} levels`).toBe('/a'.repeat(levels));
+      expect(unstorableTextAt(JSON.parse(`${'['.repeat(levels)}"ok"${']'.repeat(levels)}`)), `${levels} levels`).toBeNull();
+    }
+  });
+
+  it('names the first offending text in document order', () => {
+    expect(unstorableTextAt({ a: ['ok', { b: 'x\u0000' }], c: '\u0000' })).toBe('/a/1/b');
+    expect(unstorableTextAt({ a: 'ok', ['b\u0000']: 'x', c: '\u0000' })).toBe('/b\u0000');
+  });
+});
+
+describe('nestedTooDeepAt: the body depth limit', () => {
+  const objects = (levels: number) => JSON.parse(`${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`) as unknown;
+
+  // Protects: the documented limit counts the body as level 1 and refuses exactly past it, pointing at the first container too deep.
+  it('accepts nesting up to the limit and names the first container past it', () => {
+    expect(nestedTooDeepAt(objects(LIMITS.jsonDepth), LIMITS.jsonDepth)).toBeNull();
+    expect(nestedTooDeepAt(objects(LIMITS.jsonDepth + 1), LIMITS.jsonDepth)).toBe('/a'.repeat(LIMITS.jsonDepth));
+    expect(nestedTooDeepAt({ x: 'flat', list: [[1], { 'a/b': [[]] }] }, 3)).toBe('/list/1/a~1b');
+    expect(nestedTooDeepAt('text', 0)).toBeNull();
+    expect(nestedTooDeepAt({}, 0)).toBe('/');
+  });
+
+  // Protects: measuring depth must not itself recurse, or the check would overflow where it should refuse.
+  it('measures a value nested 100,000 levels deep without overflowing the stack', () => {
+    const levels = 100_000;
+    expect(nestedTooDeepAt(JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`), LIMITS.jsonDepth)).toBe('/0'.repeat(LIMITS.jsonDepth));
   });
 });
 

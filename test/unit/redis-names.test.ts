@@ -7,12 +7,15 @@ describe('Redis names', () => {
   it('names delivery queues per provider shard, wrapped in a hash tag so each queue lives in one cluster slot', () => {
     expect(names.deliveryQueue('demo', 3)).toBe('{delivery-demo-3}');
     expect(names.deliveryQueue('demo', 3)).not.toContain(':');
+    expect(names.deliveryQueue('codex', 3, 'host-a')).toBe('{delivery-codex.host-a-3}');
+    expect(names.deliveryQueue('codex', 3, '')).toBe('{delivery-codex-3}');
   });
 
   it('names the turn lock per agent under the prefix', () => {
-    expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:0190a1b2-0000-7000-8000-000000000001');
+    expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:{0190a1b2-0000-7000-8000-000000000001}');
+    expect(names.turnFence('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-fence:{0190a1b2-0000-7000-8000-000000000001}');
     expect(names.reconcilerLeader('demo')).toBe('baton:reconciler-leader:demo');
-    expect(names.backoff('a1')).toBe('baton:backoff:a1');
+    expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
   });
 
   it('puts an agent on the same shard every time, spreading agents over all shards', () => {

@@ -59,9 +59,14 @@ describe('the transition table', () => {
   });
 
   it('never lets UNCERTAIN go back to a state that would resend the write blindly', () => {
-    const fromUncertain = transitionEdges().filter((e) => e.from === 'UNCERTAIN').map((e) => e.to);
-    expect(fromUncertain).not.toContain('WAITING');
-    expect(fromUncertain).not.toContain('SENDING');
-    expect(fromUncertain).not.toContain('BUSY');
+    const fromUncertain = transitionEdges().filter((e) => e.from === 'UNCERTAIN');
+    const to = fromUncertain.map((e) => e.to);
+    expect(to).not.toContain('WAITING');
+    expect(to).not.toContain('SENDING');
+    // The only ways back to a resend are the observations that found the turn and saw that it
+    // did nothing (the recipient answered busy, or refused): a resend then is not blind.
+    const towardResend = fromUncertain.filter((e) => e.to === 'BUSY' || e.to === 'OWNER_REJECTED').map((e) => e.event).sort();
+    expect(towardResend).toEqual(['owner_rejected', 'session_busy']);
+    for (const event of towardResend) expect(findTransition('UNCERTAIN', event)?.actors).toEqual(['system']);
   });
 });

@@ -3,11 +3,13 @@ import type { Redis } from 'ioredis';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
 import type { Repositories } from '../../libs/db/repositories.ts';
-import { dispatchAgent, type DispatchDeps } from '../../libs/handoffs/dispatch-agent.ts';
+import { dispatchAgent, type DispatchDeps, type WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { createProviderStatusCheck, type ProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-reader.ts';
+import { UnsentReservations } from '../../libs/handoffs/unsent-reservations.ts';
+import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob } from '../../libs/queue/dispatch-job.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
@@ -22,6 +24,11 @@ export interface DeliveryWorkerOptions {
   readonly workerId: string;
   readonly redisPrefix: string;
   readonly queueShards: number;
+  /**
+   * Worker pools (host affinity) this process delivers to ('' = the unnamed pool; default ['']).
+   * An agent of another pool never gets a turn from this process.
+   */
+  readonly pools?: readonly string[];
   readonly concurrency: number;
   readonly turnLockTtlMs: number;
   readonly jobLockMs: number;
@@ -35,6 +42,10 @@ export interface DeliveryWorkerOptions {
   readonly settingsMaxAgeMs?: number;
   /** The outage guard's status check; one per process so its cache is shared. */
   readonly outage?: ProviderStatusCheck;
+  /** Fault-injection points for tests; none in production. */
+  readonly hooks?: WorkerHooks;
+  /** The reconciliation windows (config: BATON_UNOBSERVABLE_AFTER_MS and friends); defaults otherwise. */
+  readonly windows?: DeliveryWindows;
 }
 
 export interface RunningDeliveryWorker {
@@ -44,6 +55,11 @@ export interface RunningDeliveryWorker {
   readonly deps: DispatchDeps & { locks: TurnLocks };
   /** Graceful stop: take no new turns, let live turns finish for the grace period, hand back the rest. */
   stop(): Promise<void>;
+  /**
+   * When a graceful stop cannot finish (Redis down: BullMQ waits for a reconnect): hand back
+   * at once and close the consumers without waiting for their jobs or for Redis. Fire and forget.
+   */
+  forceStop(): void;
 }
 
 /**
@@ -54,7 +70,13 @@ export interface RunningDeliveryWorker {
 export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliveryWorker {
   const names = new RedisNames(opts.redisPrefix);
   const queues = new DeliveryQueues({ connection: opts.redis, names, shards: opts.queueShards, logger: opts.logger });
-  const locks = new TurnLocks(opts.redis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger });
+  // The turn locks get a connection of their own whose commands give up within a third of the
+  // lock's lifetime: on the shared one (BullMQ's, which waits forever) a holder cut off from
+  // Redis would never learn that its lock expired while another worker took it over.
+  const lockCommandTimeoutMs = Math.max(50, Math.floor(opts.turnLockTtlMs / 3));
+  const lockRedis = opts.redis.duplicate({ connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs });
+  lockRedis.on('error', (err) => opts.logger.debug({ err }, 'turn lock connection error'));
+  const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
   const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? 1_000);
   const draining = new AbortController();
   const handBack = new AbortController();
@@ -68,6 +90,10 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     settingsReader: settings,
     outage: opts.outage ?? createProviderStatusCheck(),
     workerId: opts.workerId,
+    scope: { providers: opts.adapters.providers(), pools: opts.pools ?? [''] },
+    ...(opts.hooks ? { hooks: opts.hooks } : {}),
+    windows: opts.windows ?? DEFAULT_DELIVERY_WINDOWS,
+    unsent: new UnsentReservations(),
     timing: {
       busyRetryMs: opts.busyRetryMs ?? 1_000,
       unreachableRetryMs: opts.unreachableRetryMs ?? 2_000,
@@ -78,34 +104,34 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const signals = { draining: draining.signal, handBack: handBack.signal };
 
   const workers: Worker[] = [];
-  for (const provider of opts.adapters.providers()) {
-    for (const queueName of queues.allQueueNames(provider)) {
-      const worker = new Worker(
-        queueName,
-        async (job) => {
-          const data = parseDispatchJob(job.data);
-          const summary = await dispatchAgent(deps, data, signals);
-          return summary;
-        },
-        {
-          connection: opts.redis,
-          prefix: names.bullPrefix,
-          concurrency: opts.concurrency,
-          // A killed worker's job is noticed within ~jobLockMs + stalledIntervalMs (seconds,
-          // not BullMQ's default 30 s + 30 s): see libs/queue/README.md.
-          lockDuration: opts.jobLockMs,
-          stalledInterval: opts.stalledIntervalMs,
-          maxStalledCount: 10,
-          drainDelay: 5,
-          autorun: true,
-        },
-      );
-      worker.on('failed', (job, err) => opts.logger.warn({ err, jobId: job?.id, queue: queueName }, 'dispatch job failed'));
-      worker.on('error', (err) => opts.logger.warn({ err, queue: queueName }, 'delivery worker error'));
-      workers.push(worker);
-    }
+  const pools = opts.pools ?? [''];
+  const queueNames = opts.adapters.providers().flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool)));
+  for (const queueName of queueNames) {
+    const worker = new Worker(
+      queueName,
+      async (job) => {
+        const data = parseDispatchJob(job.data);
+        const summary = await dispatchAgent(deps, data, signals);
+        return summary;
+      },
+      {
+        connection: opts.redis,
+        prefix: names.bullPrefix,
+        concurrency: opts.concurrency,
+        // A killed worker's job is noticed within ~jobLockMs + stalledIntervalMs (seconds,
+        // not BullMQ's default 30 s + 30 s): see libs/queue/README.md.
+        lockDuration: opts.jobLockMs,
+        stalledInterval: opts.stalledIntervalMs,
+        maxStalledCount: 10,
+        drainDelay: 5,
+        autorun: true,
+      },
+    );
+    worker.on('failed', (job, err) => opts.logger.warn({ err, jobId: job?.id, queue: queueName }, 'dispatch job failed'));
+    worker.on('error', (err) => opts.logger.warn({ err, queue: queueName }, 'delivery worker error'));
+    workers.push(worker);
   }
-  opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), queues: workers.length }, 'delivery worker started');
+  opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), pools, queues: workers.length }, 'delivery worker started');
 
   let stopping: Promise<void> | undefined;
   return {
@@ -121,9 +147,17 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
         await Promise.all(workers.map((w) => w.close()));
         clearTimeout(grace);
         await queues.close();
+        await lockRedis.quit().catch(() => lockRedis.disconnect());
         opts.logger.info({ workerId: opts.workerId }, 'delivery worker stopped');
       })();
       return stopping;
+    },
+    forceStop() {
+      draining.abort(new Error('shutting down'));
+      handBack.abort(new Error('shutdown forced'));
+      for (const w of workers) void w.close(true).catch(() => undefined);
+      void queues.close().catch(() => undefined);
+      lockRedis.disconnect();
     },
   };
 }

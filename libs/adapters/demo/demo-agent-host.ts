@@ -2,8 +2,11 @@
  * Simulated agents for the demo, tests and the benchmark. A host keeps sessions; each session
  * takes one turn at a time, "works" for `thinkMs`, and returns a result. A session can be told
  * (per agent settings, or per upcoming turn with `script`) to misbehave so every delivery path
- * can be driven. Every turn it receives is recorded with its request id, so tests can count
- * exactly how many writes each handoff caused and whether a session ever saw two at once.
+ * can be driven. Every turn it receives is recorded with its request id, and every write
+ * attempt (also those it answered busy, refused or saw twice) goes into a write log with what
+ * was live in the session when it arrived, so tests can count exactly how many writes each
+ * handoff caused and prove that no session was ever written to during another turn
+ * (`findWriteViolations`).
  */
 
 export const DEMO_BEHAVIORS = [
@@ -67,10 +70,47 @@ export type DemoObservation =
   | { found: false; complete: true }
   | { found: true; status: DemoTurnStatus; summary: string | null; error: string | null };
 
+/** How the host answered one write. */
+export type DemoWriteAnswer = 'accepted' | 'busy' | 'refused' | 'gone' | 'dropped' | 'repeated';
+
+/** One write attempt as the session saw it, whatever it answered. */
+export interface DemoWrite {
+  session: string;
+  requestId: string;
+  handoffId: string;
+  /** Arrival time (ms since the epoch). */
+  at: number;
+  /** The request id of the turn that was live in the session when the write arrived, or null. */
+  liveTurn: string | null;
+  answer: DemoWriteAnswer;
+}
+
+/** A write that breaks Baton's promise to a session. */
+export type DemoWriteViolation =
+  | { kind: 'overlap'; write: DemoWrite }
+  | { kind: 'repeated_request_id'; requestId: string; writes: DemoWrite[] };
+
+/**
+ * What in a write log shows Baton misbehaving: a write that arrived while another turn of the
+ * same session was live (whether the session then took it or answered busy: Baton's own lock
+ * must keep it from writing at all; asking `isBusy` is not a write and is not logged), and a
+ * request id written more than once (a resend Baton must never make).
+ */
+export function findWriteViolations(writes: readonly DemoWrite[]): DemoWriteViolation[] {
+  const out: DemoWriteViolation[] = [];
+  const byRequest = new Map<string, DemoWrite[]>();
+  for (const w of writes) {
+    if (w.liveTurn !== null && w.liveTurn !== w.requestId) out.push({ kind: 'overlap', write: w });
+    byRequest.set(w.requestId, [...(byRequest.get(w.requestId) ?? []), w]);
+  }
+  for (const [requestId, same] of byRequest) if (same.length > 1) out.push({ kind: 'repeated_request_id', requestId, writes: same });
+  return out;
+}
+
 export interface SessionStats {
   session: string;
   turnsReceived: number;
-  /** Writes that arrived while another turn was live in the session (refused as busy). */
+  /** Writes that arrived while another turn was live in the session (answered busy): must stay 0. */
   overlapAttempts: number;
   /** Writes that reused a request id the session had already received: must stay 0. */
   repeatedRequestIds: number;
@@ -99,6 +139,7 @@ interface Session {
 
 export class DemoAgentHost implements DemoHostPort {
   private readonly sessions = new Map<string, Session>();
+  private writeLog: DemoWrite[] = [];
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly defaultThinkMs: number;
@@ -125,27 +166,41 @@ export class DemoAgentHost implements DemoHostPort {
 
   async receiveTurn(name: string, input: DemoTurnInput, settings: DemoSettings): Promise<ReceiveOutcome> {
     const s = this.session(name);
+    const write: DemoWrite = { session: name, requestId: input.requestId, handoffId: input.handoffId, at: Date.now(), liveTurn: s.active?.requestId ?? null, answer: 'accepted' };
+    this.writeLog.push(write);
     if (s.turns.has(input.requestId)) {
       // The same request id twice is a resend Baton must never make; record it, change nothing.
+      write.answer = 'repeated';
       s.stats.repeatedRequestIds++;
       return { status: 'accepted', dropReply: false };
     }
     if (s.active) {
       // A write while a turn is live: refused, and counted (Baton's lock should prevent it).
+      write.answer = 'busy';
       s.stats.overlapAttempts++;
       s.stats.busyAnswers++;
       return { status: 'busy' };
     }
     const scripted = s.script.shift();
     const behavior = scripted ?? settings.behavior ?? 'ok';
-    if (behavior === 'gone') return { status: 'gone' };
+    if (behavior === 'gone') {
+      write.answer = 'gone';
+      return { status: 'gone' };
+    }
     if (behavior === 'busy') {
+      write.answer = 'busy';
       s.stats.busyAnswers++;
       return { status: 'busy' };
     }
-    if (behavior === 'refuse') return { status: 'refused', reason: `${name} refused the turn` };
-    if (behavior === 'drop') return { status: 'dropped' };
-    const turn: DemoTurn = { ...input, session: name, status: 'accepted', receivedAt: Date.now(), finishedAt: null, summary: null, error: null };
+    if (behavior === 'refuse') {
+      write.answer = 'refused';
+      return { status: 'refused', reason: `${name} refused the turn` };
+    }
+    if (behavior === 'drop') {
+      write.answer = 'dropped';
+      return { status: 'dropped' };
+    }
+    const turn: DemoTurn = { ...input, session: name, status: 'accepted', receivedAt: write.at, finishedAt: null, summary: null, error: null };
     s.turns.set(input.requestId, turn);
     s.order.push(input.requestId);
     s.stats.turnsReceived++;
@@ -219,6 +274,11 @@ export class DemoAgentHost implements DemoHostPort {
     return s ? s.order.map((id) => s.turns.get(id)).filter((t): t is DemoTurn => t !== undefined) : [];
   }
 
+  /** Every write attempt, in arrival order (of one session when named), whatever the answer. */
+  writes(session?: string): DemoWrite[] {
+    return this.writeLog.filter((w) => session === undefined || w.session === session).map((w) => ({ ...w }));
+  }
+
   stats(): SessionStats[] {
     return [...this.sessions.values()].map((s) => ({ ...s.stats }));
   }
@@ -240,6 +300,7 @@ export class DemoAgentHost implements DemoHostPort {
   reset(): void {
     this.close();
     this.sessions.clear();
+    this.writeLog = [];
   }
 
   /** Stops every timer; live turns stay as they are. */

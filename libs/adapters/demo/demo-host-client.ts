@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { DemoHostPort, DemoObservation, DemoSettings, DemoTurnInput, DemoTurnStatus, ReceiveOutcome } from './demo-agent-host.ts';
+import type { DemoHostPort, DemoObservation, DemoSettings, DemoTurnInput, DemoTurnStatus, DemoWrite, ReceiveOutcome } from './demo-agent-host.ts';
 
 /** Thrown when the request was written but no answer came back (the reply was lost). */
 export class DemoReplyLost extends Error {
@@ -83,6 +83,11 @@ export class DemoHostClient implements DemoHostPort {
   async isBusy(session: string): Promise<boolean> {
     const { busy } = await this.request<{ busy: boolean }>('GET', `/sessions/${encodeURIComponent(session)}/busy`);
     return busy;
+  }
+
+  /** The host's write log (of one session when named): see `DemoAgentHost.writes`. */
+  writes(session?: string): Promise<DemoWrite[]> {
+    return this.request('GET', session === undefined ? '/writes' : `/sessions/${encodeURIComponent(session)}/writes`);
   }
 
   close(): void {

@@ -12,9 +12,11 @@ import { DEMO_BEHAVIORS, type DemoAgentHost, type DemoBehavior, type DemoTurnSta
  *   GET  /sessions/:s/turns/:rid/change?known=STATUS&timeoutMs=N   long poll
  *   GET  /sessions/:s/busy                  -> {busy}
  *   GET  /sessions/:s/history               -> DemoTurn[]
+ *   GET  /sessions/:s/writes                -> DemoWrite[] (every write attempt, busy ones too)
  *   POST /sessions/:s/script                {behaviors}
  *   POST /sessions/:s/turns/:rid/finish     {status}
  *   GET  /stats                             -> {sessions, writesByHandoff}
+ *   GET  /writes                            -> DemoWrite[] of every session
  *   POST /reset                             forget every session
  */
 export async function serveDemoHost(host: DemoAgentHost, opts: { port?: number; bind?: string } = {}): Promise<{ url: string; close(): Promise<void> }> {
@@ -63,6 +65,7 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   if (req.method === 'GET' && root === 'stats') {
     return send(res, 200, { sessions: host.stats(), writesByHandoff: Object.fromEntries(host.writesByHandoff()) });
   }
+  if (req.method === 'GET' && root === 'writes' && !session) return send(res, 200, host.writes());
   if (root !== 'sessions' || !session) return send(res, 404, { error: 'not found' });
   if (req.method === 'POST' && sub === 'turns' && !rid) {
     const body = await readJson(req);
@@ -93,6 +96,7 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   }
   if (req.method === 'GET' && sub === 'busy') return send(res, 200, { busy: await host.isBusy(session) });
   if (req.method === 'GET' && sub === 'history') return send(res, 200, host.history(session));
+  if (req.method === 'GET' && sub === 'writes') return send(res, 200, host.writes(session));
   if (req.method === 'POST' && sub === 'script') {
     const body = await readJson(req);
     const behaviors = Array.isArray(body['behaviors']) ? (body['behaviors'] as unknown[]) : [];

@@ -1,15 +1,25 @@
 --[[
-  Take an agent's turn lock if nobody holds it.
+  Take an agent's turn lock if nobody holds it, and draw the acquisition's fencing number.
 
   KEYS[1]  the turn lock key (RedisNames.turnLock)
+  KEYS[2]  the agent's fence key (RedisNames.turnFence), in the same hash slot as KEYS[1]
   ARGV[1]  the caller's token (unique per acquisition)
   ARGV[2]  time to live, milliseconds
 
+  The fencing number only grows per agent, even across a wiped Redis: it is the larger of the
+  last number + 1 and the server clock in microseconds, so a number drawn after a FLUSHALL is
+  still above every number drawn before it (Postgres refuses a reservation with an older one).
+
   Returns:
-    {1, token}          acquired
+    {1, token, fence}   acquired
     {0, holder, pttl}   held by `holder` for `pttl` more milliseconds
 ]]
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, ARGV[1]}
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local fence = math.max(last + 1, now)
+  redis.call('SET', KEYS[2], string.format('%d', fence))
+  return {1, ARGV[1], string.format('%d', fence)}
 end
 return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}

@@ -9,16 +9,15 @@ const TOUCH_EVERY_MS = 60_000;
 
 /**
  * Every request in the scope it is installed in proves its caller with a bearer token before
- * anything else happens (the body is not even parsed for a refused one), is rate-limited per
- * token, and gets `Cache-Control: private, no-store` because what it sees depends on who asks.
- * Successful changes outside the handoff event log are audited by token id.
+ * anything else happens (the body is not even parsed for a refused one) and is rate-limited per
+ * token; its answer, refusals included, is `Cache-Control: private, no-store` (no-store.ts runs
+ * first). Successful changes outside the handoff event log are audited by token id.
  */
 export function installAuthentication(app: FastifyInstance, core: CoreDeps, rateLimit: RateLimit): void {
   const buckets = new TokenBuckets(rateLimit);
   const touched = new Map<string, number>();
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('cache-control', 'private, no-store');
+  app.addHook('onRequest', async (request) => {
     const caller = await authenticate(core, request.headers.authorization);
     const wait = buckets.take(caller.tokenId, Date.now());
     if (wait > 0) {

@@ -29,7 +29,8 @@ function toBatonError(err: FastifyError | Error): BatonError {
   }
   if (fe.code && FASTIFY_CODES[fe.code]) {
     const code = FASTIFY_CODES[fe.code] as ErrorCode;
-    return new BatonError(code, code === 'invalid_json' ? 'the request body is not valid JSON' : fe.message);
+    const message = code === 'invalid_json' ? 'the request body is not valid JSON' : code === 'unsupported_media_type' ? 'a request body must be application/json' : fe.message;
+    return new BatonError(code, message);
   }
   if (err instanceof SyntaxError && (fe.statusCode === 400 || /JSON/.test(err.message))) {
     return new BatonError('invalid_json', 'the request body is not valid JSON');

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { asBody, UsageError, type CliContext } from '../cli-context.ts';
+import { ALL_OWNERS_HELP, asBody, longText, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
 import { handoffLine, type HandoffJson } from '../format.ts';
 
 interface SettingsJson {
@@ -39,12 +39,14 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .description('cancel a stuck delivery (UNCERTAIN, or a turn that hangs) when you know how it ended; nothing is resent')
     .argument('<id>', 'handoff id')
     .option('--as <sender>', 'act as the sender (default: as an operator)')
-    .option('--reason <text>', 'what you know about how it ended')
+    .option('--reason <text>', 'what you know about how it ended; "-" reads it from stdin')
+    .option('--reason-file <path>', 'read the reason from a file')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { as?: string; reason?: string; json?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { as?: string; reason?: string; reasonFile?: string; json?: boolean }, cmd: Command) => {
+      const reason = await longText(ctx, 'the reason', { value: opts.reason, file: opts.reasonFile, required: false });
       const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/release`, {
         ...(opts.as ? { as: opts.as } : {}),
-        ...(opts.reason ? { reason: opts.reason } : {}),
+        ...(reason ? { reason } : {}),
       });
       if (opts.json) ctx.json(body);
       else ctx.out(`released: ${handoffLine(body)}`);
@@ -56,8 +58,10 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
       .description(rule === 'allow' ? 'let FROM deliver to TO (lifts holds at once)' : 'hold deliveries from FROM to TO (HELD, no attempt spent)')
       .argument('<from>', 'sending agent')
       .argument('<to>', 'receiving agent')
-      .action(async (from: string, to: string, _opts: unknown, cmd: Command) => {
-        await ctx.client(cmd).request('PUT', '/v1/connections', { from, to, rule });
+      .option('--json', "print JSON: the project's connection rules after the change")
+      .action(async (from: string, to: string, opts: { json?: boolean }, cmd: Command) => {
+        const { body } = await ctx.client(cmd).request<{ items: unknown[] }>('PUT', '/v1/connections', { from, to, rule });
+        if (opts.json) return ctx.json(body);
         ctx.out(`${rule === 'allow' ? 'allowed' : 'blocked'}: ${from.toLowerCase()} -> ${to.toLowerCase()}`);
       });
   }
@@ -86,11 +90,12 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .command('inbox')
     .description("an agent's handoffs in progress and its notifications (deadline reminders)")
     .argument('[agent]', 'agent (default BATON_AGENT)')
+    .option('--all-owners', ALL_OWNERS_HELP)
     .option('--json', 'print JSON')
-    .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
       const inbox = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[]; notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }> }>(
-        `/v1/agents/${encodeURIComponent(who)}/inbox`,
+        withAllOwners(`/v1/agents/${encodeURIComponent(who)}/inbox`, opts.allOwners),
       );
       if (opts.json) return ctx.json(inbox);
       ctx.out(`inbox of ${inbox.agent}: ${inbox.handoffs.length} in progress, ${inbox.notifications.length} notifications`);

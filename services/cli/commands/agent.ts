@@ -60,10 +60,12 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
 
   agent
     .command('remove')
-    .description('remove an agent (its open handoffs become UNAVAILABLE, never redirected)')
+    .description('remove an agent (its open handoffs become UNAVAILABLE, never redirected; its tokens end for good, also if the id is added again)')
     .argument('<id>', 'agent id')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
+    .option('--json', 'print JSON: { removed }')
+    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       await ctx.client(cmd).delete(`/v1/agents/${encodeURIComponent(id)}`);
+      if (opts.json) return ctx.json({ removed: id.toLowerCase() });
       ctx.out(`removed ${id.toLowerCase()}`);
     });
 }

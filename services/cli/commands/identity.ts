@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UsageError, type CliContext } from '../cli-context.ts';
+import { positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { writeProfile } from '../profile.ts';
 
 interface TokenJson {
@@ -13,6 +13,17 @@ interface TokenJson {
   revokedAt: string | null;
 }
 
+interface AuditJson {
+  seq: string;
+  tokenId: string;
+  project: string | null;
+  method: string;
+  route: string;
+  params: Record<string, unknown> | null;
+  status: number;
+  at: string;
+}
+
 const tokenLine = (t: TokenJson) =>
   `${t.id}  ${t.admin ? 'admin' : `${t.agent}@${t.project}`}  ${t.name}  created ${t.createdAt}` +
   `${t.lastUsedAt ? `  last used ${t.lastUsedAt}` : ''}${t.revokedAt ? `  REVOKED ${t.revokedAt}` : ''}`;
@@ -24,7 +35,8 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .description('prepare the database and write an admin token to BATON_HOME/admin.token (mode 0600), with a CLI profile that uses it')
     .option('--force', 'create a new admin token even if the one on file works (and rewrite the profile)')
     .option('--print', 'also print the admin token (for scripts; it is shown only this once)')
-    .action(async (opts: { force?: boolean; print?: boolean }) => {
+    .option('--json', 'print JSON: { created, path, profilePath, token? } (token only with --print)')
+    .action(async (opts: { force?: boolean; print?: boolean; json?: boolean }) => {
       const config = ctx.config();
       if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set: init writes to the database (it runs where the API runs)');
       const { migrate } = await import('../../../libs/db/migrate.ts');
@@ -34,10 +46,15 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const { systemClock } = await import('../../../libs/domain/clock.ts');
       const { initAdminToken } = await import('../admin-token.ts');
       const logger = createLogger({ level: 'warn', name: 'baton-init' });
-      await migrate(config.databaseUrl);
+      const { isPostgresFailure, postgresStartupError } = await import('../startup-error.ts');
+      const url = config.databaseUrl;
+      await migrate(url).catch((err: unknown) => {
+        throw isPostgresFailure(err) ? postgresStartupError(err, url) : err;
+      });
       const db = openDatabase({ url: config.databaseUrl, poolSize: 2, logger, applicationName: `baton-init-${process.pid}` });
       try {
         const r = await initAdminToken({ ...createRepositories(db), clock: systemClock, logger }, config, opts.force === true);
+        if (opts.json) return ctx.json({ created: r.created, path: r.path, profilePath: r.profilePath, ...(opts.print && r.token ? { token: r.token } : {}) });
         // With --print, stdout is the token alone and the rest goes to stderr.
         const say = opts.print ? ctx.note : ctx.out;
         say(r.created ? `admin token written to ${r.path} (mode 0600)` : `already initialised: ${r.path} holds a working admin token`);
@@ -90,8 +107,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .command('revoke')
     .description('revoke a token: it is refused from the next request on')
     .argument('<id>', 'token id (from token list)')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
+    .option('--json', 'print JSON: { revoked }')
+    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       await ctx.client(cmd).delete(`/v1/tokens/${encodeURIComponent(id)}`);
+      if (opts.json) return ctx.json({ revoked: id });
       ctx.out(`revoked ${id}`);
     });
 
@@ -101,8 +120,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .description('create a project (admin)')
     .argument('<id>', 'project id')
     .option('--name <name>', 'display name')
-    .action(async (id: string, opts: { name?: string }, cmd: Command) => {
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { name?: string; json?: boolean }, cmd: Command) => {
       const { body } = await ctx.client(cmd).post<{ id: string }>('/v1/projects', { id, ...(opts.name ? { name: opts.name } : {}) });
+      if (opts.json) return ctx.json(body);
       ctx.out(`created project ${body.id}`);
     });
   project
@@ -113,6 +134,23 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const { items } = await ctx.client(cmd).get<{ items: Array<{ id: string; name: string }> }>('/v1/projects');
       if (opts.json) return ctx.json(items);
       for (const p of items) ctx.out(`${p.id}  ${p.name}`);
+    });
+
+  program
+    .command('audit')
+    .description('admin: who changed agents, tokens, projects, settings, connections, sessions and facts, newest first')
+    .option('--token <tokenId>', 'only what this token did (an id from token list)')
+    .option('--limit <n>', 'entries', positiveInt('--limit', 999), 100)
+    .option('--json', 'print JSON')
+    .action(async (opts: { token?: string; limit: number; json?: boolean }, cmd: Command) => {
+      const q = new URLSearchParams({ limit: String(opts.limit) });
+      if (opts.token) q.set('token', opts.token);
+      const { items } = await ctx.client(cmd).get<{ items: AuditJson[] }>(`/v1/audit?${q}`);
+      if (opts.json) return ctx.json(items);
+      if (items.length === 0) return ctx.out('no audit entries');
+      for (const a of items) {
+        ctx.out(`${a.at}  ${a.method.padEnd(6)} ${a.route}  ${a.status}  token ${a.tokenId}${a.project ? `  project ${a.project}` : ''}${Object.keys(a.params ?? {}).length > 0 ? `  ${JSON.stringify(a.params)}` : ''}`);
+      }
     });
 
   program

@@ -10,6 +10,7 @@ const serverSide = async () => ({
   ...(await import('../../../libs/logging/create-logger.ts')),
   ...(await import('../run-until-signal.ts')),
   ...(await import('../start-stack.ts')),
+  ...(await import('../startup-error.ts')),
 });
 
 /** `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. */
@@ -26,11 +27,16 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     .description('database tasks')
     .command('migrate')
     .description('apply the SQL migrations in prisma/migrations (safe to run twice, and concurrently)')
-    .action(async () => {
+    .option('--json', 'print JSON: { applied: [names] }')
+    .action(async (opts: { json?: boolean }) => {
       const config = ctx.config();
       if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
-      const { migrate } = await serverSide();
-      const applied = await migrate(config.databaseUrl);
+      const { migrate, isPostgresFailure, postgresStartupError } = await serverSide();
+      const url = config.databaseUrl;
+      const applied = await migrate(url).catch((err: unknown) => {
+        throw isPostgresFailure(err) ? postgresStartupError(err, url) : err;
+      });
+      if (opts.json) return ctx.json({ applied });
       ctx.out(applied.length === 0 ? 'database is up to date' : `applied ${applied.join(', ')}`);
     });
 
@@ -44,7 +50,7 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
         const logger = createLogger({ level: config.logLevel, name: `baton-${name}` });
         const stack = await startStack({ config, logger, ...roles });
         if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
-        await runUntilSignal(() => stack.stop(), logger);
+        await runUntilSignal(() => stack.stop(), logger, config.shutdownGraceMs);
       });
 
   run('serve', 'run the API and a delivery worker in one process (small setups)', { api: true, worker: true });

@@ -1,21 +1,27 @@
 import type { Command } from 'commander';
-import { collect, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
+import { randomUUID } from 'node:crypto';
+import { ApiError, SEND_RETRY } from '../api-client.ts';
+import { collect, longText, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { handoffLine, type HandoffJson } from '../format.ts';
 import { LIMITS } from '../../../libs/domain/limits.ts';
 
 /**
- * `baton send [FROM] TO MESSAGE`: FROM defaults to --as, BATON_AGENT, or the token's agent
- * (an agent token may only name itself).
+ * `baton send [FROM] TO [MESSAGE]`: FROM defaults to --as, BATON_AGENT, or the token's agent
+ * (an agent token may only name itself). The message is the last argument, `-` for stdin,
+ * `--file PATH`, or what is piped in. Every send carries an idempotency key (a fresh one per
+ * invocation unless --idempotency-key names one), so a send that met 503
+ * database_unavailable or a lost answer is repeated with the same key, and kept at most once.
  */
 export function registerSendCommand(program: Command, ctx: CliContext): void {
   program
     .command('send')
     .description('hand work or a message from one agent to another')
     .argument('<from-or-to>', 'sending agent (optional: the token says who you are), then the receiving agent or @project')
-    .argument('<to-or-message>', 'the receiving agent (or @project, for work any agent of the project may claim), or the message')
+    .argument('[to-or-message]', 'the receiving agent (or @project, for work any agent of the project may claim), or the message')
     .option('--as <agent>', 'sending agent (default BATON_AGENT, else the token\'s agent)')
     .option('--session <id>', 'the tracked session this handoff belongs to (its facts go in the context packet)')
-    .argument('[message]', 'what to do (or say)')
+    .argument('[message]', 'what to do (or say); "-" reads it from stdin, as does leaving it out while something is piped in')
+    .option('--file <path>', 'read the message from a file (then give only [FROM] TO)')
     .option('--title <title>', 'a title makes it work that the recipient returns')
     .option('--focus <focus>', 'what to focus on')
     .option('--done-when <criteria>', 'when the work counts as done')
@@ -23,33 +29,51 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .option('--question <text>', 'context: an open question (repeatable)', collect)
     .option('--next <text>', 'context: a next step (repeatable)', collect)
     .option('--due-minutes <n>', 'due in this many minutes', positiveInt('--due-minutes', LIMITS.dueMinutesMax))
-    .option('--key <idempotencyKey>', 'idempotency key: sending again with it returns the first handoff')
+    .option('--idempotency-key <key>', 'sending again with the same key returns the first handoff (default: a new random key per invocation)')
+    .option('--key <key>', 'same as --idempotency-key')
     .option('--json', 'print JSON')
-    .action(async (first: string, second: string, third: string | undefined, opts: {
-      as?: string; title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[]; session?: string;
-      dueMinutes?: number; key?: string; json?: boolean;
+    .action(async (first: string, second: string | undefined, third: string | undefined, opts: {
+      as?: string; file?: string; title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[]; session?: string;
+      dueMinutes?: number; idempotencyKey?: string; key?: string; json?: boolean;
     }, cmd: Command) => {
       const context = opts.summary || opts.question || opts.next
         ? { ...(opts.summary ? { summary: opts.summary } : {}), ...(opts.question ? { openQuestions: opts.question } : {}), ...(opts.next ? { nextSteps: opts.next } : {}) }
         : undefined;
-      const [named, to, message] = third === undefined ? [opts.as, first, second] : [first, second, third];
-      if (third !== undefined && opts.as !== undefined && opts.as.toLowerCase() !== first.toLowerCase()) {
+      // Three arguments: FROM TO MESSAGE. Two: TO MESSAGE, or FROM TO with --file. One: TO.
+      const hasFrom = third !== undefined || (second !== undefined && opts.file !== undefined);
+      const [named, to, given] = hasFrom ? [first, second!, third] : [opts.as, first, second];
+      if (hasFrom && opts.as !== undefined && opts.as.toLowerCase() !== first.toLowerCase()) {
         throw new UsageError(`--as ${opts.as} and FROM ${first} disagree; give one`);
       }
+      if (opts.idempotencyKey !== undefined && opts.key !== undefined && opts.idempotencyKey !== opts.key) {
+        throw new UsageError('--idempotency-key and --key disagree; give one');
+      }
+      const message = (await longText(ctx, 'the message', { value: given, file: opts.file, required: true }))!;
+      const idempotencyKey = opts.idempotencyKey ?? opts.key ?? `cli-${randomUUID()}`;
       const from = ctx.as(named);
-      const { status, body } = await ctx.client(cmd).post<HandoffJson>('/v1/handoffs', {
-        ...(from !== undefined ? { from } : {}),
-        to,
-        message,
-        ...(opts.title ? { title: opts.title } : {}),
-        ...(opts.session ? { session: opts.session } : {}),
-        ...(opts.focus ? { focus: opts.focus } : {}),
-        ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
-        ...(context ? { context } : {}),
-        ...(opts.dueMinutes ? { dueMinutes: opts.dueMinutes } : {}),
-        ...(opts.key ? { idempotencyKey: opts.key } : {}),
-      });
+      let retried = false;
+      const { status, body } = await ctx.client(cmd).postIdempotent<HandoffJson>(
+        '/v1/handoffs',
+        {
+          ...(from !== undefined ? { from } : {}),
+          to,
+          message,
+          ...(opts.title ? { title: opts.title } : {}),
+          ...(opts.session ? { session: opts.session } : {}),
+          ...(opts.focus ? { focus: opts.focus } : {}),
+          ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
+          ...(context ? { context } : {}),
+          ...(opts.dueMinutes ? { dueMinutes: opts.dueMinutes } : {}),
+          idempotencyKey,
+        },
+        SEND_RETRY,
+        (err, waitMs) => {
+          retried = true;
+          ctx.note(`send not confirmed (${err instanceof ApiError ? `${err.status} ${err.code}` : err.message}); retrying in ${waitMs} ms with the same idempotency key ${idempotencyKey}`);
+        },
+      );
       if (opts.json) return ctx.json(body);
-      ctx.out(`${status === 201 ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
+      // A 200 after our own retry is our first try's handoff, which did land.
+      ctx.out(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { asBody, UsageError, type CliContext } from '../cli-context.ts';
+import { ALL_OWNERS_HELP, asBody, longText, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
 
 const KINDS = ['decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'];
 
@@ -20,25 +20,28 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .command('new')
     .description('start a session')
     .argument('<title>', 'what the task is')
-    .option('--summary <text>', 'where things stand')
+    .option('--summary <text>', 'where things stand; "-" reads it from stdin')
+    .option('--summary-file <path>', 'read the summary from a file')
     .option('--as <agent>', 'who starts it (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (title: string, opts: { summary?: string; as?: string; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<{ id: string; title: string }>('/v1/sessions', { ...asBody(ctx, opts.as), title, ...(opts.summary ? { summary: opts.summary } : {}) });
+    .action(async (title: string, opts: { summary?: string; summaryFile?: string; as?: string; json?: boolean }, cmd: Command) => {
+      const summary = await longText(ctx, 'the summary', { value: opts.summary, file: opts.summaryFile, required: false });
+      const { body } = await ctx.client(cmd).post<{ id: string; title: string }>('/v1/sessions', { ...asBody(ctx, opts.as), title, ...(summary ? { summary } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`session ${body.id}: ${body.title}`);
     });
   session
     .command('show')
-    .description('a session: its facts (superseded ones marked) and its handoffs')
+    .description('a session: its facts (superseded ones marked) and those of its handoffs you may see')
     .argument('<id>', 'session id')
+    .option('--all-owners', ALL_OWNERS_HELP)
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const d = await ctx.client(cmd).get<{
         session: { id: string; title: string; summary: string | null };
         facts: FactJson[];
         handoffs: Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null }>;
-      }>(`/v1/sessions/${encodeURIComponent(id)}`);
+      }>(withAllOwners(`/v1/sessions/${encodeURIComponent(id)}`, opts.allOwners));
       if (opts.json) return ctx.json(d);
       ctx.out(`session ${d.session.id}: ${d.session.title}${d.session.summary ? `\n  ${d.session.summary}` : ''}`);
       ctx.out(`facts (${d.facts.length})`);
@@ -54,12 +57,14 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .description('record a fact in a session')
     .argument('<session>', 'session id')
     .argument('<kind>', KINDS.join(' | '))
-    .argument('<text>', 'the fact')
+    .argument('[text]', 'the fact; "-" reads it from stdin, as does leaving it out while something is piped in')
+    .option('--file <path>', 'read the fact from a file')
     .option('--supersedes <factId>', 'an older fact of the session this one replaces')
     .option('--as <agent>', 'who knows it (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (sessionId: string, kind: string, text: string, opts: { supersedes?: string; as?: string; json?: boolean }, cmd: Command) => {
+    .action(async (sessionId: string, kind: string, given: string | undefined, opts: { file?: string; supersedes?: string; as?: string; json?: boolean }, cmd: Command) => {
       if (!KINDS.includes(kind)) throw new UsageError(`kind must be one of ${KINDS.join(', ')}`);
+      const text = (await longText(ctx, 'the fact', { value: given, file: opts.file, required: true }))!;
       const { body } = await ctx.client(cmd).post<FactJson>(`/v1/sessions/${encodeURIComponent(sessionId)}/facts`, {
         ...asBody(ctx, opts.as),
         kind,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { asBody, collect, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
+import { ApiError } from '../api-client.ts';
+import { ALL_OWNERS_HELP, asBody, collect, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
 import { handoffDetail, handoffLine, type HandoffJson } from '../format.ts';
 
 interface ClaimJson {
@@ -12,6 +13,27 @@ interface ClaimJson {
 
 const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
 
+/**
+ * The claim the acting agent holds on handoff `id`, for `heartbeat` and `return` without
+ * --token: read the handoff, and only if the agent holds its claim, accept again, which answers
+ * a live claim with its token (`recovered`) and changes nothing. Work the agent does not hold
+ * is refused (claim_lost, exit 1), never claimed on the way.
+ */
+async function ownClaim(ctx: CliContext, cmd: Command, id: string, named: string | undefined): Promise<{ token: string; revision: number | undefined }> {
+  const client = ctx.client(cmd);
+  const me = await client.get<{ admin: boolean; agent: string | null }>('/v1/whoami');
+  const who = (ctx.as(named) ?? me.agent)?.toLowerCase();
+  if (!who) throw new UsageError('an admin token is no agent: name the claimant with --as (or set BATON_AGENT)');
+  // An admin acting for an agent sees that agent's owned handoffs only with all_owners.
+  const h = await client.get<HandoffJson>(withAllOwners(path(id), me.admin));
+  if (h.work?.state !== 'claimed' || h.work.claimedBy?.toLowerCase() !== who) {
+    const now = h.work ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}` : 'it is a plain message';
+    throw new ApiError('claim_lost', `${who} holds no claim on handoff ${h.id} (${now}): accept it first, or give --token`, 409);
+  }
+  const again = await client.post<ClaimJson>(path(id, 'accept'), asBody(ctx, named ?? who));
+  return { token: again.body.claim.token, revision: again.body.handoff.work?.revision };
+}
+
 /** `read`, `accept`, `heartbeat`, `return`, `close`, `cancel`, `outbox`, `board`: the work contract. */
 export function registerWorkCommands(program: Command, ctx: CliContext): void {
   program
@@ -19,12 +41,13 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .description('a handoff as its sender or recipient sees it, with its context packet')
     .argument('<id>', 'handoff id')
     .option('--as <agent>', 'who is reading (default BATON_AGENT)')
+    .option('--all-owners', ALL_OWNERS_HELP)
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { as?: string; json?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { as?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const as = ctx.as(opts.as);
       const client = ctx.client(cmd);
-      const h = await client.get<HandoffJson>(path(id));
-      const packet = await client.get<{ text: string }>(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`);
+      const h = await client.get<HandoffJson>(withAllOwners(path(id), opts.allOwners));
+      const packet = await client.get<{ text: string }>(withAllOwners(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`, opts.allOwners));
       if (opts.json) return ctx.json({ ...h, packet });
       ctx.out(handoffDetail(h));
       ctx.out('');
@@ -51,15 +74,18 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('heartbeat')
     .description('renew the lease of your claim')
     .argument('<id>', 'handoff id')
-    .requiredOption('--token <claimToken>', 'the claim token accept gave you')
+    .option('--token <claimToken>', 'the claim token (default: the claim you hold, found as `return` finds it)')
     .option('--as <agent>', 'the claimant (default BATON_AGENT)')
     .option('--lease <seconds>', 'new lease length', positiveInt('--lease', 86_400))
-    .action(async (id: string, opts: { token: string; as?: string; lease?: number }, cmd: Command) => {
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { token?: string; as?: string; lease?: number; json?: boolean }, cmd: Command) => {
+      const token = opts.token ?? (await ownClaim(ctx, cmd, id, opts.as)).token;
       const { body } = await ctx.client(cmd).post<{ leaseExpiresAt: string }>(path(id, 'heartbeat'), {
         ...asBody(ctx, opts.as),
-        claimToken: opts.token,
+        claimToken: token,
         ...(opts.lease ? { leaseSeconds: opts.lease } : {}),
       });
+      if (opts.json) return ctx.json(body);
       ctx.out(`lease until ${body.leaseExpiresAt}`);
     });
 
@@ -67,30 +93,23 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('return')
     .description('return claimed work with its result (or --outcome failed to give it back)')
     .argument('<id>', 'handoff id')
-    .requiredOption('--summary <text>', 'what was done (or why it failed)')
-    .option('--token <claimToken>', 'the claim token (default: the current claim, read first)')
+    .option('--summary <text>', 'what was done (or why it failed); "-" reads it from stdin, as does leaving it out while something is piped in')
+    .option('--file <path>', 'read the summary from a file')
+    .option('--token <claimToken>', 'the claim token (default: the claim you hold, read first)')
     .option('--outcome <outcome>', 'succeeded or failed', 'succeeded')
     .option('--fact <factId>', 'a session fact you wrote that proves it (repeatable)', collect)
     .option('--as <agent>', 'the claimant (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { summary: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { summary?: string; file?: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean }, cmd: Command) => {
       if (opts.outcome !== 'succeeded' && opts.outcome !== 'failed') throw new UsageError('--outcome must be succeeded or failed');
-      const as = asBody(ctx, opts.as);
-      const client = ctx.client(cmd);
-      let token = opts.token;
-      let revision: number | undefined;
-      if (!token) {
-        // Without a token, act on the claim as it is now (this agent's own accept made it).
-        const again = await client.post<ClaimJson>(path(id, 'accept'), as);
-        token = again.body.claim.token;
-        revision = again.body.handoff.work?.revision;
-      }
-      const { body } = await client.post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
-        ...as,
-        claimToken: token,
-        summary: opts.summary,
+      const summary = (await longText(ctx, 'the summary (--summary)', { value: opts.summary, file: opts.file, required: true }))!;
+      const claim = opts.token ? { token: opts.token, revision: undefined } : await ownClaim(ctx, cmd, id, opts.as);
+      const { body } = await ctx.client(cmd).post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
+        ...asBody(ctx, opts.as),
+        claimToken: claim.token,
+        summary,
         outcome: opts.outcome,
-        ...(revision !== undefined ? { revision } : {}),
+        ...(claim.revision !== undefined ? { revision: claim.revision } : {}),
         ...(opts.fact ? { facts: opts.fact } : {}),
       });
       if (opts.json) return ctx.json(body);
@@ -102,12 +121,14 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .description('close returned work as its sender: accepted, revision (back with a note) or blocked')
     .argument('<id>', 'handoff id')
     .argument('<resolution>', 'accepted | revision | blocked')
-    .option('--note <text>', 'what to change (revision) or why (blocked)')
+    .option('--note <text>', 'what to change (revision) or why (blocked); "-" reads it from stdin')
+    .option('--note-file <path>', 'read the note from a file')
     .option('--as <sender>', 'the sender (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (id: string, resolution: string, opts: { note?: string; as?: string; json?: boolean }, cmd: Command) => {
+    .action(async (id: string, resolution: string, opts: { note?: string; noteFile?: string; as?: string; json?: boolean }, cmd: Command) => {
       if (!['accepted', 'revision', 'blocked'].includes(resolution)) throw new UsageError('resolution must be accepted, revision or blocked');
-      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { ...asBody(ctx, opts.as), resolution, ...(opts.note ? { note: opts.note } : {}) });
+      const note = await longText(ctx, 'the note', { value: opts.note, file: opts.noteFile, required: false });
+      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { ...asBody(ctx, opts.as), resolution, ...(note ? { note } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`${resolution}: ${handoffLine(body)}`);
     });
@@ -128,10 +149,11 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('outbox')
     .description('what an agent sent, newest first')
     .argument('[agent]', 'agent (default BATON_AGENT)')
+    .option('--all-owners', ALL_OWNERS_HELP)
     .option('--json', 'print JSON')
-    .action(async (agent: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
-      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(`/v1/agents/${encodeURIComponent(who)}/outbox`);
+      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/outbox`, opts.allOwners));
       if (opts.json) return ctx.json(out);
       ctx.out(`outbox of ${out.agent}: ${out.handoffs.length}`);
       for (const h of out.handoffs) ctx.out(`  ${handoffLine(h)}`);
@@ -141,10 +163,11 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('board')
     .description('work in lanes: ready, in progress, attention, returned, with the next action and whose')
     .option('--agent <agent>', 'only work this agent sends, receives, holds, or may claim')
+    .option('--all-owners', ALL_OWNERS_HELP)
     .option('--json', 'print JSON')
-    .action(async (opts: { agent?: string; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { agent?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const board = await ctx.client(cmd).get<Record<string, Array<{ handoff: HandoffJson; reasons: string[]; next: { action: string; who: string } }>>>(
-        `/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`,
+        withAllOwners(`/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`, opts.allOwners),
       );
       if (opts.json) return ctx.json(board);
       for (const [lane, cards] of Object.entries(board)) {

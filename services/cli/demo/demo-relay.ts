@@ -14,6 +14,9 @@ interface EventJson {
   seq: string;
   from: string | null;
   to: string;
+  /** Set on work events (claimed, returned, closed): the work's move; the delivery state stays. */
+  workFrom?: string | null;
+  workTo?: string | null;
   event: string;
   at: string;
 }
@@ -37,6 +40,17 @@ interface Tracked {
 }
 
 const SETTLED = new Set(['RETURNED', 'FAILED', 'CANCELLED', 'UNAVAILABLE', 'ACKNOWLEDGED', 'DUPLICATE']);
+
+/**
+ * A delivery move (`SENDING -> ACCEPTED`), with the work's move beside it when both changed; a
+ * work event that leaves the delivery state as it was shows the work's move only (never `RETURNED -> RETURNED`).
+ */
+function transition(e: EventJson): string {
+  const work = e.workTo ? `work ${e.workFrom ?? 'new'} -> ${e.workTo}` : '';
+  if (e.from === e.to && work) return `${work} (${e.event})`;
+  const delivery = `${(e.from ?? 'new').padEnd(8)} -> ${e.to}`;
+  return work ? `${delivery}  (${work})` : delivery;
+}
 
 const nameOf = (id: string) => DEMO_AGENTS.find((a) => a.id === id)?.name ?? id;
 
@@ -98,7 +112,7 @@ export class DemoRelay {
     for (const { t, h } of details) {
       for (const e of h.events.slice(t.seenEvents)) {
         const time = e.at.slice(11, 19);
-        lines.push({ seq: BigInt(e.seq), text: `${time}  ${`${nameOf(t.from)} -> ${nameOf(t.to)}`.padEnd(22)} ${`"${t.title}"`.padEnd(40)} ${(e.from ?? 'new').padEnd(8)} -> ${e.to}` });
+        lines.push({ seq: BigInt(e.seq), text: `${time}  ${`${nameOf(t.from)} -> ${nameOf(t.to)}`.padEnd(22)} ${`"${t.title}"`.padEnd(40)} ${transition(e)}` });
       }
       t.seenEvents = h.events.length;
     }

@@ -5,7 +5,7 @@ import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import { presentAgent, presentHandoff, presentNotification } from '../../present.ts';
 import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
-import { ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { callerOf, ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AgentJson, AgentParams, AllOwnersQuery, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
@@ -16,7 +16,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     { schema: { headers: ProjectHeader, body: RegisterAgentBody, response: { 201: AgentJson, '4xx': ErrorBody } } },
     async (request, reply) => {
       requireAdmin(request);
-      const { id, displayName, provider, settings, target } = request.body;
+      const { id, displayName, provider, settings, target, pool } = request.body;
       if (settings && Buffer.byteLength(JSON.stringify(settings)) > LIMITS.providerSettingsBytes) {
         throw new BatonError('field_too_long', `settings must be at most ${LIMITS.providerSettingsBytes} bytes of JSON`);
       }
@@ -27,6 +27,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
         provider,
         providerSettings: settings,
         deliveryTarget: target,
+        pool,
       });
       return reply.status(201).send(presentAgent(agent));
     },
@@ -58,7 +59,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 204: Type.Null(), '4xx': ErrorBody } } },
     async (request, reply) => {
       requireAdmin(request);
-      await removeAgent(core, projectOf(request, defaultProject), request.params.id);
+      await removeAgent(core, projectOf(request, defaultProject), request.params.id, callerOf(request).tokenId);
       return reply.status(204).send(null);
     },
   );

@@ -134,10 +134,11 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
 
   app.post(
     '/handoffs/:id/release',
-    { schema: { headers: ProjectHeader, params: HandoffParams, body: ReleaseBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, params: HandoffParams, querystring: AllOwnersQuery, body: ReleaseBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
     async (request) => {
-      // An admin without `as` releases as an operator; everyone else as the sender.
+      // An admin without `as` releases as an operator, what it may see; everyone else as the sender.
       const caller = callerOf(request);
+      const viewer = viewerOf(request, request.query.all_owners);
       return presentHandoff(
         await releaseHandoff(core, {
           project: projectOf(request, defaultProject),
@@ -145,6 +146,7 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
           as: caller.admin && request.body.as === undefined ? undefined : actingAs(request, request.body.as),
           reason: request.body.reason,
           tokenId: caller.tokenId,
+          viewer,
         }),
       );
     },

@@ -28,6 +28,7 @@ const presentToken = (t: TokenRecord) => ({
   admin: t.isAdmin,
   project: t.projectSlug,
   agent: t.agentHandle,
+  agentGeneration: t.agentGeneration,
   createdAt: t.createdAt.toISOString(),
   lastUsedAt: t.lastUsedAt?.toISOString() ?? null,
   revokedAt: t.revokedAt?.toISOString() ?? null,

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { addFact, createSession, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
-import { actingAs, projectOf, type RouteOptions } from '../../route-context.ts';
-import { ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
+import { actingAs, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { AllOwnersQuery, ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
 const fact = (f: FactRecord) => ({
@@ -31,9 +31,9 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
 
   app.get(
     '/sessions/:id',
-    { schema: { headers: ProjectHeader, params: SessionParams, response: { 200: SessionDetailJson, '4xx': ErrorBody } } },
+    { schema: { headers: ProjectHeader, params: SessionParams, querystring: AllOwnersQuery, response: { 200: SessionDetailJson, '4xx': ErrorBody } } },
     async (request) => {
-      const d = await showSession(core, projectOf(request, defaultProject), request.params.id);
+      const d = await showSession(core, projectOf(request, defaultProject), request.params.id, viewerOf(request, request.query.all_owners));
       return {
         session: session(d.session),
         facts: d.facts.map(fact),

@@ -1,0 +1,106 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdapters } from '../../libs/adapters/create-adapters.ts';
+import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
+import { systemClock } from '../../libs/domain/clock.ts';
+import { openDatabase, type Database } from '../../libs/db/open-database.ts';
+import { createRepositories } from '../../libs/db/repositories.ts';
+import { openRedis } from '../../libs/queue/open-redis.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
+import { TEST_REDIS_URL } from '../support/env.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
+
+// The worker reaches Postgres through a proxy that can lose the reply of one statement after
+// it committed; the API (and the test) talk to Postgres directly.
+let baton: TestBaton;
+let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+let workerDb: Database;
+let workerRedis: Redis;
+let worker: RunningDeliveryWorker;
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  const target = new URL(baton.databaseUrl);
+  proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+  const viaProxy = new URL(baton.databaseUrl);
+  viaProxy.port = String(proxy.port);
+  workerDb = openDatabase({ url: viaProxy.toString(), poolSize: 4, logger: baton.logger, timeouts: { queryMs: 500, connectMs: 500 } });
+  workerRedis = openRedis(TEST_REDIS_URL, 'worker', baton.logger);
+  worker = startDeliveryWorker({
+    repos: createRepositories(workerDb),
+    redis: workerRedis,
+    adapters: createAdapters(['demo'], { demoHost: baton.host }),
+    clock: systemClock,
+    logger: baton.logger,
+    workerId: 'proxied-worker',
+    redisPrefix: baton.prefix,
+    queueShards: 2,
+    concurrency: 4,
+    turnLockTtlMs: 3_000,
+    jobLockMs: 2_000,
+    stalledIntervalMs: 1_000,
+    shutdownGraceMs: 2_000,
+    busyRetryMs: 100,
+    unreachableRetryMs: 200,
+    outageRetryMs: 200,
+    recheckMs: 100,
+    settingsMaxAgeMs: 0,
+    outage: createProviderStatusCheck({ cacheMs: 0 }),
+  });
+  expect((await baton.post('/v1/agents', { id: 'origin', provider: 'demo' })).status).toBe(201);
+}, 60_000);
+
+afterAll(async () => {
+  proxy?.thaw();
+  await worker?.stop();
+  await workerRedis?.quit().catch(() => workerRedis.disconnect());
+  await workerDb?.close();
+  await proxy?.close();
+  await baton?.stop();
+});
+
+/** An agent whose session name appears in exactly one worker statement: its attempt reservation. */
+async function agentWithSession(id: string): Promise<string> {
+  const session = `session-of-${id}-${Date.now()}`;
+  expect((await baton.post('/v1/agents', { id, provider: 'demo', target: session })).status).toBe(201);
+  return session;
+}
+
+describe('a worker whose attempt reservation committed but whose reply was lost', () => {
+  it('reads back what committed and sends the reserved attempt: one write, RETURNED, never UNCERTAIN', async () => {
+    const session = await agentWithSession('lostreply');
+    const cut = proxy.cutAfterReply(session);
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'lostreply', message: 'reserve, lose the reply', title: 'lost reservation reply' });
+    expect(sent.status).toBe(201);
+    await cut;
+    const h = await waitForState(baton, sent.body.id, 'RETURNED');
+    const events = h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event);
+    expect(events).not.toContain('reply_lost');
+    expect(events.filter((e: string) => e === 'attempt_reserved')).toHaveLength(1);
+    expect(h.attempts).toHaveLength(1);
+    expect(baton.host.writesByHandoff().get(sent.body.id)).toHaveLength(1);
+    expect(baton.host.history(session)[0]?.requestId).toBe(h.attempts[0].requestId);
+  });
+
+  it('while Postgres stays away after the lost reply, keeps reading back under its turn lock and sends once Postgres answers', async () => {
+    const session = await agentWithSession('frozenafter');
+    const cut = proxy.cutAfterReply(session);
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'frozenafter', message: 'reserve, then Postgres freezes', title: 'frozen after reservation' });
+    expect(sent.status).toBe(201);
+    await cut;
+    proxy.freeze();
+    // Read-backs go unanswered (each on a new connection, after the last one timed out);
+    // meanwhile nothing is written to the session.
+    const before = proxy.accepted;
+    await eventually(() => expect(proxy.accepted).toBeGreaterThanOrEqual(before + 2), { what: 'two read-back attempts while frozen' });
+    expect(baton.host.writesByHandoff().get(sent.body.id)).toBeUndefined();
+    proxy.thaw();
+    const h = await waitForState(baton, sent.body.id, 'RETURNED');
+    expect(h.events.map((e: any) => e.event)).not.toContain('reply_lost');
+    expect(h.attempts).toHaveLength(1);
+    expect(baton.host.writesByHandoff().get(sent.body.id)).toHaveLength(1);
+  });
+});

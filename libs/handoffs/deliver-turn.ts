@@ -329,9 +329,12 @@ async function sendReserved(
       if (!now) return { kind: 'next' };
       return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null);
     }
-    case 'busy':
-      await move(deps, h, [['session_busy', { reason: sent.detail ?? 'the session is in a turn', notBeforeInMs: deps.timing.busyRetryMs, updateAttempt: attempt('busy', { finished: true }) }]]);
-      return { kind: 'pause', retryInMs: deps.timing.busyRetryMs };
+    case 'busy': {
+      // The recipient's own Retry-After wins over the default back-off (bounded to an hour).
+      const retryInMs = sent.retryAfterMs !== undefined ? Math.min(Math.max(sent.retryAfterMs, deps.timing.busyRetryMs), 3_600_000) : deps.timing.busyRetryMs;
+      await move(deps, h, [['session_busy', { reason: sent.detail ?? 'the session is in a turn', notBeforeInMs: retryInMs, updateAttempt: attempt('busy', { finished: true }) }]]);
+      return { kind: 'pause', retryInMs };
+    }
     case 'rejected': {
       const refused: Move = ['owner_rejected', { reason: sent.reason, increment: ['refusals'], patch: { deliveryDetail: sent.reason }, updateAttempt: attempt('rejected', { error: sent.reason, finished: true }) }];
       const spent = refusalBudgetSpent({ ...h, refusals: h.refusals + 1 });

@@ -55,8 +55,9 @@ beforeAll(async () => {
   for (let i = 0; i < AGENTS; i++) {
     expect((await baton.post('/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 250 + ((i * 97) % 400) } })).status).toBe(201);
   }
+  // The worker behind the proxy starts alone, so it holds the first turns when the first
+  // partition comes; the direct worker starts right then.
   startWorker(`redis://127.0.0.1:${proxy.port}`);
-  startWorker(redis.url);
 }, 60_000);
 
 afterAll(async () => {
@@ -80,8 +81,18 @@ describe('a worker partitioned from Redis in the middle of a run', () => {
       const { rows } = await baton.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM handoffs WHERE delivery_state = 'RETURNED'");
       return rows[0]!.n;
     };
-    // Three partitions, each longer than the lock's lifetime, while turns are live.
-    for (const after of [4, 14, 24]) {
+    const live = async () => {
+      const { rows } = await baton.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM handoffs WHERE delivery_state IN ('ACCEPTED', 'RUNNING')");
+      return rows[0]!.n;
+    };
+    // The first partition cuts off the only worker while its turns are live; the direct worker
+    // takes over. Two more partitions follow mid-run, each longer than the lock's lifetime.
+    await eventually(async () => (await returned()) >= 2 && (await live()) >= 2, { timeoutMs: 60_000, what: 'turns live on the proxied worker' });
+    proxy.freeze();
+    startWorker(redis.url);
+    await new Promise((r) => setTimeout(r, LOCK_TTL_MS * 3));
+    proxy.thaw();
+    for (const after of [14, 24]) {
       await eventually(async () => (await returned()) >= after, { timeoutMs: 60_000, what: `${after} turns returned` });
       proxy.freeze();
       await new Promise((r) => setTimeout(r, LOCK_TTL_MS * 3));

@@ -232,3 +232,25 @@ describe('send is safe to repeat', () => {
     }
   });
 });
+
+describe('registering real agents from the CLI', () => {
+  it('adds command and webhook agents, refuses bad settings with invalid_settings, and never prints a secret', async () => {
+    const command = await json('admin', 'agent', 'add', 'runner', '--provider', 'command', '--pool', 'host-a', '--settings',
+      JSON.stringify({ argv: [process.execPath, '-e', 'process.stdout.write("ok")'], env: { API_TOKEN: { value: 'cli-command-secret', secret: true } } }));
+    expect(command).toMatchObject({ id: 'runner', provider: 'command', pool: 'host-a' });
+    const hook = await json('admin', 'agent', 'add', 'hook', '--provider', 'webhook', '--settings', JSON.stringify({ url: 'http://127.0.0.1:9/turns', secret: 'cli-webhook-secret-0123456789' }));
+    expect(hook.settings.secret).toBe('[redacted]');
+    const listed = await cli('admin', ['agent', 'list', '--json']);
+    expect(listed.out).toContain('runner');
+    expect(listed.out).not.toContain('cli-command-secret');
+    expect(listed.out).not.toContain('cli-webhook-secret');
+    expect((await cli('admin', ['agent', 'list'])).out).toMatch(/runner\s+command.*\[pool host-a\]/);
+
+    const bad = await cli('admin', ['agent', 'add', 'broken', '--provider', 'command', '--settings', JSON.stringify({ argv: [], shell: true })]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('invalid_settings');
+    const unknown = await cli('admin', ['agent', 'add', 'nope', '--provider', 'teleporter']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('--provider must be one of');
+  });
+});

@@ -34,6 +34,8 @@ interface Received {
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
@@ -46,7 +48,7 @@ async function agentServer(handler: Handler): Promise<{ url: string; received: R
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, at: Date.now() });
       handler(req, res, body);
     });
   });
@@ -356,6 +358,27 @@ describe('webhook agents through Baton: registration, the callback route, a real
       expect(stored).toMatchObject({ status: 'returned', summary: 'done: Login form', output: { handoffId: sent.body.id } });
     } finally {
       await worker.stop();
+    }
+  });
+
+  it("honours the agent's Retry-After: a busy webhook is asked again no sooner than it said", async () => {
+    let calls = 0;
+    const agent = await agentServer((_req, res) => {
+      calls++;
+      if (calls === 1) return json(res, 429, { error: 'busy' }, { 'retry-after': '2' });
+      return json(res, 200, { summary: 'done after the wait' });
+    });
+    expect((await baton.post('/v1/agents', { id: 'patient', provider: 'webhook', settings: { url: agent.url, secret: SECRET } })).status).toBe(201);
+    const worker = baton.startWorker({ adapters: createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports }) });
+    try {
+      const sent = await baton.post('/v1/handoffs', { from: 'sender', to: 'patient', title: 'wait', message: 'come back later' });
+      const h = await waitForState(baton, sent.body.id, 'RETURNED', 15_000);
+      expect(agent.received).toHaveLength(2);
+      expect(agent.received[1]!.at - agent.received[0]!.at).toBeGreaterThanOrEqual(1_900);
+      expect(h.attempts.map((a: any) => a.status)).toEqual(['busy', 'returned']);
+    } finally {
+      await worker.stop();
+      await agent.close();
     }
   });
 

@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
-import { PROVIDER_NAMES } from '../../../libs/db/records.ts';
+import { PROVIDER_SPECS } from '../../../libs/adapters/provider-specs.ts';
+
+/** The providers an agent can be registered for now (each has a spec and, if it pushes, an adapter). */
+const PROVIDERS = [...PROVIDER_SPECS.keys()];
 import { UsageError, type CliContext } from '../cli-context.ts';
 
 interface AgentJson {
@@ -7,6 +10,7 @@ interface AgentJson {
   displayName: string;
   provider: string;
   target: string | null;
+  pool: string;
   settings: Record<string, unknown>;
 }
 
@@ -18,14 +22,15 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
     .command('add')
     .description('register an agent')
     .argument('<id>', 'agent id, unique in the project (case-insensitive)')
-    .option('--provider <provider>', `one of ${PROVIDER_NAMES.join(', ')}`, 'demo')
+    .option('--provider <provider>', `one of ${PROVIDERS.join(', ')} (settings of each: libs/adapters/README.md)`, 'demo')
     .option('--name <displayName>', 'display name')
     .option('--target <target>', 'session or endpoint turns are delivered to (default: the id)')
-    .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}')
+    .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}; secrets in it are never shown again')
+    .option('--pool <pool>', 'worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver to this agent')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { provider: string; name?: string; target?: string; settings?: string; json?: boolean }, cmd: Command) => {
-      if (!(PROVIDER_NAMES as readonly string[]).includes(opts.provider)) {
-        throw new UsageError(`--provider must be one of ${PROVIDER_NAMES.join(', ')}`);
+    .action(async (id: string, opts: { provider: string; name?: string; target?: string; settings?: string; pool?: string; json?: boolean }, cmd: Command) => {
+      if (!PROVIDERS.includes(opts.provider)) {
+        throw new UsageError(`--provider must be one of ${PROVIDERS.join(', ')}`);
       }
       let settings: unknown;
       if (opts.settings !== undefined) {
@@ -42,9 +47,10 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
         ...(opts.name ? { displayName: opts.name } : {}),
         ...(opts.target ? { target: opts.target } : {}),
         ...(settings ? { settings } : {}),
+        ...(opts.pool ? { pool: opts.pool } : {}),
       });
       if (opts.json) ctx.json(body);
-      else ctx.out(`added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''})`);
+      else ctx.out(`added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''}${body.pool !== 'default' ? `, pool ${body.pool}` : ''})`);
     });
 
   agent
@@ -55,7 +61,7 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
       const { items } = await ctx.client(cmd).get<{ items: AgentJson[] }>('/v1/agents');
       if (opts.json) return ctx.json(items);
       if (items.length === 0) return ctx.out('no agents');
-      for (const a of items) ctx.out(`${a.id.padEnd(20)} ${a.provider.padEnd(12)} ${a.displayName}${a.target ? `  -> ${a.target}` : ''}`);
+      for (const a of items) ctx.out(`${a.id.padEnd(20)} ${a.provider.padEnd(12)} ${a.displayName}${a.target ? `  -> ${a.target}` : ''}${a.pool !== 'default' ? `  [pool ${a.pool}]` : ''}`);
     });
 
   agent

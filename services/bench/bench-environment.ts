@@ -14,6 +14,8 @@ export interface ProcessTuning {
   workerConcurrency: number;
   queueShards: number;
   dbPoolSize: number;
+  /** BATON_JOB_LOCK_MS; absent: Baton's default. */
+  jobLockMs?: number;
 }
 
 export const DEFAULT_TUNING: ProcessTuning = { workerConcurrency: 64, queueShards: 4, dbPoolSize: 10 };
@@ -36,6 +38,8 @@ export class BenchEnvironment {
   /** pg_stat_statements works on this server (the embedded one loads it): statements are counted. */
   statementStats = false;
   private demoHost: BatonProcess | undefined;
+  /** What the running (or next started) API and workers are configured with. */
+  private running: ProcessTuning;
   private readonly cleanups: Array<() => Promise<void>> = [];
 
   private constructor(
@@ -48,6 +52,7 @@ export class BenchEnvironment {
     cleanups: Array<() => Promise<void>>,
   ) {
     this.cleanups.push(...cleanups);
+    this.running = tuning;
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'baton-bench' });
     this.pool.on('error', () => undefined);
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'baton-bench' });
@@ -125,9 +130,10 @@ export class BenchEnvironment {
       REDIS_URL: this.redisUrl,
       BATON_REDIS_PREFIX: this.prefix,
       BATON_LOG_LEVEL: 'warn',
-      BATON_QUEUE_SHARDS: String(this.tuning.queueShards),
-      BATON_WORKER_CONCURRENCY: String(this.tuning.workerConcurrency),
-      BATON_DB_POOL_SIZE: String(this.tuning.dbPoolSize),
+      BATON_QUEUE_SHARDS: String(this.running.queueShards),
+      BATON_WORKER_CONCURRENCY: String(this.running.workerConcurrency),
+      BATON_DB_POOL_SIZE: String(this.running.dbPoolSize),
+      ...(this.running.jobLockMs === undefined ? {} : { BATON_JOB_LOCK_MS: String(this.running.jobLockMs) }),
       BATON_DEMO_HOST_URL: this.demoHostUrl,
       BATON_HOME: this.home,
       // The bench drives every request through one admin token, far past any per-token limit.
@@ -180,13 +186,23 @@ export class BenchEnvironment {
 
   private client: JsonClient | undefined;
 
+  /** The tuning the running (or next started) processes have: the bench's, or a scenario's override. */
+  get tuningInUse(): ProcessTuning {
+    return this.running;
+  }
+
   /**
    * The API and two workers for a scenario. `fresh` restarts them, so peaks (RSS) and
    * connection counts belong to this scenario alone (the full run); otherwise running ones are
-   * reused (the quick run, where process start-up would dominate).
+   * reused (the quick run, where process start-up would dominate). `tuning` overrides the
+   * bench's settings for this scenario through the same environment variables an operator
+   * sets; processes running with other settings are restarted.
    */
-  async processes(fresh: boolean): Promise<JsonClient> {
-    if (fresh) await this.releaseProcesses(true);
+  async processes(fresh: boolean, tuning: Partial<ProcessTuning> = {}): Promise<JsonClient> {
+    const wanted: ProcessTuning = { ...this.tuning, ...tuning };
+    const retune = JSON.stringify(wanted) !== JSON.stringify(this.running);
+    if (fresh || retune) await this.releaseProcesses(true);
+    this.running = wanted;
     const missing = Math.max(0, 2 - this.workers.length);
     if (!this.api || !this.client) {
       const [client] = await Promise.all([this.startApi(), this.startWorkers(missing)]);

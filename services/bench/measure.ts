@@ -21,6 +21,17 @@ export async function peakRssMiB(pid: number): Promise<number | null> {
   }
 }
 
+/** Resident set size of a process right now, in MiB (VmRSS), or null when it is gone. */
+export async function rssMiB(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+    return Number.isFinite(kb) ? round(kb / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * How many TCP connections a process holds to `port` (its sockets in /proc/<pid>/fd matched
  * against /proc/net/tcp{,6}): counts every connection, named or not, blocking or not.

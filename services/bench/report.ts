@@ -2,6 +2,7 @@ import type { BusyAgentsResult } from './scenarios/busy-agents.ts';
 import type { Ceilings } from './scenarios/ceilings.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import type { DispatchLatencyResult } from './scenarios/dispatch-latency.ts';
+import type { LongTurnsResult } from './scenarios/long-turns.ts';
 import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
 import { round } from './measure.ts';
@@ -12,12 +13,15 @@ export interface BenchResult {
   startedAt: string;
   seconds: number;
   machine: { cpus: number; node: string; postgres: string; redis: string; embeddedPostgres: boolean; embeddedRedis: boolean };
-  ceilings: Ceilings;
-  send: SendResults;
-  delivery: DeliveryRun[];
-  dispatchLatency: DispatchLatencyResult;
-  busyAgents: BusyAgentsResult;
-  recovery: RecoveryResult;
+  /** The scenarios run when `--only` chose some; the others' fields are absent. */
+  only?: string[];
+  ceilings?: Ceilings;
+  send?: SendResults;
+  delivery?: DeliveryRun[];
+  dispatchLatency?: DispatchLatencyResult;
+  busyAgents?: BusyAgentsResult;
+  recovery?: RecoveryResult;
+  longTurns?: LongTurnsResult;
   targets: Target[];
 }
 
@@ -28,23 +32,30 @@ export interface Target {
   met: boolean;
 }
 
-/** The issue's targets, evaluated on a result. */
+/** The issue's targets, evaluated on a result (those of the scenarios that ran). */
 export function evaluateTargets(r: Omit<BenchResult, 'targets'>): Target[] {
-  const send32 = r.send.thirtyTwoClients;
-  const ref = r.delivery.find((d) => d.agents === 10) ?? r.delivery[0];
-  const most = r.delivery.at(-1);
+  const delivery = r.delivery ?? [];
+  const ref = delivery.find((d) => d.agents === 10) ?? delivery[0];
+  const most = delivery.at(-1);
   const t: Target[] = [];
   const add = (name: string, goal: string, measured: string, met: boolean) => t.push({ name, goal, measured, met });
-  const ratio = send32.perSecond / Math.max(1, r.ceilings.postgres8);
-  add('send throughput vs raw Postgres (8 connections)', '>= 40%', `${round(ratio * 100, 0)}%`, ratio >= 0.4);
-  add('send p99 at 32 clients', '<= 25 ms', `${send32.p99Ms} ms`, send32.p99Ms <= 25);
+  if (r.send) {
+    const send32 = r.send.thirtyTwoClients;
+    if (r.ceilings) {
+      const ratio = send32.perSecond / Math.max(1, r.ceilings.postgres8);
+      add('send throughput vs raw Postgres (8 connections)', '>= 40%', `${round(ratio * 100, 0)}%`, ratio >= 0.4);
+    }
+    add('send p99 at 32 clients', '<= 25 ms', `${send32.p99Ms} ms`, send32.p99Ms <= 25);
+  }
   if (ref) {
     add(`handoffs/s to ACCEPTED (${ref.agents} agents)`, '>= 1000/s', `${ref.acceptedPerSec}/s`, ref.acceptedPerSec >= 1000);
     add(`handoffs/s to RETURNED (${ref.agents} agents)`, '>= 500/s', `${ref.returnedPerSec}/s`, ref.returnedPerSec >= 500);
   }
   const lat = r.dispatchLatency;
-  add(`dispatch latency p50 (commit to adapter call, steady ${lat.perSecond}/s)`, '<= 10 ms', `${lat.dispatchP50Ms} ms`, lat.dispatchP50Ms <= 10);
-  add(`dispatch latency p99 (steady ${lat.perSecond}/s)`, '<= 50 ms', `${lat.dispatchP99Ms} ms`, lat.dispatchP99Ms <= 50);
+  if (lat) {
+    add(`dispatch latency p50 (commit to adapter call, steady ${lat.perSecond}/s)`, '<= 10 ms', `${lat.dispatchP50Ms} ms`, lat.dispatchP50Ms <= 10);
+    add(`dispatch latency p99 (steady ${lat.perSecond}/s)`, '<= 50 ms', `${lat.dispatchP99Ms} ms`, lat.dispatchP99Ms <= 50);
+  }
   if (ref) {
     // Under a backlog the same path also includes queueing behind earlier handoffs.
     add(`dispatch latency p50 (saturated, ${ref.agents} agents)`, '<= 10 ms', `${ref.dispatchP50Ms} ms`, ref.dispatchP50Ms <= 10);
@@ -57,9 +68,19 @@ export function evaluateTargets(r: Omit<BenchResult, 'targets'>): Target[] {
     const b = most.cost.redisConnectionsPerWorker;
     add(`Redis connections per worker, ${most.agents} vs ${ref.agents} agents`, 'the same', `${b.join('/')} vs ${a.join('/')}`, JSON.stringify(a) === JSON.stringify(b));
   }
-  add('worker SIGKILL -> UNCERTAIN', '<= 5 s', `${r.recovery.killToUncertainSec} s`, r.recovery.killToUncertainSec <= 5);
-  add('Redis wipe -> all handoffs final', '<= 10 s', `${r.recovery.wipeToFinalSec} s`, r.recovery.wipeToFinalSec <= 10);
-  add('busy agents: no overlapping turns, order held, one write each', 'all 0', `${r.busyAgents.overlappingTurns}/${r.busyAgents.agentsOutOfOrder}/${r.busyAgents.handoffsNotWrittenOnce}`, r.busyAgents.overlappingTurns + r.busyAgents.agentsOutOfOrder + r.busyAgents.handoffsNotWrittenOnce === 0);
+  if (r.recovery) {
+    add('worker SIGKILL -> UNCERTAIN', '<= 5 s', `${r.recovery.killToUncertainSec} s`, r.recovery.killToUncertainSec <= 5);
+    add('Redis wipe -> all handoffs final', '<= 10 s', `${r.recovery.wipeToFinalSec} s`, r.recovery.wipeToFinalSec <= 10);
+  }
+  const b = r.busyAgents;
+  if (b) {
+    add('busy agents: no overlapping turns, order held, one write each', 'all 0', `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`, b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0);
+  }
+  const l = r.longTurns;
+  if (l) {
+    const ok = l.returned === l.turns && l.handoffsNotWrittenOnce === 0 && l.writeViolations === 0;
+    add(`long turns: ${l.turns} x ${l.turnSeconds} s all RETURNED, each written once, no violation`, 'all', `${l.returned} returned, ${l.handoffsNotWrittenOnce} not once, ${l.writeViolations} violations`, ok);
+  }
   return t;
 }
 
@@ -73,40 +94,70 @@ function table(rows: string[][]): string {
 /** The human-readable report: one table of figures beside their ceilings, then the targets. */
 export function renderReport(r: BenchResult): string {
   const c = r.ceilings;
+  const delivery = r.delivery ?? [];
   const rows: string[][] = [['measure', 'Baton', 'ceiling', 'of ceiling', 'latency p50 / p99']];
-  rows.push(['raw Postgres insert+event, 1 connection', '', `${c.postgres1} tx/s`, '', '']);
-  rows.push(['raw Postgres insert+event, 8 connections', '', `${c.postgres8} tx/s`, '', '']);
-  rows.push(['raw BullMQ add+process (no-op jobs)', '', `${c.bullmq} jobs/s`, '', '']);
-  const s1 = r.send.oneClient;
-  const s32 = r.send.thirtyTwoClients;
-  rows.push(['send over HTTP, 1 client', `${s1.perSecond}/s`, `${c.postgres1} tx/s (pg x1)`, pct(s1.perSecond, c.postgres1), `${s1.p50Ms} / ${s1.p99Ms} ms`]);
-  rows.push(['send over HTTP, 32 clients', `${s32.perSecond}/s`, `${c.postgres8} tx/s (pg x8)`, pct(s32.perSecond, c.postgres8), `${s32.p50Ms} / ${s32.p99Ms} ms`]);
-  for (const d of r.delivery) {
-    rows.push([`e2e ${d.agents} agents, ${d.handoffs} handoffs: to ACCEPTED`, `${d.acceptedPerSec}/s`, `${c.bullmq} jobs/s (bullmq)`, pct(d.acceptedPerSec, c.bullmq), `${d.acceptedP50Ms} / ${d.acceptedP99Ms} ms`]);
-    rows.push([`e2e ${d.agents} agents: to RETURNED`, `${d.returnedPerSec}/s`, `${c.postgres8} tx/s (pg x8)`, pct(d.returnedPerSec, c.postgres8), `${d.returnedP50Ms} / ${d.returnedP99Ms} ms`]);
+  if (c) {
+    rows.push(['raw Postgres insert+event, 1 connection', '', `${c.postgres1} tx/s`, '', '']);
+    rows.push(['raw Postgres insert+event, 8 connections', '', `${c.postgres8} tx/s`, '', '']);
+    rows.push(['raw BullMQ add+process (no-op jobs)', '', `${c.bullmq} jobs/s`, '', '']);
+  }
+  // Without the ceilings (`--only`), the ceiling columns stay empty.
+  const pg1 = c?.postgres1 ?? 0;
+  const pg8 = c?.postgres8 ?? 0;
+  const bull = c?.bullmq ?? 0;
+  const ceiling = (text: string) => (c ? text : '');
+  const of = (a: number, b: number) => (c ? pct(a, b) : '');
+  if (r.send) {
+    const s1 = r.send.oneClient;
+    const s32 = r.send.thirtyTwoClients;
+    rows.push(['send over HTTP, 1 client', `${s1.perSecond}/s`, ceiling(`${pg1} tx/s (pg x1)`), of(s1.perSecond, pg1), `${s1.p50Ms} / ${s1.p99Ms} ms`]);
+    rows.push(['send over HTTP, 32 clients', `${s32.perSecond}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(s32.perSecond, pg8), `${s32.p50Ms} / ${s32.p99Ms} ms`]);
+  }
+  for (const d of delivery) {
+    rows.push([`e2e ${d.agents} agents, ${d.handoffs} handoffs: to ACCEPTED`, `${d.acceptedPerSec}/s`, ceiling(`${bull} jobs/s (bullmq)`), of(d.acceptedPerSec, bull), `${d.acceptedP50Ms} / ${d.acceptedP99Ms} ms`]);
+    rows.push([`e2e ${d.agents} agents: to RETURNED`, `${d.returnedPerSec}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(d.returnedPerSec, pg8), `${d.returnedP50Ms} / ${d.returnedP99Ms} ms`]);
     rows.push([`e2e ${d.agents} agents: dispatch (commit -> adapter call)`, '', '', '', `${d.dispatchP50Ms} / ${d.dispatchP99Ms} ms`]);
   }
   const lat = r.dispatchLatency;
-  rows.push([`steady ${lat.perSecond}/s to ${lat.agents} idle agents: dispatch`, '', '', '', `${lat.dispatchP50Ms} / ${lat.dispatchP99Ms} ms`]);
-  rows.push([`steady ${lat.perSecond}/s: to RETURNED`, '', '', '', `${lat.returnedP50Ms} / ${lat.returnedP99Ms} ms`]);
+  if (lat) {
+    rows.push([`steady ${lat.perSecond}/s to ${lat.agents} idle agents: dispatch`, '', '', '', `${lat.dispatchP50Ms} / ${lat.dispatchP99Ms} ms`]);
+    rows.push([`steady ${lat.perSecond}/s: to RETURNED`, '', '', '', `${lat.returnedP50Ms} / ${lat.returnedP99Ms} ms`]);
+  }
   const b = r.busyAgents;
-  rows.push([`busy: ${b.agents} agents x ${b.handoffsPerAgent} at once`, `${b.totalSeconds} s total`, '', '', `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`]);
-  rows.push(['recovery: SIGKILL mid-write -> UNCERTAIN', `${r.recovery.killToUncertainSec} s`, '', '', '']);
-  rows.push([`recovery: Redis wipe (${r.recovery.openAtWipe} open) -> all final`, `${r.recovery.wipeToFinalSec} s`, '', '', '']);
-  rows.push(['recovery: Redis wipe -> longest stall in delivery', `${r.recovery.stallAfterWipeSec} s`, '', '', '']);
-  const cost: string[][] = [['cost', ...r.delivery.map((d) => `${d.agents} agents`)]];
-  cost.push(['API peak RSS (MiB)', ...r.delivery.map((d) => String(d.cost.apiRssMiB))]);
-  cost.push(['worker peak RSS (MiB)', ...r.delivery.map((d) => d.cost.workerRssMiB.join(' / '))]);
-  cost.push(['demo-host peak RSS (MiB)', ...r.delivery.map((d) => String(d.cost.demoHostRssMiB))]);
-  cost.push(['Redis connections per worker', ...r.delivery.map((d) => d.cost.redisConnectionsPerWorker.join(' / '))]);
-  cost.push(['Redis connections, API', ...r.delivery.map((d) => String(d.cost.redisConnectionsApi))]);
+  if (b) {
+    rows.push([`busy: ${b.agents} agents x ${b.handoffsPerAgent} at once`, `${b.totalSeconds} s total`, '', '', `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`]);
+  }
+  if (r.recovery) {
+    rows.push(['recovery: SIGKILL mid-write -> UNCERTAIN', `${r.recovery.killToUncertainSec} s`, '', '', '']);
+    rows.push([`recovery: Redis wipe (${r.recovery.openAtWipe} open) -> all final`, `${r.recovery.wipeToFinalSec} s`, '', '', '']);
+    rows.push(['recovery: Redis wipe -> longest stall in delivery', `${r.recovery.stallAfterWipeSec} s`, '', '', '']);
+  }
+  const sections = [
+    `Baton benchmark (${r.mode}${r.only ? `, only ${r.only.join(', ')}` : ''}), ${r.startedAt}, ${r.seconds} s; ${r.machine.cpus} cores, Node ${r.machine.node}, Postgres ${r.machine.postgres}${r.machine.embeddedPostgres ? ' (embedded)' : ''}, Redis ${r.machine.redis}${r.machine.embeddedRedis ? ' (private)' : ''}`,
+  ];
+  if (rows.length > 1) sections.push('', table(rows));
+  if (delivery.length > 0) sections.push('', table(costTable(delivery, r.send)));
+  if (r.longTurns) sections.push('', table(longTurnsTable(r.longTurns)));
+  const targets: string[][] = [['target', 'goal', 'measured', 'met']];
+  for (const t of r.targets) targets.push([t.name, t.goal, t.measured, t.met ? 'yes' : 'NO']);
+  sections.push('', table(targets));
+  return sections.join('\n');
+}
+
+function costTable(delivery: DeliveryRun[], send: SendResults | undefined): string[][] {
+  const cost: string[][] = [['cost', ...delivery.map((d) => `${d.agents} agents`)]];
+  cost.push(['API peak RSS (MiB)', ...delivery.map((d) => String(d.cost.apiRssMiB))]);
+  cost.push(['worker peak RSS (MiB)', ...delivery.map((d) => d.cost.workerRssMiB.join(' / '))]);
+  cost.push(['demo-host peak RSS (MiB)', ...delivery.map((d) => String(d.cost.demoHostRssMiB))]);
+  cost.push(['Redis connections per worker', ...delivery.map((d) => d.cost.redisConnectionsPerWorker.join(' / '))]);
+  cost.push(['Redis connections, API', ...delivery.map((d) => String(d.cost.redisConnectionsApi))]);
   cost.push([
     'Redis memory per queued handoff',
-    ...r.delivery.map((d) => (d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`)),
+    ...delivery.map((d) => (d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`)),
   ]);
-  cost.push(['Postgres connections', ...r.delivery.map((d) => Object.entries(d.cost.postgresConnections).map(([k, v]) => `${k} ${v}`).join(', '))]);
+  cost.push(['Postgres connections', ...delivery.map((d) => Object.entries(d.cost.postgresConnections).map(([k, v]) => `${k} ${v}`).join(', '))]);
   const per = (f: (d: DeliveryRun) => number | null) =>
-    r.delivery.map((d) => {
+    delivery.map((d) => {
       const v = f(d);
       return v === null ? 'n/a' : String(v);
     });
@@ -123,19 +174,37 @@ export function renderReport(r: BenchResult): string {
   }
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
-  cost.push([
-    'Redis memory, nothing delivering',
-    `${r.send.redisBytesPerQueuedHandoff} bytes per handoff, ${r.send.redisBytesPerWaitingAgent} per agent (${r.send.thirtyTwoClients.requests} handoffs to ${r.send.recipients} agents)`,
+  if (send) {
+    cost.push([
+      'Redis memory, nothing delivering',
+      `${send.redisBytesPerQueuedHandoff} bytes per handoff, ${send.redisBytesPerWaitingAgent} per agent (${send.thirtyTwoClients.requests} handoffs to ${send.recipients} agents)`,
+    ]);
+  }
+  return cost;
+}
+
+/** The long-turn scenario: capacity, time to all RETURNED, and the per-turn cost while waiting. */
+function longTurnsTable(l: LongTurnsResult): string[][] {
+  const na = (v: number | null, unit = '') => (v === null ? 'n/a' : `${v}${unit}`);
+  const top = (lines: LongTurnsResult['redisTopCommands'], n: number, width: number) =>
+    lines && lines.length > 0 ? `; top: ${lines.slice(0, n).map((x) => `${x.name.slice(0, width)} ${x.perSecPerTurn}`).join(', ')}` : '';
+  const rows: string[][] = [[`long turns: ${l.turns} agents, one ${l.turnSeconds} s turn each`, 'measured']];
+  rows.push(['workers x shards x concurrency = job slots', `${l.workers} x ${l.queueShards} x ${l.workerConcurrency} = ${l.slots}`]);
+  rows.push(['turns in flight at the peak (ACCEPTED + RUNNING)', String(l.peakInFlight)]);
+  rows.push(['turns followed per worker', l.turnsPerWorker.join(' / ')]);
+  rows.push(['first send -> last turn ACCEPTED', `${l.firstSendToLastAcceptedSec} s`]);
+  rows.push(['last send -> all RETURNED', `${l.lastSendToAllReturnedSec} s`]);
+  rows.push(['BullMQ active jobs per live turn', `${na(l.activeJobsPerLiveTurn)} (${l.queuedJobsInWindow} jobs waiting or delayed)`]);
+  rows.push([
+    'worker RSS per followed turn',
+    `${na(l.workerRssKiBPerTurn, ' KiB')} (idle ${l.workerRssIdleMiB.join(' / ')} MiB, turns live ${l.workerRssLiveMiB.join(' / ')} MiB)`,
   ]);
-  const targets: string[][] = [['target', 'goal', 'measured', 'met']];
-  for (const t of r.targets) targets.push([t.name, t.goal, t.measured, t.met ? 'yes' : 'NO']);
-  return [
-    `Baton benchmark (${r.mode}), ${r.startedAt}, ${r.seconds} s; ${r.machine.cpus} cores, Node ${r.machine.node}, Postgres ${r.machine.postgres}${r.machine.embeddedPostgres ? ' (embedded)' : ''}, Redis ${r.machine.redis}${r.machine.embeddedRedis ? ' (private)' : ''}`,
-    '',
-    table(rows),
-    '',
-    table(cost),
-    '',
-    table(targets),
-  ].join('\n');
+  rows.push(['quiet window (nothing but waiting)', `${l.quietSeconds} s, ${l.liveInWindow} live turns, ${l.quietWindowClean ? 'no state changed' : 'STATES CHANGED'}`]);
+  rows.push(['Redis commands /s per live turn', `${na(l.redisCommandsPerSecPerTurn)}${top(l.redisTopCommands, 6, 30)}`]);
+  rows.push(['Postgres statements /s per live turn', `${na(l.postgresStatementsPerSecPerTurn)}${top(l.postgresTopStatements, 2, 48)}`]);
+  rows.push(['CPU ms /s per live turn', `workers ${na(l.cpuMsPerSecPerTurn.workers)}, all processes ${l.cpuMsPerSecPerTurn.total}`]);
+  const warnings = Object.entries(l.workerWarnings).sort((a, b) => b[1] - a[1]);
+  rows.push(['worker warnings logged', warnings.length === 0 ? 'none' : warnings.map(([msg, n]) => `${msg} x${n}`).join('; ')]);
+  rows.push(['written exactly once', `${l.turns - l.handoffsNotWrittenOnce} of ${l.turns}, ${l.writeViolations} write violations`]);
+  return rows;
 }

@@ -7,6 +7,7 @@ import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
 import { measureDispatchLatency } from './scenarios/dispatch-latency.ts';
+import { measureLongTurns } from './scenarios/long-turns.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
 
@@ -16,13 +17,35 @@ export interface BenchOptions {
   /** Show the progress bar (stderr). */
   progress: boolean;
   tty: boolean;
+  /** Run only these scenarios (`--only long-turns`); all of them when absent. */
+  only?: readonly BenchScenario[];
+}
+
+/** The scenarios, in the order they run. */
+export const BENCH_SCENARIOS = ['ceilings', 'send', 'delivery', 'dispatch-latency', 'busy-agents', 'recovery', 'long-turns'] as const;
+export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
+
+/** Parses a comma-separated `--only` list; throws naming the valid scenarios on an unknown one. */
+export function parseScenarios(text: string): BenchScenario[] {
+  const names = text.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(BENCH_SCENARIOS as readonly string[]).includes(n));
+  if (names.length === 0 || unknown.length > 0) throw new Error(`unknown bench scenario ${JSON.stringify(unknown.join(',') || text)}; choose from ${BENCH_SCENARIOS.join(', ')}`);
+  return names as BenchScenario[];
 }
 
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
 export function benchSizes(quick: boolean) {
   return quick
-    ? { ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150 }
-    : { ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000 };
+    ? {
+        ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150,
+        longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
+      }
+    : {
+        ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000,
+        // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
+        // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
+        longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
+      };
 }
 
 /**
@@ -31,7 +54,16 @@ export function benchSizes(quick: boolean) {
  */
 export async function runBench(config: BatonConfig, opts: BenchOptions, write: (s: string) => void): Promise<BenchResult> {
   const sizes = benchSizes(opts.quick);
-  const steps = 2 + 2 + sizes.agentCounts.length * 2 + 1 + 2 + 2 + 1;
+  const want = (s: BenchScenario) => !opts.only || opts.only.includes(s);
+  const steps =
+    2 +
+    (want('ceilings') ? 1 : 0) +
+    (want('send') ? 2 : 0) +
+    (want('delivery') ? sizes.agentCounts.length * 2 : 0) +
+    (want('dispatch-latency') ? 1 : 0) +
+    (want('busy-agents') ? 2 : 0) +
+    (want('recovery') ? 2 : 0) +
+    (want('long-turns') ? 3 : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -41,24 +73,47 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
   try {
     const pgVersion = (await env.pool.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]?.v ?? '?';
     const redisVersion = /redis_version:(\S+)/.exec(await env.redis.info('server'))?.[1] ?? '?';
-    progress.show('ceilings: raw Postgres and BullMQ');
-    const ceilings = await measureCeilings(env, { seconds: sizes.ceilingSeconds, jobs: sizes.bullmqJobs });
-    progress.step('ceilings measured');
-    const client = await env.startApi();
-    const send = await measureSend(env, client, { one: sizes.sendOne, many: sizes.sendMany }, () => progress.step('send measured'));
-    await env.stopApi();
-    client.close();
-    const delivery = [];
-    for (const agents of sizes.agentCounts) {
-      progress.show(`e2e with ${agents} agents`);
-      delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, (label) => progress.step(label)));
+    let ceilings;
+    if (want('ceilings')) {
+      progress.show('ceilings: raw Postgres and BullMQ');
+      ceilings = await measureCeilings(env, { seconds: sizes.ceilingSeconds, jobs: sizes.bullmqJobs });
+      progress.step('ceilings measured');
     }
-    progress.show('dispatch latency at a steady 50/s');
-    const dispatchLatency = await measureDispatchLatency(env, { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs }, !opts.quick, (label) => progress.step(label));
-    progress.show('busy agents');
-    const busyAgents = await measureBusyAgents(env, sizes.busyAgents, sizes.busyPerAgent, !opts.quick, (label) => progress.step(label));
-    progress.show('recovery');
-    const recovery = await measureRecovery(env, sizes.wipeHandoffs, !opts.quick, (label) => progress.step(label));
+    let send;
+    if (want('send')) {
+      const client = await env.startApi();
+      send = await measureSend(env, client, { one: sizes.sendOne, many: sizes.sendMany }, () => progress.step('send measured'));
+      await env.stopApi();
+      client.close();
+    }
+    let delivery;
+    if (want('delivery')) {
+      delivery = [];
+      for (const agents of sizes.agentCounts) {
+        progress.show(`e2e with ${agents} agents`);
+        delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, (label) => progress.step(label)));
+      }
+    }
+    let dispatchLatency;
+    if (want('dispatch-latency')) {
+      progress.show('dispatch latency at a steady 50/s');
+      dispatchLatency = await measureDispatchLatency(env, { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs }, !opts.quick, (label) => progress.step(label));
+    }
+    let busyAgents;
+    if (want('busy-agents')) {
+      progress.show('busy agents');
+      busyAgents = await measureBusyAgents(env, sizes.busyAgents, sizes.busyPerAgent, !opts.quick, (label) => progress.step(label));
+    }
+    let recovery;
+    if (want('recovery')) {
+      progress.show('recovery');
+      recovery = await measureRecovery(env, sizes.wipeHandoffs, !opts.quick, (label) => progress.step(label));
+    }
+    let longTurns;
+    if (want('long-turns')) {
+      progress.show(`long turns: ${sizes.longTurns.turns} turns of ${sizes.longTurns.turnMs / 1000} s`);
+      longTurns = await measureLongTurns(env, sizes.longTurns, !opts.quick, (label) => progress.step(label));
+    }
     const partial = {
       version: 1 as const,
       mode: opts.quick ? ('quick' as const) : ('full' as const),
@@ -72,12 +127,14 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
         embeddedPostgres: env.embedded.postgres,
         embeddedRedis: env.embedded.redis,
       },
-      ceilings,
-      send,
-      delivery,
-      dispatchLatency,
-      busyAgents,
-      recovery,
+      ...(opts.only ? { only: [...opts.only] } : {}),
+      ...(ceilings ? { ceilings } : {}),
+      ...(send ? { send } : {}),
+      ...(delivery ? { delivery } : {}),
+      ...(dispatchLatency ? { dispatchLatency } : {}),
+      ...(busyAgents ? { busyAgents } : {}),
+      ...(recovery ? { recovery } : {}),
+      ...(longTurns ? { longTurns } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial) };
   } finally {

@@ -54,6 +54,8 @@ describe('baton bench --quick --json', () => {
     expect(l.turnsPerWorker.reduce((a: number, b: number) => a + b, 0)).toBe(40);
     for (const f of ['turnSeconds', 'lastSendToAllReturnedSec', 'firstSendToLastAcceptedSec', 'liveInWindow', 'quietSeconds']) expect(isNumber(l[f]), `longTurns.${f}`).toBe(true);
     expect(typeof l.quietWindowClean).toBe('boolean');
+    expect(isNumber(l.queuedJobsInWindow)).toBe(true);
+    expect(typeof l.workerWarnings).toBe('object');
     expect(l.workerRssIdleMiB).toHaveLength(2);
     expect(l.workerRssLiveMiB).toHaveLength(2);
     expect(isNumber(l.cpuMsPerSecPerTurn.total)).toBe(true);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import { UsageError, type CliContext } from '../cli-context.ts';
 
 /**
  * `baton bench [--quick] [--json]` (also `npm run bench`): measures Baton beside the ceilings
@@ -13,11 +13,18 @@ export function registerBenchCommand(program: Command, ctx: CliContext): void {
     .option('--quick', 'a smoke run for CI (under a minute)')
     .option('--json', 'print the results as JSON (the table goes to stderr)')
     .option('--no-progress', 'no progress bar')
-    .action(async (opts: { quick?: boolean; json?: boolean; progress: boolean }) => {
-      const { runBench, renderReport } = await import('../../bench/run-bench.ts');
+    .option('--only <scenarios>', 'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns)')
+    .action(async (opts: { quick?: boolean; json?: boolean; progress: boolean; only?: string }) => {
+      const { runBench, renderReport, parseScenarios } = await import('../../bench/run-bench.ts');
+      let only: ReturnType<typeof parseScenarios> | undefined;
+      try {
+        only = opts.only !== undefined ? parseScenarios(opts.only) : undefined;
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
       const result = await runBench(
         ctx.config(),
-        { quick: opts.quick === true, json: opts.json === true, progress: opts.progress, tty: process.stderr.isTTY === true },
+        { quick: opts.quick === true, json: opts.json === true, progress: opts.progress, tty: process.stderr.isTTY === true, ...(only ? { only } : {}) },
         (s) => void process.stderr.write(s),
       );
       if (opts.json) {

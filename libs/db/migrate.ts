@@ -43,7 +43,8 @@ export async function readMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
  */
 export async function migrate(connectionString: string, dir: string = MIGRATIONS_DIR): Promise<string[]> {
   const migrations = await readMigrations(dir);
-  const client = new pg.Client({ connectionString, application_name: 'baton-migrate' });
+  // Bounded: a Postgres host that drops packets must not hang `baton init` or a start forever.
+  const client = new pg.Client({ connectionString, application_name: 'baton-migrate', connectionTimeoutMillis: 10_000 });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCK_KEY.toString()]);

@@ -254,3 +254,15 @@ describe('registering real agents from the CLI', () => {
     expect(unknown.err).toContain('--provider must be one of');
   });
 });
+
+describe('an operator release of an owned handoff', () => {
+  it('needs --all-owners from an admin that did not send it, and then releases it', async () => {
+    const h = await json('ann', 'send', 'bob', 'claimed and stuck', '--title', 'Stuck');
+    await json('bob', 'accept', h.id);
+    const hidden = await cli('admin', ['release', h.id, '--reason', 'known to be done']);
+    expect(hidden.code).toBe(1);
+    expect(hidden.err).toContain('handoff_not_found');
+    const released = await json('admin', 'release', h.id, '--reason', 'known to be done', '--all-owners');
+    expect(released.state).toBe('CANCELLED');
+  });
+});

@@ -41,10 +41,11 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .option('--as <sender>', 'act as the sender (default: as an operator)')
     .option('--reason <text>', 'what you know about how it ended; "-" reads it from stdin')
     .option('--reason-file <path>', 'read the reason from a file')
+    .option('--all-owners', `${ALL_OWNERS_HELP}: an operator releasing another agent's owned handoff needs it`)
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { as?: string; reason?: string; reasonFile?: string; json?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { as?: string; reason?: string; reasonFile?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const reason = await longText(ctx, 'the reason', { value: opts.reason, file: opts.reasonFile, required: false });
-      const { body } = await ctx.client(cmd).post<HandoffJson>(`/v1/handoffs/${encodeURIComponent(id)}/release`, {
+      const { body } = await ctx.client(cmd).post<HandoffJson>(withAllOwners(`/v1/handoffs/${encodeURIComponent(id)}/release`, opts.allOwners), {
         ...(opts.as ? { as: opts.as } : {}),
         ...(reason ? { reason } : {}),
       });

@@ -23,8 +23,9 @@ async function withDeadline<T>(kind: AdapterDeadlineExceeded['call'], ms: number
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<'deadline'>((resolve) => {
     timer = setTimeout(() => {
-      deadline.abort(new AdapterDeadlineExceeded(kind, ms));
+      // Settle first: the adapter's reaction to the abort (a rejection) must not win the race.
       resolve('deadline');
+      deadline.abort(new AdapterDeadlineExceeded(kind, ms));
     }, ms);
   });
   try {

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import type { ProviderAdapter } from '../../libs/adapters/provider-adapter.ts';
+import { AdapterDeadlineExceeded, withDeadlines } from '../../libs/adapters/with-deadlines.ts';
+
+/** An adapter whose every call waits until its signal aborts (a provider that never answers). */
+function silent(seen: { signals: AbortSignal[] }): ProviderAdapter {
+  const wait = <T>(signal: AbortSignal) =>
+    new Promise<T>((_, reject) => {
+      seen.signals.push(signal);
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    });
+  return {
+    provider: 'silent',
+    sendTurn: (_t, _turn, signal) => wait(signal),
+    observeTurn: (_t, _id, signal) => wait(signal),
+    isBusy: (_t, signal) => wait(signal),
+    waitForTurn: (_t, _id, _hooks, signal) => wait(signal),
+    close: async () => undefined,
+  };
+}
+
+const target = { agentId: 'a', handle: 'a', target: null, settings: {} };
+const turn = { requestId: 'r', handoffId: 'h', attempt: 1, from: 'x', title: null, message: 'm', focus: null, doneWhen: null, context: { summary: null, openQuestions: [], nextSteps: [] }, packet: '' };
+const never = new AbortController().signal;
+
+describe('adapter call deadlines', () => {
+  it('a write past its deadline is lost (it may have landed), and the adapter is told to give up', async () => {
+    const seen = { signals: [] as AbortSignal[] };
+    const adapter = withDeadlines(silent(seen), { writeMs: 50, observeMs: 50, busyMs: 50 });
+    const started = Date.now();
+    const result = await adapter.sendTurn(target, turn, never);
+    expect(result.outcome).toBe('lost');
+    expect(result.outcome === 'lost' && result.error).toMatch(/deadline/);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(seen.signals[0]?.aborted).toBe(true);
+  });
+
+  it('an observation or a busy question past its deadline throws "could not ask"', async () => {
+    const adapter = withDeadlines(silent({ signals: [] }), { writeMs: 50, observeMs: 40, busyMs: 30 });
+    await expect(adapter.observeTurn(target, 'r', never)).rejects.toBeInstanceOf(AdapterDeadlineExceeded);
+    await expect(adapter.isBusy(target, never)).rejects.toMatchObject({ call: 'busy', ms: 30 });
+  });
+
+  it('follows a turn without a deadline of its own (a turn may run for an hour)', async () => {
+    const adapter = withDeadlines(silent({ signals: [] }), { writeMs: 10, observeMs: 10, busyMs: 10 });
+    const stop = new AbortController();
+    const following = adapter.waitForTurn(target, 'r', { onRunning: async () => undefined }, stop.signal);
+    const early = await Promise.race([following.then(() => 'ended', () => 'ended'), new Promise((r) => setTimeout(() => r('still following'), 100))]);
+    expect(early).toBe('still following');
+    stop.abort(new Error('stop'));
+    await expect(following).rejects.toThrow('stop');
+  });
+});

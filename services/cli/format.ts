@@ -34,7 +34,7 @@ export function handoffDetail(h: HandoffJson): string {
   ];
   if (h.work) {
     lines.push(
-      `  work     ${h.work.state}, attempt ${h.work.attempt}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}${h.work.resolution ? `, closed ${h.work.resolution}` : ''}${h.work.note ? ` (note: ${h.work.note})` : ''}`,
+      `  work     ${h.work.state}${h.work.attempt > 0 ? `, claim ${h.work.attempt}` : ''}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}${h.work.resolution ? `, closed ${h.work.resolution}` : ''}${h.work.note ? ` (note: ${h.work.note})` : ''}`,
     );
   }
   if (h.title) lines.push(`  title    ${h.title}`);

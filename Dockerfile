@@ -1,28 +1,39 @@
 # One image for every Baton process; the command picks the role
 # (`serve`, `api`, `worker`, `demo-host`, `db migrate`). See docker-compose.yml.
-FROM node:20-bookworm-slim
+# The Node major here must match package.json's `engines.node` (test/unit/docker-compose.test.ts).
+# Build stage: every dependency (TypeScript included), the Prisma client generated, and the
+# sources compiled to dist/ (scripts/build.mjs, the same build `npm install` runs).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+ENV CHECKPOINT_DISABLE=1 \
+    PRISMA_HIDE_UPDATE_MESSAGE=1
+# package.json's `allowScripts` denies the dependencies' own install scripts (Prisma's engine
+# download, esbuild, msgpackr-extract); the npm in this image (10.x) ignores that field, so
+# `--ignore-scripts` applies the same policy here. That also skips Baton's own `postinstall`,
+# so its two steps run explicitly below, once the sources are in.
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN npm run prisma:generate && npm run build
 
+# Run stage: production dependencies and the compiled build only; no TypeScript at run time.
+# The one allowed dependency script (@embedded-postgres) is only for `baton demo`, which this
+# image does not serve: it gets Postgres and Redis from docker-compose.yml.
+FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production \
     CHECKPOINT_DISABLE=1 \
     PRISMA_HIDE_UPDATE_MESSAGE=1
-
-# Dependencies first, so this layer is rebuilt only when the lockfile or the schema changes.
-# package.json's `allowScripts` denies the dependencies' own install scripts (Prisma's engine
-# download, esbuild, msgpackr-extract); the npm in this image (10.x) ignores that field, so
-# `--ignore-scripts` applies the same policy here. That also skips Baton's own `postinstall`,
-# so the Prisma client is generated explicitly, by the same script (needs prisma/schema.prisma).
-# The one allowed dependency script (@embedded-postgres) is only for `baton demo`, which this
-# image does not serve: it gets Postgres and Redis from docker-compose.yml.
 COPY package.json package-lock.json ./
-COPY scripts/prisma-generate.mjs scripts/
-COPY prisma/schema.prisma prisma/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm run prisma:generate \
  && npm cache clean --force
-
-# The source runs as TypeScript through tsx (bin/baton.mjs): there is no build step.
-COPY . .
+# dist/ holds the compiled code with what it reads at run time (migrations, lock scripts, the
+# command supervisor, the compiled Prisma client); bin/baton.mjs loads it.
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+# The admin token and CLI profile the API writes on first start (BATON_HOME): a volume in
+# docker-compose.yml, so a new container keeps the token.
+RUN mkdir -p /home/node/.baton && chown node:node /home/node/.baton
 
 USER node
 EXPOSE 8787

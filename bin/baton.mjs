@@ -1,6 +1,11 @@
 #!/usr/bin/env node
-// The `baton` command: runs the TypeScript CLI through tsx (no build step).
-import { register } from 'tsx/esm/api';
+// The `baton` command: runs the JavaScript compiled at install (`npm install` builds dist/ with
+// scripts/build.mjs); no TypeScript compiler at run time.
+import { existsSync } from 'node:fs';
 
-register();
-await import('../services/cli/main.ts');
+const main = new URL('../dist/services/cli/main.js', import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write('baton: not built (dist/ is missing): run `npm install` or `npm run build` in the checkout\n');
+  process.exit(1);
+}
+await import(main.href);

@@ -4,6 +4,8 @@ import type { DemoHostPort } from './demo/demo-agent-host.ts';
 import type { ProviderAdapter } from './provider-adapter.ts';
 import { createWebhookAdapter, type TurnReportsPort } from './webhook/create-webhook-adapter.ts';
 import { createCommandAdapter } from './command/create-command-adapter.ts';
+import { createCodexAdapter } from './codex/create-codex-adapter.ts';
+import { createClaudeCodeAdapter } from './claude-code/create-claude-code-adapter.ts';
 
 import { providerSpec, pushProviders } from './provider-specs.ts';
 import type { AdapterDeadlines } from './provider-spec.ts';
@@ -26,6 +28,13 @@ export interface AdapterFactoryDeps {
    * restarts) and the worker environment programs inherit (`inheritedEnv(process.env)`).
    */
   readonly command?: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
+  /**
+   * Needed for `claude_code`: where its run records live (per host, surviving worker restarts)
+   * and the worker environment claude inherits (`inheritedEnv(process.env)`).
+   */
+  readonly claudeCode?: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
+  /** Needed for `codex`: what each `codex app-server` inherits (`codexInheritedEnv(process.env)`). */
+  readonly codex?: { readonly baseEnv: Readonly<Record<string, string>>; readonly pollMs?: number };
 }
 
 /**
@@ -49,6 +58,12 @@ function createAdapter(p: string, deps: AdapterFactoryDeps): ProviderAdapter {
     case 'command':
       if (!deps.command) throw new Error('the command adapter needs a run directory and a base environment (deps.command)');
       return createCommandAdapter(deps.command);
+    case 'codex':
+      if (!deps.codex) throw new Error('the codex adapter needs the environment its app-servers inherit (deps.codex)');
+      return createCodexAdapter(deps.codex);
+    case 'claude_code':
+      if (!deps.claudeCode) throw new Error('the claude_code adapter needs a run directory and a base environment (deps.claudeCode)');
+      return createClaudeCodeAdapter(deps.claudeCode);
     default:
       throw new Error(`no adapter for provider ${JSON.stringify(p)}; available: ${pushProviders().join(', ')}`);
   }

@@ -5,6 +5,8 @@ import { DEMO_BEHAVIORS } from './demo/demo-agent-host.ts';
 import { noSecrets, type ProviderSpec } from './provider-spec.ts';
 import { WEBHOOK_SPEC } from './webhook/webhook-spec.ts';
 import { COMMAND_SPEC } from './command/command-settings.ts';
+import { CODEX_SPEC } from './codex/codex-settings.ts';
+import { CLAUDE_CODE_SPEC } from './claude-code/claude-code-settings.ts';
 
 const demo: ProviderSpec = {
   provider: 'demo',
@@ -35,7 +37,7 @@ const manual: ProviderSpec = {
  * Every provider Baton can register an agent for, by name. Adding a provider means adding its
  * spec here and its adapter to create-adapters.ts; nothing in the engine changes.
  */
-export const PROVIDER_SPECS: ReadonlyMap<string, ProviderSpec> = new Map([demo, manual, WEBHOOK_SPEC, COMMAND_SPEC].map((s) => [s.provider, s]));
+export const PROVIDER_SPECS: ReadonlyMap<string, ProviderSpec> = new Map([demo, manual, WEBHOOK_SPEC, COMMAND_SPEC, CODEX_SPEC, CLAUDE_CODE_SPEC].map((s) => [s.provider, s]));
 
 const checkers = new Map([...PROVIDER_SPECS.values()].map((s) => [s.provider, Compile(s.settingsSchema)]));
 

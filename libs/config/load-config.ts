@@ -1,8 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_RATE_LIMIT } from '../domain/rate-limit.ts';
 import { POOL_PATTERN } from '../domain/ids.ts';
-import { inheritedEnv } from '../adapters/command/create-command-adapter.ts';
+import { CODEX_ENV_NAMES, PROGRAM_ENV_NAMES, pickEnv } from '../domain/inherited-env.ts';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../domain/delivery-policy.ts';
 
@@ -16,7 +15,11 @@ export interface BatonConfig {
   readonly databaseUrl: string | undefined;
   /** Redis connection string; undefined means "none configured" (the demo starts one). */
   readonly redisUrl: string | undefined;
-  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string };
+  /**
+   * `allowedHosts`: the hostnames (lower case, no port; IPv6 in brackets) a browser may reach the
+   * API by. Browser pages, sign-in and cookie sessions refuse any other Host (DNS rebinding).
+   */
+  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string; readonly allowedHosts: readonly string[] };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Prefix of every Redis key and BullMQ queue Baton owns (no ':' allowed). */
   readonly redisPrefix: string;
@@ -31,6 +34,10 @@ export interface BatonConfig {
   readonly workerPools: readonly string[];
   /** The command provider: where run records live (they must survive a worker restart) and what programs inherit. */
   readonly command: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
+  /** The claude_code provider: where its run records live (per host, surviving a worker restart) and what claude inherits. */
+  readonly claudeCode: { readonly runDir: string; readonly baseEnv: Readonly<Record<string, string>> };
+  /** The codex provider: what each `codex app-server` inherits (the login and threads are in the agent's Codex home). */
+  readonly codex: { readonly baseEnv: Readonly<Record<string, string>> };
   /** Where webhook agents send their signed callbacks (Baton's API as they reach it). */
   readonly webhookCallbackUrl: string;
   /** Deadlines of adapter calls per provider, over each provider's defaults (ms). */
@@ -63,11 +70,62 @@ export interface BatonConfig {
   readonly token: string | undefined;
   /** The CLI profile: JSON with `token` (or `tokenFile`), and optionally `url` and `project`. */
   readonly profilePath: string;
-  /** Per-token request rate the API allows (perSecond 0 turns the limit off). */
+  /**
+   * Per-token request rate the API allows, shared by every API process through Redis: `burst`
+   * calls per window of burst/perSecond seconds (perSecond 0 turns the limit off).
+   */
   readonly rateLimit: { readonly perSecond: number; readonly burst: number };
+  /** Where a worker process (`baton worker`) serves `GET /metrics`; undefined: not served. */
+  readonly metricsPort: number | undefined;
   /** The variables that were set (non-empty), for commands whose defaults differ when unset. */
   readonly setVariables: readonly string[];
 }
+
+/**
+ * Every variable `loadConfig` reads (besides the ones a provider's programs inherit:
+ * libs/domain/inherited-env.ts). test/unit/config.test.ts holds it equal to what loadConfig actually reads;
+ * the README's and this folder's configuration tables and docker-compose.yml are checked
+ * against it (test/unit/docker-compose.test.ts).
+ */
+export const CONFIG_VARIABLES = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'BATON_API_HOST',
+  'BATON_API_PORT',
+  'BATON_URL',
+  'BATON_ALLOWED_HOSTS',
+  'BATON_LOG_LEVEL',
+  'BATON_REDIS_PREFIX',
+  'BATON_QUEUE_SHARDS',
+  'BATON_WORKER_PROVIDERS',
+  'BATON_WORKER_POOLS',
+  'BATON_WORKER_CONCURRENCY',
+  'BATON_ADAPTER_DEADLINES',
+  'BATON_COMMAND_RUN_DIR',
+  'BATON_CLAUDE_CODE_RUN_DIR',
+  'BATON_WEBHOOK_CALLBACK_URL',
+  'BATON_TURN_LOCK_TTL_MS',
+  'BATON_JOB_LOCK_MS',
+  'BATON_STALLED_INTERVAL_MS',
+  'BATON_RECONCILE_INTERVAL_MS',
+  'BATON_SHUTDOWN_GRACE_MS',
+  'BATON_DB_POOL_SIZE',
+  'BATON_DB_QUERY_TIMEOUT_MS',
+  'BATON_DB_CONNECT_TIMEOUT_MS',
+  'BATON_UNOBSERVABLE_AFTER_MS',
+  'BATON_INTERRUPTED_RESEND_AFTER_MS',
+  'BATON_UNCERTAIN_SCANS',
+  'BATON_UNCERTAIN_SCAN_WINDOW_MS',
+  'BATON_DEMO_HOST_URL',
+  'BATON_PROJECT',
+  'BATON_AGENT',
+  'BATON_TOKEN',
+  'BATON_HOME',
+  'BATON_PROFILE',
+  'BATON_RATE_LIMIT_PER_SEC',
+  'BATON_RATE_LIMIT_BURST',
+  'BATON_METRICS_PORT',
+] as const;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -178,6 +236,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
   const home = str(env, 'BATON_HOME', join(env['HOME'] || homedir(), '.baton'));
   const publicUrl = (url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 3_000, 300, 600_000);
+  const allowedHosts = allowedHostsOf(env, host, publicUrl);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
@@ -185,6 +244,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       host,
       port,
       publicUrl,
+      allowedHosts,
     },
     logLevel: logLevel as BatonConfig['logLevel'],
     redisPrefix,
@@ -194,7 +254,12 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     adapterDeadlines: adapterDeadlines(env),
     command: Object.freeze({
       runDir: str(env, 'BATON_COMMAND_RUN_DIR', join(home, 'command-runs')),
-      baseEnv: Object.freeze(inheritedEnv(env)),
+      baseEnv: Object.freeze(pickEnv(env, PROGRAM_ENV_NAMES, true)),
+    }),
+    codex: Object.freeze({ baseEnv: Object.freeze(pickEnv(env, CODEX_ENV_NAMES)) }),
+    claudeCode: Object.freeze({
+      runDir: str(env, 'BATON_CLAUDE_CODE_RUN_DIR', join(home, 'claude-code-runs')),
+      baseEnv: Object.freeze(pickEnv(env, PROGRAM_ENV_NAMES, true)),
     }),
     webhookCallbackUrl: url(env, 'BATON_WEBHOOK_CALLBACK_URL', ['http:', 'https:']) ?? `${publicUrl}/v1/webhooks/callback`,
     workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY', 64, 1, 10_000),
@@ -221,10 +286,35 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     token: optional(env, 'BATON_TOKEN'),
     profilePath: str(env, 'BATON_PROFILE', join(home, 'profile.json')),
     rateLimit: {
-      perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC', DEFAULT_RATE_LIMIT.perSecond, 0, 1_000_000),
-      burst: int(env, 'BATON_RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst, 1, 10_000_000),
+      perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC', 100, 0, 1_000_000),
+      burst: int(env, 'BATON_RATE_LIMIT_BURST', 200, 1, 10_000_000),
     },
+    metricsPort: optional(env, 'BATON_METRICS_PORT') === undefined ? undefined : int(env, 'BATON_METRICS_PORT', 0, 1, 65535),
     setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
   };
   return Object.freeze(config);
+}
+
+/**
+ * `BATON_ALLOWED_HOSTS` (comma-separated hostnames), or by default the loopback names, the
+ * listen host (unless it is a wildcard) and `BATON_URL`'s hostname: where a browser may use the
+ * API from. Ports are not compared: a rebinding attack changes the name, not the port.
+ */
+function allowedHostsOf(env: NodeJS.ProcessEnv, listenHost: string, publicUrl: string): readonly string[] {
+  const raw = env['BATON_ALLOWED_HOSTS'];
+  if (raw !== undefined && raw.trim() !== '') {
+    const hosts = raw.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    for (const h of hosts) {
+      if (!/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?)$/.test(h)) {
+        throw new ConfigError(`BATON_ALLOWED_HOSTS holds ${JSON.stringify(h)}: give hostnames without scheme or port (IPv6 in brackets), comma-separated`);
+      }
+    }
+    return Object.freeze(hosts);
+  }
+  const wildcard = (h: string) => h === '0.0.0.0' || h === '::' || h === '[::]';
+  const hosts = new Set(['localhost', '127.0.0.1', '[::1]']);
+  for (const h of [listenHost.includes(':') ? `[${listenHost}]` : listenHost, new URL(publicUrl).hostname].map((x) => x.toLowerCase())) {
+    if (!wildcard(h)) hosts.add(h);
+  }
+  return Object.freeze([...hosts]);
 }

@@ -83,6 +83,7 @@ function settlementSql(s: RemovalSettlement, at: Date): Prisma.Sql {
         UNION ALL
         SELECT id, ${s.to}::delivery_state, ${s.to}::delivery_state, work_from, work_to, ${s.work?.event ?? null}, ${e.actorKind}::actor_kind, ${e.actorId}, ${e.tokenId}::uuid, ${e.reason}, revision, ${at}::timestamptz
         FROM settled WHERE work_from = ANY(${workFrom}::work_state[])
+        RETURNING id
       )`;
 }
 
@@ -185,11 +186,11 @@ export class AgentRepository {
    * Soft-removes the agent and, in the same statement, revokes its live tokens: a removal ends
    * them for good (they are also bound to this generation, so reviving the handle cannot bring
    * them back). With `settle`, the same statement also settles the agent's handoffs no turn can
-   * reach any more (RemovalSettlement). Returns false when no active agent had the handle;
-   * nothing changes then.
+   * reach any more (RemovalSettlement). Returns the ids of the event rows it appended, or null
+   * when no active agent had the handle; nothing changes then.
    */
-  async remove(projectId: string, handle: string, at: Date, settle?: RemovalSettlement): Promise<boolean> {
-    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>`
+  async remove(projectId: string, handle: string, at: Date, settle?: RemovalSettlement): Promise<{ eventIds: string[] } | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ id: string; eventIds: string[] }>>`
       WITH gone AS (
         UPDATE agents SET removed_at = ${at}, updated_at = ${at}
         WHERE project_id = ${projectId}::uuid AND handle = ${handle} AND removed_at IS NULL
@@ -197,7 +198,8 @@ export class AgentRepository {
       ), revoked AS (
         UPDATE agent_tokens t SET revoked_at = ${at} FROM gone WHERE t.agent_id = gone.id AND t.revoked_at IS NULL
       )${settle ? settlementSql(settle, at) : Prisma.empty}
-      SELECT id FROM gone`;
-    return rows.length > 0;
+      SELECT id, ${settle ? Prisma.sql`ARRAY(SELECT id::text FROM settled_events ORDER BY id)` : Prisma.sql`ARRAY[]::text[]`} AS "eventIds" FROM gone`;
+    const row = rows[0];
+    return row ? { eventIds: row.eventIds } : null;
   }
 }

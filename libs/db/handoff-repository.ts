@@ -120,6 +120,8 @@ export interface EnrollOutcome {
   connectionsSetting: unknown;
   /** null: nothing inserted (a missing project/agent, or a unique conflict). */
   handoff: HandoffRecord | null;
+  /** The event rows the insert appended (none when nothing was inserted), in id order. */
+  eventIds: string[];
 }
 
 export interface EventWrite {
@@ -173,6 +175,12 @@ export interface TransitionStep {
   from: DeliveryState;
   to: DeliveryState;
   event: EventWrite;
+}
+
+/** What a committed transition statement wrote: the new revision and its event rows' ids. */
+export interface TransitionWritten {
+  revision: number;
+  eventIds: string[];
 }
 
 export interface TransitionWrite {
@@ -311,6 +319,7 @@ export class HandoffRepository {
       foundKey: string | null;
       foundRule: 'allow' | 'block' | null;
       foundConnections: unknown;
+      foundEvents: string[];
     };
     const { rows } = await this.q<Row>(
       `WITH p AS (
@@ -346,12 +355,14 @@ export class HandoffRepository {
          SELECT id, NULL::delivery_state, $17::delivery_state, $21::text, $22::actor_kind, $23::text, $24::uuid, $25::text, $26::jsonb, 0, created_at FROM h
          UNION ALL
          SELECT id, $17::delivery_state, delivery_state, $30::text, $31::actor_kind, $32::text, NULL::uuid, $33::text, NULL::jsonb, 1, created_at FROM h WHERE revision = 1
+         RETURNING id
        )
        SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
          (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration",
          (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey",
          (SELECT c.rule FROM connections c WHERE c.from_id = (SELECT id FROM s) AND c.to_id = (SELECT id FROM r)) AS "foundRule",
-         (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections", ${H('h')}
+         (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections",
+         ARRAY(SELECT id::text FROM ev ORDER BY id) AS "foundEvents", ${H('h')}
        FROM (SELECT 1) one LEFT JOIN h ON true`,
       [
         e.id, e.projectSlug, e.fromHandle, e.toHandle, e.title, e.message, e.focus, e.doneWhen, e.contextSummary,
@@ -363,7 +374,7 @@ export class HandoffRepository {
         e.sessionId,
       ],
     );
-    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, foundRule, foundConnections, ...h } = rows[0]!;
+    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = rows[0]!;
     return {
       projectId: foundProject,
       senderId: foundSender,
@@ -375,6 +386,7 @@ export class HandoffRepository {
       connectionRule: foundRule,
       connectionsSetting: foundConnections,
       handoff: h.id ? h : null,
+      eventIds: foundEvents,
     };
   }
 
@@ -387,10 +399,11 @@ export class HandoffRepository {
   /**
    * The compare-and-set transition: moves the row only if it is still in the first step's
    * `from` at `expectRevision`, bumps the revision once per step, and appends one event per
-   * step (and the attempt changes) in the same statement. Returns the new revision, or null
-   * when the row was not in the expected state (nothing was written).
+   * step (and the attempt changes) in the same statement. Returns the new revision and the ids
+   * of every event row the statement appended (in id order), or null when the row was not in
+   * the expected state (nothing was written).
    */
-  async transition(w: TransitionWrite): Promise<number | null> {
+  async transition(w: TransitionWrite): Promise<TransitionWritten | null> {
     const first = w.steps[0];
     const last = w.steps[w.steps.length - 1];
     if (!first || !last) throw new Error('a transition needs at least one step');
@@ -468,6 +481,7 @@ export class HandoffRepository {
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
           revision, attempt_id, created_at)
         ${events.join(' UNION ALL ')}
+        RETURNING id
       )`;
     if (w.insertAttempt) {
       const a = w.insertAttempt;
@@ -500,11 +514,13 @@ export class HandoffRepository {
         INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
         SELECT id, ${p(o.from)}::delivery_state, ${p(o.to)}::delivery_state, ${p(o.event.event)}, ${p(o.event.actorKind)}::actor_kind,
           ${p(o.event.actorId)}, ${p(o.event.reason ?? null)}, revision, $5 FROM queued
+        RETURNING id
       )`;
     }
-    sql += ' SELECT revision FROM moved';
-    const { rows } = await this.q<{ revision: number }>(sql, params);
-    return rows[0]?.revision ?? null;
+    const queuedIds = w.alsoMoveQueued ? ' UNION ALL SELECT id FROM queued_ev' : '';
+    sql += ` SELECT revision, ARRAY(SELECT id::text FROM (SELECT id FROM ev${queuedIds}) x ORDER BY id) AS "eventIds" FROM moved`;
+    const { rows } = await this.q<TransitionWritten>(sql, params);
+    return rows[0] ?? null;
   }
 
   async findById(id: string): Promise<HandoffRecord | null> {

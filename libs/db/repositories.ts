@@ -7,6 +7,8 @@ import { WorkRepository } from './work-repository.ts';
 import { TokenRepository } from './token-repository.ts';
 import { AuditRepository } from './audit-repository.ts';
 import { TurnReportRepository } from './turn-report-repository.ts';
+import { EventLogRepository } from './event-log-repository.ts';
+import { LiveViewRepository } from './live-view-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -17,6 +19,10 @@ export interface Repositories {
   readonly tokens: TokenRepository;
   readonly audit: AuditRepository;
   readonly turnReports: TurnReportRepository;
+  /** Reads of handoff_events for the event followers (GET /v1/events). */
+  readonly eventLog: EventLogRepository;
+  /** Reads of the live page (GET /v1/live): load per agent, delivery times. */
+  readonly liveView: LiveViewRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -29,5 +35,7 @@ export function createRepositories(db: Database): Repositories {
     tokens: new TokenRepository(db.pool),
     audit: new AuditRepository(db.pool),
     turnReports: new TurnReportRepository(db.pool),
+    eventLog: new EventLogRepository(db.pool),
+    liveView: new LiveViewRepository(db.pool),
   };
 }

@@ -56,6 +56,8 @@ export interface WorkMoved {
   workAttempt: number;
   revision: number;
   deliveryState: DeliveryState;
+  /** The ids of the event rows the move appended, in id order. */
+  eventIds: string[];
 }
 
 
@@ -126,8 +128,10 @@ export class WorkRepository {
       ), ev AS (
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
         ${eventRows.join(' UNION ALL ')}
+        RETURNING id
       )`;
-    sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState" FROM moved`;
+    sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState",
+      ARRAY(SELECT id::text FROM ev ORDER BY id) AS "eventIds" FROM moved`;
     const { rows } = await this.q<WorkMoved>(sql, params);
     return rows[0] ?? null;
   }

@@ -5,7 +5,7 @@ import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
 import { WORK_TRANSITIONS, planWorkMove, workMoveWhenDeliverySettles, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
 import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { Actor } from './ports.ts';
+import type { Actor, EventPublisher } from './ports.ts';
 
 /** The part of a handoff a transition reads and returns: its state, revision and counters. */
 export interface Moveable {
@@ -42,7 +42,7 @@ export interface TransitionOptions {
   alsoWork?: { current: WorkState | null; event: WorkEvent; role: WorkActor; reason: string };
 }
 
-type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock };
+type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock; readonly events: EventPublisher };
 
 /**
  * The work move that goes with a delivery ending in `to`, whatever caused it (a release, a
@@ -140,7 +140,7 @@ export async function applyTransitions(
   } else if (isSettled(h.deliveryState)) {
     patch.settledAt = null;
   }
-  const revision = await deps.handoffs.transition({
+  const written = await deps.handoffs.transition({
     handoffId: h.id,
     steps,
     expectRevision: guard.anyRevision ? null : h.revision,
@@ -152,7 +152,7 @@ export async function applyTransitions(
     ...(alsoMoveQueued ? { alsoMoveQueued } : {}),
     ...(alsoWork ? { alsoWork } : {}),
   });
-  if (revision === null) {
+  if (written === null) {
     if (guard.anyRevision) throw new BatonError('stale_revision', `handoff ${h.id} is no longer ${h.deliveryState}`);
     const current = await deps.handoffs.findById(h.id);
     if (!current) throw new BatonError('handoff_not_found', `handoff ${h.id} does not exist`);
@@ -162,6 +162,8 @@ export async function applyTransitions(
       currentState: current.deliveryState,
     });
   }
+  deps.events.published(written.eventIds);
+  const revision = written.revision;
   const bumps = (name: HandoffCounter) => increment.filter((c) => c === name).length;
   return {
     id: h.id,

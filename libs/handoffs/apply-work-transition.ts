@@ -5,6 +5,7 @@ import type { HandoffRecord } from '../db/records.ts';
 import type { WorkMoved, WorkPatch, WorkRepository } from '../db/work-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
+import type { EventPublisher } from './ports.ts';
 
 /** Who moves the work: their role for the work table, and how the event log names them. */
 export interface WorkActorRef {
@@ -54,7 +55,7 @@ function resultPatch(effect: WorkResultEffect | undefined, at: Date): WorkPatch 
  *   handoff_not_found. Nothing is written in any of these cases.
  */
 export async function applyWorkTransition(
-  deps: { readonly handoffs: HandoffRepository; readonly work: WorkRepository; readonly clock: Clock },
+  deps: { readonly handoffs: HandoffRepository; readonly work: WorkRepository; readonly clock: Clock; readonly events: EventPublisher },
   h: HandoffRecord,
   event: WorkEvent,
   actor: WorkActorRef,
@@ -88,7 +89,10 @@ export async function applyWorkTransition(
     ...(opts.claimToken !== undefined ? { claimToken: opts.claimToken } : {}),
     ...(delivery ? { delivery } : {}),
   });
-  if (moved) return moved;
+  if (moved) {
+    deps.events.published(moved.eventIds);
+    return moved;
+  }
   const current = await deps.handoffs.findById(h.id);
   if (!current) throw new BatonError('handoff_not_found', `handoff ${h.id} does not exist`);
   if (opts.claimToken !== undefined && current.claimToken !== opts.claimToken) {

@@ -78,6 +78,7 @@ export async function removeAgent(deps: CoreDeps, projectSlug: string, handle: s
   const project = await resolveProject(deps, projectSlug);
   const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now(), recipientGone(handle.toLowerCase(), tokenId));
   if (!removed) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
+  deps.events.published(removed.eventIds);
   deps.logger.info({ handle, project: project.slug }, 'agent removed');
 }
 

@@ -39,7 +39,17 @@ export async function authenticate(deps: Pick<CoreDeps, 'tokens'>, authorization
   if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!m || !TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>" with a Baton token');
-  const t = await deps.tokens.findBySecretHash(hashToken(m[1]!));
+  return authenticateSecretHash(deps, hashToken(m[1]!));
+}
+
+/**
+ * Proves a caller from the sha256 of its token, as a browser session keeps it (the secret
+ * itself is not kept), with the same checks as a bearer token on every call: a revoked token,
+ * or one whose agent was removed, ends its sessions at once.
+ * @throws BatonError invalid_token
+ */
+export async function authenticateSecretHash(deps: Pick<CoreDeps, 'tokens'>, secretHash: string): Promise<Caller> {
+  const t = await deps.tokens.findBySecretHash(secretHash);
   if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'the token is unknown, revoked, or its agent was removed');
   return {
     tokenId: t.id,

@@ -7,6 +7,7 @@ import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
 import type { TokenRepository } from '../db/token-repository.ts';
 import type { AuditRepository } from '../db/audit-repository.ts';
+import type { LiveViewRepository } from '../db/live-view-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -24,6 +25,20 @@ export interface DispatchScheduler {
   enqueue(job: DispatchJob, jobId: string, delayMs?: number): Promise<void>;
 }
 
+/**
+ * Tells every API process that handoff events were committed (libs/queue/event-stream.ts: one
+ * XADD to a Redis Stream). Called after the statement committed, with the ids of the event rows
+ * it appended. Fire and forget: it never throws and is never awaited by a write, because the
+ * stream is only a wake-up; `GET /v1/events` reads the events themselves from Postgres, so a
+ * lost append delays a follower (until the next append or its safety check) but loses nothing.
+ */
+export interface EventPublisher {
+  published(eventIds: readonly string[]): void;
+}
+
+/** For processes nobody follows (tools, tests of one use case): publishes nothing. */
+export const NO_EVENT_PUBLISHER: EventPublisher = { published: () => undefined };
+
 /** What every use case needs. Passed in by each process's entry point; nothing is global. */
 export interface CoreDeps {
   readonly handoffs: HandoffRepository;
@@ -33,7 +48,11 @@ export interface CoreDeps {
   readonly sessions: SessionRepository;
   readonly tokens: TokenRepository;
   readonly audit: AuditRepository;
+  /** The live page's reads (libs/handoffs/live-view.ts). */
+  readonly liveView: LiveViewRepository;
   readonly scheduler: DispatchScheduler;
+  /** Announces committed handoff events to the event followers (after the commit, never failing the write). */
+  readonly events: EventPublisher;
   readonly clock: Clock;
   readonly logger: Logger;
 }

@@ -12,7 +12,7 @@ const BATCH = 100;
 /** After a scan that could not read the whole history (it does not count). */
 const INCOMPLETE_SCAN_RETRY_MS = 5 * 60_000;
 
-type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope'>;
+type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope'>;
 
 /**
  * Honest release: an UNCERTAIN delivery is settled only by what its session's history shows.

@@ -65,7 +65,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   const enroll = (duplicateOf: HandoffRecord | null) => {
     const event = duplicateOf ? 'duplicate_detected' : 'enrolled';
     const now = deps.clock.now();
-    return deps.handoffs.enroll(
+    const enrolled = deps.handoffs.enroll(
       {
         id: newId(now.getTime()),
         projectSlug: project,
@@ -109,6 +109,11 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
         ...(duplicateOf ? { reason: `duplicate of ${duplicateOf.id}`, detail: { duplicateOf: duplicateOf.id } } : {}),
       },
     );
+    // After the commit: the followers of GET /v1/events learn of the new handoff.
+    return enrolled.then((o) => {
+      deps.events.published(o.eventIds);
+      return o;
+    });
   };
 
   // Three tries cover the one race that needs a retry: the original settling between our

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { prettyDestination } from './pretty-destination.ts';
 
 export type { Logger } from 'pino';
 
@@ -42,7 +43,10 @@ export function serializeError(err: unknown, depth = 0): Record<string, unknown>
   return out;
 }
 
-/** A pino logger with Baton's redaction list; `destination` lets tests capture lines. */
+/**
+ * A pino logger with Baton's redaction list; `destination` lets tests capture lines. Without
+ * one it writes to standard output: human-readable lines on a terminal, JSON lines otherwise.
+ */
 export function createLogger(
   opts: { level: LoggerOptions['level']; name: string },
   destination?: pino.DestinationStream,
@@ -54,5 +58,6 @@ export function createLogger(
     serializers: { err: serializeError },
     base: { pid: process.pid },
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  return process.stdout.isTTY ? pino(options, prettyDestination()) : pino(options);
 }

@@ -143,6 +143,16 @@ export class DeliveryQueues {
     return Array.from({ length: this.opts.shards }, (_, shard) => this.opts.names.deliveryQueue(provider, shard, pool));
   }
 
+  /**
+   * Jobs in the delivery queues of `provider` in `pool`, summed over the shards, by BullMQ
+   * state (for /metrics: what waits in Redis, not what Postgres says is open).
+   */
+  async jobCounts(provider: string, pool = ''): Promise<{ waiting: number; delayed: number; active: number }> {
+    const all = await Promise.all(this.allQueueNames(provider, pool).map((name) => this.queue(name).getJobCounts('wait', 'prioritized', 'delayed', 'active')));
+    const sum = (key: string) => all.reduce((n, c) => n + (c[key] ?? 0), 0);
+    return { waiting: sum('wait') + sum('prioritized'), delayed: sum('delayed'), active: sum('active') };
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.pending.values()].map((b) => b.done));
     await Promise.all([...this.queues.values()].map((q) => q.close()));

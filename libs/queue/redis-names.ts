@@ -53,6 +53,39 @@ export class RedisNames {
   }
 
   /**
+   * Where the API's request counters live (@fastify/rate-limit's Redis store appends the
+   * subject to it), shared by every API process of the deployment.
+   */
+  get rateLimitNamespace(): string {
+    return `${this.prefix}:rate-limit:`;
+  }
+
+  /**
+   * One caller's request counter, after the namespace: its own hash tag, so the counters of
+   * many callers spread over a cluster (the store's script touches one key).
+   */
+  rateLimitSubject(kind: 'token' | 'ip', id: string): string {
+    return `{${kind}-${id}}`;
+  }
+
+  /**
+   * One browser session of the API (services/api/plugins/browser-session.ts), by the sha256 of
+   * its cookie value (so the keys do not hold usable cookies); its own hash tag, expiring with
+   * the session.
+   */
+  browserSession(idHash: string): string {
+    return `${this.prefix}:browser-session:{${idHash}}`;
+  }
+
+  /**
+   * The Redis Stream every writer appends to after a commit of handoff events, and every API
+   * process reads (XREAD BLOCK) to wake its `GET /v1/events` followers. One key, its own slot.
+   */
+  eventStream(): string {
+    return `${this.prefix}:{events}:stream`;
+  }
+
+  /**
    * Held by the one worker process that runs the reconciler pass this interval, per group of
    * workers serving the same providers (only they can scan those providers' histories).
    */

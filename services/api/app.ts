@@ -19,24 +19,52 @@ import settingsRoutes from './routes/settings/index.ts';
 import workRoutes from './routes/work/index.ts';
 import sessionRoutes from './routes/sessions/index.ts';
 import identityRoutes from './routes/identity/index.ts';
+import eventRoutes from './routes/events/index.ts';
+import type { EventFeed } from '../../libs/handoffs/event-feed.ts';
 import { installAuthentication } from './plugins/authenticate.ts';
-import { DEFAULT_RATE_LIMIT, type RateLimit } from '../../libs/domain/rate-limit.ts';
+import mcpRoutes from './routes/mcp/index.ts';
+import type { Redis } from 'ioredis';
+import type { RedisNames } from '../../libs/queue/redis-names.ts';
+import { installRateLimit, type RateLimit } from './plugins/rate-limit.ts';
+import { installOpenApi, installOpenApiRoutes } from './plugins/openapi.ts';
+import metricsRoutes from './routes/metrics/index.ts';
+import type { BatonMetrics } from '../metrics/baton-metrics.ts';
+import liveRoutes from './routes/live/index.ts';
+import uiRoutes from './routes/ui/index.ts';
+import { installAdminQueues } from './routes/admin-queues/index.ts';
+import type { BrowserSessions } from './plugins/browser-session.ts';
 
 export interface AppDeps {
   readonly core: CoreDeps;
   readonly checks: HealthChecks;
   readonly defaultProject: string;
   readonly logger: Logger;
-  /** Per-token request rate (default DEFAULT_RATE_LIMIT; perSecond 0 turns it off). */
-  readonly rateLimit?: RateLimit | undefined;
+  /**
+   * Per-token request rate, counted in Redis under `names.rateLimitNamespace` so every API
+   * process shares it (plugins/rate-limit.ts); absent, or perSecond 0: no limit.
+   */
+  readonly rateLimit?: { readonly limit: RateLimit; readonly redis: Redis; readonly names: RedisNames } | undefined;
+  /** This process's Prometheus registry: absent, no `/metrics` route and no request timing. */
+  readonly metrics?: BatonMetrics | undefined;
   /** Where webhook agents' signed callbacks are stored (libs/db `turnReports`). */
   readonly turnReports: TurnReportRepository;
+  /** Serves `GET /v1/events` (absent: 503 `events_unavailable`); the app closes it when it closes. */
+  readonly feed?: EventFeed | undefined;
+  /**
+   * Browser sign-in (cookie sessions in Redis, with Host, Origin and CSRF checks): absent, the
+   * live page's files are served but nobody can sign in, and there is no Bull Board.
+   */
+  readonly browser?: BrowserSessions | undefined;
+  /** Bull Board's queues (needs `browser`): the Redis they live in and every queue name in use. */
+  readonly queueBoard?: { readonly redis: Redis; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
 }
 
 /**
  * Builds the HTTP API from what it is given; it opens no connection and listens on nothing
- * (server.ts does). Tests call `app.inject()`. Everything under /v1 needs a bearer token;
- * health, readiness and the signed webhook callback do not.
+ * (server.ts does). Tests call `app.inject()`. Everything under /v1, and `/mcp`, needs a bearer
+ * token (or a browser session cookie), and `/metrics` an admin's; health, readiness, the signed
+ * webhook callback, the OpenAPI document (`/openapi.json`) and its UI (`/docs`), and the browser
+ * pages' files (`/ui/`) do not. Bull Board (`/admin/queues`) needs an admin.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -64,13 +92,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installClosingRefusal(app);
   installJsonBody(app);
   installTextGuard(app);
+  const limiter = deps.rateLimit ? await installRateLimit(app, deps.rateLimit) : undefined;
+  // Before any route: @fastify/swagger collects every route registered after it.
+  await installOpenApi(app);
+  const metrics = deps.metrics;
+  if (metrics) {
+    // By route pattern (`/v1/handoffs/:id`), never the raw URL; an unmatched one is `unmatched`.
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observeRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
   await app.register(healthRoutes, { checks: deps.checks });
   // Webhook callbacks prove themselves with the agent's signature, not a bearer token.
   await app.register(webhookRoutes, { deps: { turnReports: deps.turnReports, clock: deps.core.clock, logger: deps.logger } });
   const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
   await app.register(
     async (v1) => {
-      installAuthentication(v1, deps.core, deps.rateLimit ?? DEFAULT_RATE_LIMIT);
+      installAuthentication(v1, deps.core, limiter, deps.browser);
       await v1.register(identityRoutes, routeOptions);
       await v1.register(agentRoutes, routeOptions);
       await v1.register(handoffRoutes, routeOptions);
@@ -78,8 +116,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(settingsRoutes, routeOptions);
       await v1.register(workRoutes, routeOptions);
       await v1.register(sessionRoutes, routeOptions);
+      await v1.register(eventRoutes, { ...routeOptions, feed: deps.feed });
+      await v1.register(liveRoutes, routeOptions);
     },
     { prefix: '/v1' },
   );
+  // MCP over streamable HTTP: each request's bearer token is its identity; its tools call the
+  // /v1 routes above in process (routes/mcp/index.ts), so they pass the same checks.
+  await app.register(mcpRoutes, { core: deps.core, defaultProject: deps.defaultProject, inject: app.inject.bind(app) });
+  if (metrics) await app.register(metricsRoutes, { core: deps.core, metrics, limiter });
+  // The live page and sign-in (/ui), and Bull Board (/admin/queues) for admins' browsers.
+  await app.register(uiRoutes, { core: deps.core, browser: deps.browser, limiter });
+  if (deps.browser && deps.queueBoard) await installAdminQueues(app, { core: deps.core, browser: deps.browser, limiter, ...deps.queueBoard });
+  await installOpenApiRoutes(app, limiter);
   return app;
 }

@@ -8,7 +8,13 @@ import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { buildApp } from './app.ts';
-import type { RateLimit } from '../../libs/domain/rate-limit.ts';
+import { EventStreamPublisher, createEventStreamReader } from '../../libs/queue/event-stream.ts';
+import { EventFeed } from '../../libs/handoffs/event-feed.ts';
+import type { RateLimit } from './plugins/rate-limit.ts';
+import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
+import { createBatonMetrics, type BatonMetrics } from '../metrics/baton-metrics.ts';
+import { installDeploymentMetrics } from '../metrics/deployment-metrics.ts';
+import { BrowserSessions } from './plugins/browser-session.ts';
 
 export interface ApiServerOptions {
   readonly db: Database;
@@ -21,8 +27,14 @@ export interface ApiServerOptions {
   readonly redisPrefix: string;
   readonly queueShards: number;
   readonly defaultProject: string;
-  /** Per-token request rate (perSecond 0 turns it off). */
+  /** Per-token request rate, shared through Redis by every API process (perSecond 0 turns it off). */
   readonly rateLimit?: RateLimit | undefined;
+  /** The process's registry, when something else in it (a worker's reconciler) adds to it; else a new one. */
+  readonly metrics?: BatonMetrics | undefined;
+  /** Hostnames browsers may use (`BATON_ALLOWED_HOSTS`); default the loopback names and `host`. */
+  readonly allowedHosts?: readonly string[] | undefined;
+  /** The session cookie's Secure attribute even over plain HTTP (`BATON_URL` is https: TLS ends in front). */
+  readonly secureCookies?: boolean | undefined;
 }
 
 export interface RunningApi {
@@ -44,13 +56,37 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     heldLocks: (ids) => locks.held(ids),
   });
   const repos = createRepositories(opts.db);
-  const core = { ...repos, scheduler: queues, clock: opts.clock, logger: opts.logger };
+  const metrics = opts.metrics ?? createBatonMetrics();
+  const metricsRepo = new MetricsRepository(opts.db.pool);
+  await installDeploymentMetrics(metrics, { repo: metricsRepo, queues, locks, logger: opts.logger });
+  const browser = new BrowserSessions({
+    redis: opts.redis,
+    names,
+    allowedHosts: opts.allowedHosts ?? ['localhost', '127.0.0.1', '[::1]', opts.host.includes(':') ? `[${opts.host}]` : opts.host],
+    secureCookies: opts.secureCookies,
+  });
+  // Bull Board shows every delivery queue that can hold jobs: each shard of every provider and
+  // pool that has agents.
+  const queueNames = async () => (await metricsRepo.providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool));
+  const core = { ...repos, scheduler: queues, events: new EventStreamPublisher(opts.redis, names, opts.logger), clock: opts.clock, logger: opts.logger };
+  // GET /v1/events: one stream reader per process (its own connection: XREAD BLOCK outlasts the
+  // producer's command timeout), opened by the first follower.
+  const feed = new EventFeed({
+    log: repos.eventLog,
+    wakeups: () => createEventStreamReader(opts.redis.duplicate({ connectionName: 'baton-events', maxRetriesPerRequest: null, commandTimeout: 15_000 }), names, opts.logger),
+    clock: opts.clock,
+    logger: opts.logger,
+  });
   const app = await buildApp({
     core,
     turnReports: repos.turnReports,
     defaultProject: opts.defaultProject,
     logger: opts.logger,
-    rateLimit: opts.rateLimit,
+    feed,
+    rateLimit: opts.rateLimit ? { limit: opts.rateLimit, redis: opts.redis, names } : undefined,
+    metrics,
+    browser,
+    queueBoard: { redis: opts.redis, names, queueNames },
     checks: {
       database: async () => {
         await opts.db.pool.query('SELECT 1');

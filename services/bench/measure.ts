@@ -1,3 +1,4 @@
+import cliProgress from 'cli-progress';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 
 /** Percentile (nearest rank) of an unsorted list; 0 for an empty one. */
@@ -62,14 +63,19 @@ export async function connectionsTo(pid: number, port: number): Promise<number> 
   return count;
 }
 
-/** A single-line progress bar on stderr (redrawn on a terminal, one line per step elsewhere). */
+/**
+ * The benchmark's progress: a cli-progress bar redrawn on a terminal (`stream`, stderr), and one
+ * plain line per step elsewhere (a pipe or a log file gets no control characters).
+ */
 export class Progress {
   private done = 0;
+  private bar: cliProgress.SingleBar | undefined;
   constructor(
     private readonly total: number,
     private readonly enabled: boolean,
     private readonly tty: boolean,
     private readonly write: (s: string) => void,
+    private readonly stream: NodeJS.WritableStream = process.stderr,
   ) {}
 
   step(label: string): void {
@@ -79,13 +85,21 @@ export class Progress {
 
   show(label: string): void {
     if (!this.enabled) return;
-    const width = 24;
-    const filled = Math.round((this.done / this.total) * width);
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} ${label}`;
-    this.write(this.tty ? `\r\x1b[2K${bar}` : `${bar}\n`);
+    if (!this.tty) {
+      this.write(`[${this.done}/${this.total}] ${label}\n`);
+      return;
+    }
+    if (!this.bar) {
+      this.bar = new cliProgress.SingleBar(
+        { stream: this.stream, format: '{bar} {value}/{total} {label}', hideCursor: true, clearOnComplete: true, barsize: 24 },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar.start(this.total, this.done, { label });
+    } else this.bar.update(this.done, { label });
   }
 
   end(): void {
-    if (this.enabled && this.tty) this.write('\r\x1b[2K');
+    this.bar?.stop();
+    this.bar = undefined;
   }
 }

@@ -43,6 +43,48 @@ export class ApiUnreachable extends Error {
   }
 }
 
+/** An API answer, read whole. */
+interface Answer {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  readonly text: string;
+}
+
+async function fromResponse(res: Response): Promise<Answer> {
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/*
+ * Plain requests go through node:http rather than fetch: the first fetch of a process loads
+ * undici (~80 ms), most of what a one-shot CLI call costs beyond Node's own start. Server-sent
+ * event streams (openStream) still use fetch, for its web stream body.
+ */
+async function httpRequest(url: URL, init: { method: string; headers: Record<string, string>; body?: string }): Promise<Answer> {
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request(url, { method: init.method, headers: init.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        const headers = res.headers;
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: {
+            get: (name) => {
+              const v = headers[name.toLowerCase()];
+              return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+            },
+          },
+          text: Buffer.concat(chunks).toString('utf8'),
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
 export class ApiClient {
   constructor(
     private readonly baseUrl: string,
@@ -50,26 +92,32 @@ export class ApiClient {
     private readonly token?: string | undefined,
     /** Named in the hint when the API refuses a missing or bad token. */
     private readonly profilePath?: string | undefined,
+    /**
+     * How a request reaches the API: the network by default; the API's own `/mcp` passes one
+     * that calls its routes in process (app.inject), so MCP tools have one client either way.
+     */
+    private readonly fetchImpl?: typeof fetch,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
     const url = new URL(path, this.baseUrl);
-    let res: Response;
+    const init = {
+      method,
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(this.project ? { 'x-baton-project': this.project } : {}),
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    };
+    let res: Answer;
     try {
-      res = await fetch(url, {
-        method,
-        headers: {
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-          ...(this.project ? { 'x-baton-project': this.project } : {}),
-          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
-          ...headers,
-        },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
+      res = this.fetchImpl ? await fromResponse(await this.fetchImpl(url, init)) : await httpRequest(url, init);
     } catch (err) {
       throw new ApiUnreachable(this.baseUrl, (err as Error).cause ?? err);
     }
-    const text = await res.text();
+    const text = res.text;
     let parsed: unknown = null;
     if (text !== '') {
       try {
@@ -78,18 +126,54 @@ export class ApiClient {
         throw new ApiError('invalid_response', `the API answered ${res.status} with something that is not JSON`, res.status);
       }
     }
-    if (res.status >= 400) {
-      const e = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
-      let message = e?.message ?? `HTTP ${res.status}`;
-      if (res.status === 401) {
-        message += this.token
-          ? ' (the token in BATON_TOKEN or the profile was refused)'
-          : ` (no token: set BATON_TOKEN, or write a profile at ${this.profilePath ?? 'BATON_PROFILE'} with \`baton init\` or \`baton token create --profile\`)`;
-      }
-      const retryAfter = Number(res.headers.get('retry-after'));
-      throw new ApiError(e?.code ?? 'http_error', message, res.status, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined);
-    }
+    if (res.status >= 400) throw this.refusal(res, parsed);
     return { status: res.status, body: parsed as T };
+  }
+
+  private refusal(res: Pick<Answer, 'status' | 'headers'>, parsed: unknown): ApiError {
+    const e = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
+    let message = e?.message ?? `HTTP ${res.status}`;
+    if (res.status === 401) {
+      message += this.token
+        ? ' (the token in BATON_TOKEN or the profile was refused)'
+        : ` (no token: set BATON_TOKEN, or write a profile at ${this.profilePath ?? 'BATON_PROFILE'} with \`baton init\` or \`baton token create --profile\`)`;
+    }
+    const retryAfter = Number(res.headers.get('retry-after'));
+    return new ApiError(e?.code ?? 'http_error', message, res.status, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined);
+  }
+
+  /**
+   * Opens a server-sent event stream (`GET /v1/events`): the response with its body unread, or
+   * the API's refusal as an ApiError. `signal` aborts it.
+   */
+  async openStream(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+    const url = new URL(path, this.baseUrl);
+    let res: Response;
+    try {
+      res = await (this.fetchImpl ?? fetch)(url, {
+        headers: {
+          accept: 'text/event-stream',
+          ...(this.project ? { 'x-baton-project': this.project } : {}),
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+          ...headers,
+        },
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new ApiUnreachable(this.baseUrl, (err as Error).cause ?? err);
+    }
+    if (res.status >= 400) {
+      const text = await res.text();
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+      throw this.refusal(res, parsed);
+    }
+    return res;
   }
 
   get<T>(path: string) {

@@ -19,6 +19,8 @@ export interface CliContext {
   config(): BatonConfig;
   /** An API client for the command's URL, project and token (BATON_TOKEN, else the profile). */
   client(cmd: Command): ApiClient;
+  /** Where `client()` finds the API and who it is: for `baton mcp config`, which writes it down. */
+  connection(cmd: Command): CliConnection;
   /**
    * Who a command acts as when `--as` is given or BATON_AGENT is set; otherwise undefined,
    * and the API uses the token's own agent.
@@ -32,6 +34,16 @@ export interface CliContext {
   json(value: unknown): void;
   /** What was piped to the CLI (read once, at first use), or null when stdin is a terminal or absent. */
   stdin(): Promise<string | null>;
+}
+
+/** The API, project and token a command uses, and where the token came from. */
+export interface CliConnection {
+  readonly url: string;
+  readonly project: string | undefined;
+  readonly token: string | undefined;
+  /** `env`: BATON_TOKEN; `profile`: the profile file at `profilePath`. */
+  readonly tokenFrom: 'env' | 'profile' | 'none';
+  readonly profilePath: string;
 }
 
 /** Reads a piped stdin to its end; null when it is a terminal (nothing was piped). */
@@ -54,7 +66,7 @@ export function createCliContext(
   return {
     env,
     config,
-    client(cmd: Command) {
+    connection(cmd: Command) {
       const opts = cmd.optsWithGlobals<{ url?: string; project?: string }>();
       const c = config();
       const fromEnv = (name: string) => c.setVariables.includes(name);
@@ -65,7 +77,12 @@ export function createCliContext(
       const profile = c.token === undefined ? readProfile(c.profilePath) : profileUrlOnly(c.profilePath);
       const url = opts.url ?? (fromEnv('BATON_URL') ? c.api.publicUrl : (profile?.url ?? c.api.publicUrl));
       const project = opts.project ?? (fromEnv('BATON_PROJECT') ? c.defaultProject : profile?.project);
-      return new ApiClient(url, project, c.token ?? profile?.token, c.profilePath);
+      const token = c.token ?? profile?.token;
+      return { url, project, token, tokenFrom: c.token !== undefined ? 'env' : token !== undefined ? 'profile' : 'none', profilePath: c.profilePath };
+    },
+    client(cmd: Command) {
+      const { url, project, token, profilePath } = this.connection(cmd);
+      return new ApiClient(url, project, token, profilePath);
     },
     as: (named) => named ?? config().agent,
     async agentOrSelf(cmd, named) {

@@ -7,14 +7,36 @@ import { registerBenchCommand } from './commands/bench.ts';
 import { registerAgentCommands } from './commands/agent.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
+import { registerWatchCommand } from './commands/watch.ts';
+import { OutcomeExit } from './follow-events.ts';
 import { registerReadCommands } from './commands/show.ts';
 import { registerActionCommands } from './commands/act.ts';
 import { registerWorkCommands } from './commands/work.ts';
 import { registerSessionCommands } from './commands/sessions.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
+import { registerMcpCommands } from './commands/mcp.ts';
+import { batonVersion } from './package-files.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/**
+ * Codes of the failures the CLI finds itself, printed as `{"error":{"code","message"}}` on
+ * stderr when --json was given; a refusal by the API keeps the API's code (docs/ERRORS.md).
+ */
+export const CLI_ERROR = {
+  usage: 'usage_error',
+  config: 'invalid_configuration',
+  unreachable: 'api_unreachable',
+  startup: 'cannot_start',
+  internal: 'internal_error',
+} as const;
+
+/** Whether --json is among the options (not after `--`, where it would be text). */
+function jsonRequested(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
 
 export function buildProgram(
   env: Readonly<Record<string, string | undefined>>,
@@ -27,6 +49,7 @@ export function buildProgram(
     .description('Baton: durable handoffs between AI coding agents, delivered as exactly one new turn')
     .option('--url <url>', 'Baton API (default BATON_URL or http://127.0.0.1:8787)')
     .option('--project <project>', 'project (default BATON_PROJECT or "default")')
+    .version(batonVersion(), '-V, --version', "print Baton's version")
     .showHelpAfterError()
     .exitOverride();
   registerProcessCommands(program, ctx);
@@ -34,11 +57,13 @@ export function buildProgram(
   registerBenchCommand(program, ctx);
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
+  registerWatchCommand(program, ctx);
   registerReadCommands(program, ctx);
   registerActionCommands(program, ctx);
   registerWorkCommands(program, ctx);
   registerSessionCommands(program, ctx);
   registerIdentityCommands(program, ctx);
+  registerMcpCommands(program, ctx);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
@@ -58,44 +83,35 @@ const processIo: CliIo = { out: (s) => void process.stdout.write(s), err: (s) =>
 /** Runs the CLI and returns the exit code (never throws). */
 export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env, io: CliIo = processIo): Promise<number> {
   const program = buildProgram(env, io.out, io.err, io.stdin?.bind(io));
-  program.configureOutput({ writeOut: io.out, writeErr: io.err });
+  // With --json, a failure is one JSON line on stderr (below) instead of commander's text.
+  const json = jsonRequested(argv);
+  const output = json ? { writeOut: io.out, writeErr: () => undefined, outputError: () => undefined } : { writeOut: io.out, writeErr: io.err };
+  program.configureOutput(output);
   for (const cmd of program.commands) {
-    cmd.configureOutput({ writeOut: io.out, writeErr: io.err });
-    for (const sub of cmd.commands) sub.configureOutput({ writeOut: io.out, writeErr: io.err });
+    cmd.configureOutput(output);
+    for (const sub of cmd.commands) sub.configureOutput(output);
   }
+  const fail = (code: string, prefix: string, message: string, exit: number): number => {
+    io.err(json ? `${JSON.stringify({ error: { code, message } })}\n` : `${prefix}${message}\n`);
+    return exit;
+  };
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
-      return EXIT.usage;
+      return json ? fail(CLI_ERROR.usage, '', err.message.replace(/^error: /, ''), EXIT.usage) : EXIT.usage;
     }
-    if (err instanceof UsageError) {
-      io.err(`error: ${err.message}\n`);
-      return EXIT.usage;
-    }
-    if (err instanceof ConfigError) {
-      io.err(`configuration error: ${err.message}\n`);
-      return EXIT.usage;
-    }
-    if (err instanceof ApiError) {
-      io.err(`error: ${err.code}: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    if (err instanceof Error && err.name === 'StartupError') {
-      io.err(`cannot start: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    if (err instanceof Error && err.name === 'DemoSetupError') {
-      io.err(`cannot start the demo: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    if (err instanceof ApiUnreachable) {
-      io.err(`error: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    io.err(`error: ${(err as Error)?.stack ?? String(err)}\n`);
-    return EXIT.failed;
+    // `send --wait` / `watch ID`: the outcome was printed; the exit code says how it ended.
+    if (err instanceof OutcomeExit) return err.exitCode;
+    if (err instanceof UsageError) return fail(CLI_ERROR.usage, 'error: ', err.message, EXIT.usage);
+    if (err instanceof ConfigError) return fail(CLI_ERROR.config, 'configuration error: ', err.message, EXIT.usage);
+    if (err instanceof ApiError) return fail(err.code, `error: ${err.code}: `, err.message, EXIT.failed);
+    if (err instanceof Error && err.name === 'StartupError') return fail(CLI_ERROR.startup, 'cannot start: ', err.message, EXIT.failed);
+    if (err instanceof Error && err.name === 'DemoSetupError') return fail(CLI_ERROR.startup, 'cannot start the demo: ', err.message, EXIT.failed);
+    if (err instanceof ApiUnreachable) return fail(CLI_ERROR.unreachable, 'error: ', err.message, EXIT.failed);
+    // A stack for a person; JSON readers get the message only.
+    return fail(CLI_ERROR.internal, 'error: ', json ? ((err as Error)?.message ?? String(err)) : ((err as Error)?.stack ?? String(err)), EXIT.failed);
   }
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { BATON_BIN } from './package-files.ts';
 
-export const BATON_BIN = fileURLToPath(new URL('../../bin/baton.mjs', import.meta.url));
+export { BATON_BIN } from './package-files.ts';
 
 export interface BatonProcess {
   readonly child: ChildProcess;

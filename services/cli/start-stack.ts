@@ -12,9 +12,11 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
 import { bootstrapAdminToken } from './admin-token.ts';
-import { isPostgresFailure, listenStartupError, postgresStartupError } from './startup-error.ts';
+import { isPostgresFailure, listenStartupError, postgresStartupError, StartupError } from './startup-error.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { startReconciler } from '../../workers/timers/start-reconciler.ts';
+import { createBatonMetrics } from '../metrics/baton-metrics.ts';
+import { serveMetrics, type RunningMetricsServer } from '../metrics/serve-metrics.ts';
 
 export interface StackOptions {
   readonly config: BatonConfig;
@@ -67,6 +69,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const role = opts.api && opts.worker ? 'serve' : opts.api ? 'api' : 'worker';
   const db = openDatabase({ url: databaseUrl, poolSize: config.dbPoolSize, timeouts: config.dbTimeouts, logger, applicationName: `baton-${role}-${process.pid}` });
   const repos = createRepositories(db);
+  // One registry per process: in `serve` the API's /metrics also shows this process's reconciler.
+  const metrics = createBatonMetrics();
+  let metricsServer: RunningMetricsServer | undefined;
   const connections: Redis[] = [];
   let api: RunningApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
@@ -104,6 +109,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           queueShards: config.queueShards,
           defaultProject: config.defaultProject,
           rateLimit: config.rateLimit,
+          metrics,
+          allowedHosts: config.api.allowedHosts,
+          secureCookies: config.api.publicUrl.startsWith('https:'),
         });
       } catch (err) {
         throw listenStartupError(err, config.api.host, config.api.port);
@@ -119,6 +127,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         demoHost,
         deadlines: config.adapterDeadlines,
         command: config.command,
+        codex: config.codex,
+        claudeCode: config.claudeCode,
         turnReports: repos.turnReports,
         webhookCallbackUrl: config.webhookCallbackUrl,
       });
@@ -143,11 +153,20 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       });
       // Workers serving the same providers and pools share one reconciler leader.
       const group = `${[...adapters.providers()].sort().join('+')}@${[...config.workerPools].map((p) => p || 'default').sort().join('+')}`;
-      reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group);
+      reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) => metrics.reconcilerPass(report));
+      // A worker's own metrics (reconciler actions, process) on a port of its own, when asked for.
+      if (config.metricsPort !== undefined) {
+        try {
+          metricsServer = await serveMetrics(metrics, { host: config.api.host, port: config.metricsPort, logger });
+        } catch (err) {
+          throw new StartupError(`cannot serve metrics on ${config.api.host}:${config.metricsPort}: ${(err as Error).message}; set BATON_METRICS_PORT to a free port`, { cause: err });
+        }
+      }
     }
   } catch (err) {
     await reconciler?.stop();
     await api?.close().catch(() => undefined);
+    await metricsServer?.close();
     forceClose();
     throw err;
   }
@@ -165,6 +184,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         });
         const steps: Array<[string, () => Promise<unknown> | undefined]> = [
           ['api', () => api?.close()],
+          ['metrics', () => metricsServer?.close()],
           ['reconciler', () => reconciler?.stop()],
           ['delivery worker', () => worker?.stop()],
           ['redis', () => Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())))],

@@ -7,7 +7,7 @@ const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && 
 /** Checks the shape of `npm run bench -- --quick --json`, never its speed. */
 describe('baton bench --quick --json', () => {
   it('runs every scenario and prints machine-readable results of the documented shape', async () => {
-    const { code, output } = await runBaton(['bench', '--quick', '--json', '--no-progress'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'error' }, 180_000);
+    const { code, output } = await runBaton(['bench', '--quick', '--json', '--no-progress'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'error' }, 360_000);
     expect(code, output.slice(-3000)).toBe(0);
     const start = output.indexOf('{\n');
     const end = output.indexOf('\n}', start);
@@ -68,5 +68,5 @@ describe('baton bench --quick --json', () => {
     for (const t of r.targets) expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String), met: expect.any(Boolean) });
     // The human table goes to stderr beside the JSON.
     expect(output).toContain('target');
-  }, 200_000);
+  }, 400_000);
 });

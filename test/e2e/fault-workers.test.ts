@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_EVENT_PUBLISHER } from '../../libs/handoffs/ports.ts';
 import { Redis } from 'ioredis';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { DemoAgentHost, findWriteViolations } from '../../libs/adapters/demo/demo-agent-host.ts';
@@ -132,6 +133,7 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
       ...baton.repos,
       adapters: createAdapters(['demo'], { demoHost: demoClient }),
       scheduler: { enqueue: async () => undefined },
+      events: NO_EVENT_PUBLISHER,
       clock,
       logger: baton.logger,
       workerId: 'fault-test-reconciler',

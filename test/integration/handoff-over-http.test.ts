@@ -143,11 +143,11 @@ describe('bad input', () => {
 });
 
 describe('agents', () => {
-  it('refuses a provider Baton has no adapter for yet', async () => {
-    const res = await baton.post('/v1/agents', { id: 'coder', provider: 'codex' });
-    expect(res.status).toBe(422);
-    expect(res.body.error.code).toBe('unknown_provider');
+  it('refuses a provider Baton does not know, and settings its provider does not accept', async () => {
     expect((await baton.post('/v1/agents', { id: 'coder', provider: 'teleporter' })).body.error.code).toBe('validation_failed');
+    const res = await baton.post('/v1/agents', { id: 'coder', provider: 'codex', settings: { colour: 'blue' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_settings');
   });
 
   it('refuses a second active agent with the same id, case-insensitively', async () => {

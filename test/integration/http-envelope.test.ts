@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOG, isErrorCode } from '../../libs/domain/errors.ts';
 import { buildApp } from '../../services/api/app.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { silentLogger, startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 /**
@@ -24,7 +25,7 @@ beforeAll(async () => {
     core: baton.core,
     defaultProject: 'default',
     logger: silentLogger(),
-    rateLimit: { perSecond: 1, burst: 1 },
+    rateLimit: { limit: { perSecond: 1, burst: 1 }, redis: baton.redis, names: new RedisNames(`${baton.prefix}-strict`) },
     turnReports: baton.repos.turnReports,
     checks: {
       database: async () => {

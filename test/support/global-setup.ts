@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { readMigrations } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL } from './env.ts';
@@ -19,7 +21,18 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Tests that start `baton` processes run the compiled build (bin/baton.mjs loads dist/): bring it
+ * up to date with the sources first, so a stale dist is never what is tested (a no-op when
+ * nothing changed).
+ */
+function buildDist(): void {
+  const build = spawnSync(process.execPath, [fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url))], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('scripts/build.mjs failed: the compiled build the process tests run is not up to date');
+}
+
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<void> {
+  buildDist();
   const migrations = await readMigrations();
   const digest = createHash('sha256').update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|')).digest('hex').slice(0, 12);
   const template = `baton_tpl_${digest}`;

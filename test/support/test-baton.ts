@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../../libs/logging/create-logger.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import { buildApp } from '../../services/api/app.ts';
 import { startApiServer } from '../../services/api/server.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
@@ -23,7 +24,12 @@ import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconci
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { createTestDatabase } from './test-database.ts';
 import { createToken } from '../../libs/handoffs/manage-tokens.ts';
-import type { RateLimit } from '../../libs/domain/rate-limit.ts';
+import type { RateLimit } from '../../services/api/plugins/rate-limit.ts';
+import { TurnLocks } from '../../libs/locks/turn-locks.ts';
+import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
+import { createBatonMetrics, type BatonMetrics } from '../../services/metrics/baton-metrics.ts';
+import { installDeploymentMetrics } from '../../services/metrics/deployment-metrics.ts';
+import { BrowserSessions } from '../../services/api/plugins/browser-session.ts';
 
 export interface TestBaton {
   readonly app: FastifyInstance;
@@ -35,6 +41,8 @@ export interface TestBaton {
   readonly prefix: string;
   readonly host: DemoAgentHost;
   readonly logger: Logger;
+  /** The app's Prometheus registry (`GET /metrics`); reconcile() counts its passes here. */
+  readonly metrics: BatonMetrics;
   /** An admin token; post/get/put/del send it unless given an `authorization` header. */
   readonly adminToken: string;
   /** Registers nothing: creates a token for an existing agent (default project: `default`). */
@@ -64,7 +72,15 @@ export const silentLogger = (): Logger => createLogger({ level: process.env['TES
  * Nothing is mocked but the provider at the adapter edge.
  */
 export async function startTestBaton(
-  opts: { clock?: Clock; queueShards?: number; redisUrl?: string; rateLimit?: RateLimit; logger?: Logger } = {},
+  opts: {
+    clock?: Clock;
+    queueShards?: number;
+    redisUrl?: string;
+    rateLimit?: RateLimit;
+    /** Redis prefix of the rate-limit counters (default: this Baton's own): give two Batons one to share a budget. */
+    rateLimitPrefix?: string;
+    logger?: Logger;
+  } = {},
 ): Promise<TestBaton> {
   const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
   const database = await createTestDatabase();
@@ -78,14 +94,21 @@ export async function startTestBaton(
   const clock = opts.clock ?? systemClock;
   const queueShards = opts.queueShards ?? 2;
   const queues = new DeliveryQueues({ connection: producer, names: new RedisNames(prefix), shards: queueShards, logger });
-  const core: CoreDeps = { ...repos, scheduler: queues, clock, logger };
+  const core: CoreDeps = { ...repos, scheduler: queues, events: new EventStreamPublisher(producer, new RedisNames(prefix), logger), clock, logger };
+  const names = new RedisNames(prefix);
+  const metrics = createBatonMetrics();
+  await installDeploymentMetrics(metrics, { repo: new MetricsRepository(db.pool), queues, locks: new TurnLocks(producer, names, { ttlMs: 1, logger }), logger });
   const app = await buildApp({
     core,
     turnReports: repos.turnReports,
     logger,
     defaultProject: 'default',
     // Off unless a test asks: tests drive hundreds of calls through one token.
-    rateLimit: opts.rateLimit ?? { perSecond: 0, burst: 1 },
+    rateLimit: opts.rateLimit ? { limit: opts.rateLimit, redis: producer, names: new RedisNames(opts.rateLimitPrefix ?? prefix) } : undefined,
+    metrics,
+    // Browser sessions as the server has them; app.inject's Host is `localhost`.
+    browser: new BrowserSessions({ redis: producer, names, allowedHosts: ['localhost', '127.0.0.1', '[::1]'] }),
+    queueBoard: { redis: producer, names, queueNames: async () => (await new MetricsRepository(db.pool).providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool)) },
     checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
   });
   const host = new DemoAgentHost();
@@ -110,6 +133,7 @@ export async function startTestBaton(
     prefix,
     host,
     logger,
+    metrics,
     adminToken: admin.token,
     async tokenFor(agent, project) {
       return (await createToken(core, { admin: false, agent, project: project ?? 'default' })).token;
@@ -148,7 +172,10 @@ export async function startTestBaton(
       // The newest worker: an older one may have been stopped by the test.
       const w = workers[workers.length - 1];
       if (!w) throw new Error('start a worker before reconciling');
-      return reconcileOnce(w.deps, 1_000);
+      return reconcileOnce(w.deps, 1_000).then((report) => {
+        metrics.reconcilerPass(report);
+        return report;
+      });
     },
     post: (path, body, headers) => inject('POST', path, body, headers),
     get: (path, headers) => inject('GET', path, undefined, headers),

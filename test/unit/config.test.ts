@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../libs/config/load-config.ts';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../libs/config/load-config.ts';
+import { CODEX_ENV_NAMES, PROGRAM_ENV_NAMES } from '../../libs/domain/inherited-env.ts';
+import { INHERITED_ENV_NAMES } from '../../libs/adapters/command/command-settings.ts';
+import { CODEX_INHERITED_ENV_NAMES } from '../../libs/adapters/codex/codex-settings.ts';
 
 describe('loadConfig', () => {
   it('gives working defaults with nothing set (no database or Redis: the demo embeds them)', () => {
@@ -9,6 +12,13 @@ describe('loadConfig', () => {
     expect(c.api.publicUrl).toBe('http://127.0.0.1:8787');
     expect(c.workerProviders).toEqual(['demo']);
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('allows browsers only on the loopback names, the listen host and BATON_URL\'s host, or exactly BATON_ALLOWED_HOSTS', () => {
+    expect(loadConfig({ BATON_URL: 'https://baton.example.com' }).api.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]', 'baton.example.com']);
+    expect(loadConfig({ BATON_API_HOST: '0.0.0.0' }).api.allowedHosts).not.toContain('0.0.0.0');
+    expect(loadConfig({ BATON_ALLOWED_HOSTS: 'Baton.internal, 10.0.0.5' }).api.allowedHosts).toEqual(['baton.internal', '10.0.0.5']);
+    expect(() => loadConfig({ BATON_ALLOWED_HOSTS: 'http://x:80' })).toThrow(/BATON_ALLOWED_HOSTS/);
   });
 
   it('reads every variable it documents', () => {
@@ -58,11 +68,41 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BATON_UNCERTAIN_SCAN_WINDOW_MS: '3000000000' })).toThrow(/BATON_UNCERTAIN_SCAN_WINDOW_MS must be between 100 and 2592000000/);
   });
 
+  it('keeps the rate limit at 100/s with bursts of 200 and serves no worker metrics unless BATON_METRICS_PORT is set', () => {
+    const c = loadConfig({});
+    expect(c.rateLimit).toEqual({ perSecond: 100, burst: 200 });
+    expect(c.metricsPort).toBeUndefined();
+    expect(loadConfig({ BATON_METRICS_PORT: '9464', BATON_RATE_LIMIT_PER_SEC: '0' })).toMatchObject({ metricsPort: 9464, rateLimit: { perSecond: 0, burst: 200 } });
+    expect(() => loadConfig({ BATON_METRICS_PORT: '0' })).toThrow(/BATON_METRICS_PORT must be between 1 and 65535/);
+  });
+
   it('names the variable and what it accepts when a value is bad', () => {
     expect(() => loadConfig({ BATON_API_PORT: 'eighty' })).toThrow(/BATON_API_PORT must be a whole number/);
     expect(() => loadConfig({ BATON_QUEUE_SHARDS: '0' })).toThrow(ConfigError);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL must start with postgres/);
     expect(() => loadConfig({ BATON_REDIS_PREFIX: 'a:b' })).toThrow(/no ":"/);
     expect(() => loadConfig({ BATON_LOG_LEVEL: 'loud' })).toThrow(/BATON_LOG_LEVEL/);
+  });
+
+  it('lists in CONFIG_VARIABLES exactly the variables it reads (the docs and docker-compose.yml are checked against that list)', () => {
+    const read = new Set<string>();
+    const env = new Proxy({} as Record<string, string | undefined>, {
+      get: (_t, name) => {
+        if (typeof name === 'string') read.add(name);
+        return undefined;
+      },
+    });
+    loadConfig(env);
+    const inherited = new Set<string>([...PROGRAM_ENV_NAMES, ...CODEX_ENV_NAMES]);
+    expect([...read].filter((n) => !inherited.has(n)).sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
+  it('passes child processes exactly the variables the adapters declare (one list, libs/domain/inherited-env.ts), never a secret', () => {
+    expect(PROGRAM_ENV_NAMES).toEqual(INHERITED_ENV_NAMES);
+    expect(CODEX_ENV_NAMES).toEqual(CODEX_INHERITED_ENV_NAMES);
+    const env = { PATH: '/bin', LANG: '', CODEX_HOME: '/c', DATABASE_URL: 'postgresql://secret@h/d', BATON_TOKEN: 't' };
+    const c = loadConfig(env);
+    expect(c.command.baseEnv).toEqual({ PATH: '/bin', LANG: '' });
+    expect(c.codex.baseEnv).toEqual({ PATH: '/bin', CODEX_HOME: '/c' });
   });
 });

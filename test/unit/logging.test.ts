@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, serializeError } from '../../libs/logging/create-logger.ts';
+import { prettyDestination } from '../../libs/logging/pretty-destination.ts';
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];
@@ -40,5 +41,18 @@ describe('logging', () => {
     const { lines, logger } = capture();
     logger.warn({ err: inner }, 'failed');
     expect(JSON.stringify(lines[0]).length).toBeLessThan(3_000);
+  });
+
+  it('writes human-readable lines for a terminal: level, name, message, fields, the error and its stack, still redacted', () => {
+    let text = '';
+    const logger = createLogger({ level: 'info', name: 'baton-serve' }, prettyDestination({ write: (s: string) => (text += s) }));
+    logger.info({ url: 'http://127.0.0.1:8787', token: 'tok_123' }, 'api listening');
+    logger.error({ err: new Error('boom') }, 'turn failed');
+    const [first, second] = text.split('\n');
+    expect(first).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  baton-serve: api listening url=http:\/\/127\.0\.0\.1:8787 token=\[redacted\]$/);
+    expect(second).toMatch(/ERROR baton-serve: turn failed err="Error: boom"$/);
+    expect(text).toMatch(/\n    at /);
+    expect(text).not.toContain('tok_123');
+    expect(text).not.toContain('{"level"');
   });
 });

@@ -15,7 +15,14 @@ describe('Redis names', () => {
     expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:{0190a1b2-0000-7000-8000-000000000001}');
     expect(names.turnFence('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-fence:{0190a1b2-0000-7000-8000-000000000001}');
     expect(names.reconcilerLeader('demo')).toBe('baton:reconciler-leader:demo');
+    expect(names.eventStream()).toBe('baton:{events}:stream');
     expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
+  });
+
+  it('names the shared rate-limit counters under the prefix, each caller under its own hash tag', () => {
+    expect(names.rateLimitNamespace + names.rateLimitSubject('token', 't1')).toBe('baton:rate-limit:{token-t1}');
+    expect(names.rateLimitNamespace + names.rateLimitSubject('ip', '127.0.0.1')).toBe('baton:rate-limit:{ip-127.0.0.1}');
+    expect(names.browserSession('ab12')).toBe('baton:browser-session:{ab12}');
   });
 
   it('puts an agent on the same shard every time, spreading agents over all shards', () => {

@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq';
+import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import type { Redis } from 'ioredis';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
@@ -83,6 +84,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const deps: DispatchDeps & { locks: TurnLocks } = {
     ...opts.repos,
     scheduler: queues,
+    events: new EventStreamPublisher(opts.redis, names, opts.logger),
     clock: opts.clock,
     logger: opts.logger,
     locks,

@@ -1,5 +1,5 @@
 import type { DispatchDeps } from '../../libs/handoffs/dispatch-agent.ts';
-import { reconcileOnce } from '../../libs/handoffs/reconcile-once.ts';
+import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 
 /**
  * Runs the reconciler (libs/handoffs/reconcile-once.ts) every `intervalMs`, never two passes
@@ -17,6 +17,8 @@ export function startReconciler(
   intervalMs: number,
   /** Workers serving the same providers share one leader (e.g. "demo"). */
   group: string,
+  /** Told what each pass this process led did (the metrics' reconciler counter). */
+  onPass?: (report: ReconcileReport) => void,
 ): { stop(): Promise<void> } {
   let running: Promise<void> | null = null;
   let failures = 0;
@@ -27,7 +29,7 @@ export function startReconciler(
     running = deps.locks
       .tryLeadReconciler(group, deps.workerId, intervalMs)
       .then(async (leading) => {
-        if (leading) await reconcileOnce(deps, intervalMs);
+        if (leading) onPass?.(await reconcileOnce(deps, intervalMs));
       })
       .then(() => {
         if (failures > 0) deps.logger.info({ failures }, 'reconciler recovered');

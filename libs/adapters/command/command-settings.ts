@@ -1,7 +1,9 @@
 import { isAbsolute } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { REDACTED, type ProviderSpec } from '../provider-spec.ts';
+import type { ProviderSpec } from '../provider-spec.ts';
+import { envProblems, envSetting, envValues, redactEnv } from '../env-settings.ts';
+import { PROGRAM_ENV_NAMES } from '../../domain/inherited-env.ts';
 
 /** The variables Baton sets for every turn; an agent's `env` may not name them. */
 export const TURN_ENV_NAMES = ['BATON_HANDOFF_ID', 'BATON_REQUEST_ID', 'BATON_ATTEMPT', 'BATON_FROM', 'BATON_TITLE'] as const;
@@ -11,7 +13,7 @@ export const TURN_ENV_NAMES = ['BATON_HANDOFF_ID', 'BATON_REQUEST_ID', 'BATON_AT
  * programs and write files, never the worker's DATABASE_URL, REDIS_URL, BATON_TOKEN or any other
  * secret. Everything else a program needs goes in the agent's `env`.
  */
-export const INHERITED_ENV_NAMES = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR'] as const;
+export const INHERITED_ENV_NAMES = PROGRAM_ENV_NAMES;
 
 export const COMMAND_DEFAULTS = {
   timeoutMs: 60 * 60_000,
@@ -22,23 +24,13 @@ export const COMMAND_DEFAULTS = {
   refusedExitCode: 77,
 } as const;
 
-const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]*$';
 const ExitCode = Type.Integer({ minimum: 1, maximum: 255 });
 
 const CommandSettingsSchema = Type.Object(
   {
     argv: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 256, description: 'the program and its arguments; run directly, never through a shell' }),
     cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'absolute working directory (default: the worker\'s)' })),
-    env: Type.Optional(
-      Type.Record(
-        Type.String({ pattern: ENV_NAME }),
-        Type.Union([
-          Type.String({ maxLength: 4096 }),
-          Type.Object({ value: Type.String({ maxLength: 4096 }), secret: Type.Boolean() }, { additionalProperties: false }),
-        ]),
-        { additionalProperties: false, description: 'NAME -> value, or NAME -> { value, secret: true } for a value no read shows' },
-      ),
-    ),
+    env: envSetting('NAME -> value, or NAME -> { value, secret: true } for a value no read shows'),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 24 * 60 * 60_000, description: 'the turn\'s deadline; past it the process group is killed' })),
     maxOutputBytes: Type.Optional(Type.Integer({ minimum: 256, maximum: 1024 * 1024, description: 'bytes of standard output (the summary) and of standard error kept' })),
     busyExitCode: Type.Optional(ExitCode),
@@ -70,10 +62,7 @@ function checkCommandSettings(settings: Readonly<Record<string, unknown>>): stri
     if (!isAbsolute(s.cwd)) problems.push('/cwd: must be an absolute path');
     if (nul(s.cwd)) problems.push('/cwd: must not contain NUL characters');
   }
-  for (const [name, v] of Object.entries(s.env ?? {})) {
-    if ((TURN_ENV_NAMES as readonly string[]).includes(name)) problems.push(`/env/${name}: is set by Baton for every turn`);
-    if (nul(typeof v === 'string' ? v : v.value)) problems.push(`/env/${name}: must not contain NUL characters`);
-  }
+  problems.push(...envProblems(s.env, (name) => ((TURN_ENV_NAMES as readonly string[]).includes(name) ? 'is set by Baton for every turn' : null)));
   const busy = s.busyExitCode ?? COMMAND_DEFAULTS.busyExitCode;
   const refused = s.refusedExitCode ?? COMMAND_DEFAULTS.refusedExitCode;
   if (busy === refused) problems.push(`/refusedExitCode: must differ from busyExitCode (${busy})`);
@@ -87,14 +76,7 @@ export const COMMAND_SPEC: ProviderSpec = {
   settingsSchema: CommandSettingsSchema,
   check: checkCommandSettings,
   redact(settings) {
-    const env = settings['env'];
-    if (!env || typeof env !== 'object') return { ...settings };
-    const shown: Record<string, unknown> = {};
-    for (const [name, v] of Object.entries(env as Record<string, unknown>)) {
-      const secret = typeof v === 'object' && v !== null && (v as { secret?: unknown }).secret === true;
-      shown[name] = secret ? { value: REDACTED, secret: true } : v;
-    }
-    return { ...settings, env: shown };
+    return settings['env'] === undefined ? { ...settings } : { ...settings, env: redactEnv(settings['env']) };
   },
   // The write is starting a supervisor that starts the program (well under a second when the
   // host is idle); observing and the busy question read a few small local files.
@@ -115,8 +97,7 @@ export function parseCommandSettings(settings: Readonly<Record<string, unknown>>
   const problems = checkCommandSettings(settings);
   if (problems.length > 0) return { ok: false, problems };
   const s = settings as RawCommandSettings;
-  const env: Record<string, string> = {};
-  for (const [name, v] of Object.entries(s.env ?? {})) env[name] = typeof v === 'string' ? v : v.value;
+  const env = envValues(s.env);
   return {
     ok: true,
     settings: {

@@ -1,12 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
 import { INHERITED_ENV_NAMES, parseCommandSettings, type CommandSettings } from './command-settings.ts';
-import { abandonStart, agentDir, createRecord, inspectRun, listRecords, readBounded, recordDir, type Reservation, type RunView } from './run-record.ts';
-
-const SUPERVISOR = fileURLToPath(new URL('./command-supervisor.mjs', import.meta.url));
+import { readBounded, recordDir, type Reservation, type RunView } from './run-record.ts';
+import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
 
 /** A program that cannot be started for one of these reasons never will be until its settings change. */
 const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
@@ -138,70 +135,13 @@ function abortError(signal: AbortSignal): unknown {
  * `refusedExitCode` a refusal, anything else a failure with the bounded standard error.
  */
 export function createCommandAdapter(options: CommandAdapterOptions): ProviderAdapter {
-  const runDir = resolve(options.runDir);
-  const startWaitMs = options.startWaitMs ?? 5_000;
   const pollMs = options.pollMs ?? 250;
   const killGraceMs = options.killGraceMs ?? 5_000;
-  // Past the writer's own wait, with room for a slow host: only then may an observer abandon a start.
-  const inspectOpts = () => ({ startGraceMs: startWaitMs * 3, now: Date.now() });
-  /** Supervisors this process started, by record: their exit wakes whoever follows the run. */
-  const live = new Map<string, { exited: boolean; wakers: Set<() => void> }>();
-  /** Records known to have ended (final): busy checks skip them. Bounded; forgetting one costs a re-read. */
-  const finished = new Set<string>();
-  const FINISHED_CACHE = 10_000;
-  let runDirReady: Promise<void> | null = null;
-
-  const ensureRunDir = () => {
-    runDirReady ??= fs.mkdir(runDir, { recursive: true, mode: 0o700 }).then(async () => {
-      // mkdir's mode is filtered by the umask and ignored for a directory that exists.
-      await fs.chmod(runDir, 0o700);
-    });
-    return runDirReady.catch((err: unknown) => {
-      runDirReady = null;
-      throw err;
-    });
-  };
-
-  /** Waits `ms`, or less when the local supervisor of `dir` exits; rejects on abort. */
-  const pause = (dir: string, ms: number, signal?: AbortSignal) =>
-    new Promise<void>((resolvePause, reject) => {
-      const entry = live.get(dir);
-      if (entry?.exited) return resolvePause();
-      const done = () => {
-        clearTimeout(timer);
-        entry?.wakers.delete(done);
-        signal?.removeEventListener('abort', onAbort);
-        resolvePause();
-      };
-      const onAbort = () => {
-        clearTimeout(timer);
-        entry?.wakers.delete(done);
-        reject(abortError(signal as AbortSignal));
-      };
-      const timer = setTimeout(done, ms);
-      entry?.wakers.add(done);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-
-  const inspect = async (dir: string) => {
-    const view = await inspectRun(dir, inspectOpts());
-    if ((view.kind === 'ended' || view.kind === 'never_started') && !finished.has(dir)) {
-      if (finished.size >= FINISHED_CACHE) finished.clear();
-      finished.add(dir);
-    }
-    return view;
-  };
-
+  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? 5_000 });
+  const runDir = runs.runDir;
+  const { inspect, pause } = runs;
   /** Whether a run of the agent other than `except` is starting or running. */
-  const liveRun = async (agentId: string, except: string | null): Promise<boolean> => {
-    for (const name of await listRecords(runDir, agentId)) {
-      const dir = join(agentDir(runDir, agentId), name);
-      if (dir === except || finished.has(dir)) continue;
-      const view = await inspect(dir);
-      if (view.kind === 'starting' || view.kind === 'running') return true;
-    }
-    return false;
-  };
+  const liveRun = (agentId: string, except: string | null) => runs.liveRun(agentId, except);
 
   /** The answer to a write, from a record whose start has been decided. */
   const sendResultOf = async (dir: string, view: RunView): Promise<SendResult> => {
@@ -213,57 +153,10 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
     return { outcome: 'accepted', seen };
   };
 
-  const startSupervisor = async (dir: string, job: object, signal: AbortSignal): Promise<SendResult> => {
-    let log: fs.FileHandle;
-    try {
-      log = await fs.open(join(dir, 'supervisor.log'), 'w', 0o600);
-    } catch (err) {
-      await abandonStart(dir);
-      return { outcome: 'not_sent', error: `could not write the run record: ${(err as Error).message}` };
-    }
-    let child: ChildProcess;
-    try {
-      // An empty environment: the worker's (NODE_OPTIONS included) must not shape the supervisor.
-      child = spawn(process.execPath, [SUPERVISOR, dir], { detached: true, stdio: ['pipe', 'ignore', log.fd], env: {} });
-    } catch (err) {
-      await log.close();
-      await abandonStart(dir);
-      return { outcome: 'not_sent', error: `could not start the supervisor: ${(err as Error).message}` };
-    }
-    await log.close();
-    const entry = { exited: false, wakers: new Set<() => void>() };
-    live.set(dir, entry);
-    const onGone = () => {
-      entry.exited = true;
-      for (const wake of [...entry.wakers]) wake();
-      live.delete(dir);
-    };
-    child.once('exit', onGone);
-    child.once('error', onGone);
-    child.unref();
-    child.stdin?.on('error', () => {
-      // EPIPE: the supervisor is gone; the wait below notices.
-    });
-    child.stdin?.end(JSON.stringify(job));
-
-    const deadline = Date.now() + startWaitMs;
-    for (;;) {
-      const view = await inspect(dir);
-      if (view.kind !== 'starting') return sendResultOf(dir, view);
-      // The engine's write deadline: the start may still happen, so only observation can tell.
-      if (signal.aborted) return { outcome: 'lost', error: 'the write was cut off while the program was starting' };
-      if (entry.exited || Date.now() > deadline) {
-        if (await abandonStart(dir)) {
-          if (!entry.exited && child.pid !== undefined) child.kill('SIGKILL');
-          const log = (await readBounded(join(dir, 'supervisor.log'), 2_000)).trim();
-          return { outcome: 'not_sent', error: entry.exited ? withOutput('the supervisor exited before starting the program', log) : `the supervisor did not start the program within ${startWaitMs} ms` };
-        }
-        // The supervisor claimed the start: it is starting the program (or died doing it, which
-        // the next look settles). Give it one more wait before calling the write lost.
-        if (!entry.exited && Date.now() > deadline + startWaitMs) return { outcome: 'lost', error: 'the supervisor took the turn but did not report the start in time' };
-      }
-      await pause(dir, 10);
-    }
+  const startSupervisor = async (dir: string, job: SupervisorJob, signal: AbortSignal): Promise<SendResult> => {
+    const launched = await runs.launch(dir, job, signal);
+    if (launched.kind === 'decided') return sendResultOf(dir, launched.view);
+    return { outcome: launched.kind, error: launched.error };
   };
 
   return {
@@ -299,8 +192,7 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
       }
       let created: boolean;
       try {
-        await ensureRunDir();
-        created = await createRecord(runDir, reservation, commandTurnText(turn));
+        created = await runs.reserve(reservation, commandTurnText(turn));
       } catch (err) {
         return { outcome: 'not_sent', error: `could not create the run record in ${runDir}: ${(err as Error).message}` };
       }

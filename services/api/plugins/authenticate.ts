@@ -1,29 +1,39 @@
 import type { FastifyInstance } from 'fastify';
-import { BatonError } from '../../../libs/domain/errors.ts';
-import { TokenBuckets, type RateLimit } from '../../../libs/domain/rate-limit.ts';
-import { authenticate } from '../../../libs/handoffs/manage-tokens.ts';
+import { authenticate, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
+import type { RequestLimiter } from './rate-limit.ts';
+import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
 
 /** How often a token's last_used_at is written (at most), so reads stay reads. */
 const TOUCH_EVERY_MS = 60_000;
 
 /**
- * Every request in the scope it is installed in proves its caller with a bearer token before
- * anything else happens (the body is not even parsed for a refused one) and is rate-limited per
- * token; its answer, refusals included, is `Cache-Control: private, no-store` (no-store.ts runs
- * first). Successful changes outside the handoff event log are audited by token id.
+ * Every request in the scope it is installed in proves its caller with a bearer token (or a
+ * browser session cookie, when `browser` is given) before
+ * anything else happens (the body is not even parsed for a refused one) and is rate-limited
+ * (plugins/rate-limit.ts): per token, or per client address when the token is refused, so
+ * guessing tokens spends a budget too. Its answer, refusals included, is `Cache-Control:
+ * private, no-store` (no-store.ts runs first). Successful changes outside the handoff event log
+ * are audited by token id.
  */
-export function installAuthentication(app: FastifyInstance, core: CoreDeps, rateLimit: RateLimit): void {
-  const buckets = new TokenBuckets(rateLimit);
+export function installAuthentication(app: FastifyInstance, core: CoreDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions): void {
   const touched = new Map<string, number>();
 
-  app.addHook('onRequest', async (request) => {
-    const caller = await authenticate(core, request.headers.authorization);
-    const wait = buckets.take(caller.tokenId, Date.now());
-    if (wait > 0) {
-      throw new BatonError('rate_limited', `too many requests from this token; retry in ${wait} s`, { retryAfterSeconds: wait });
+  app.addHook('onRequest', async (request, reply) => {
+    let caller: Caller;
+    try {
+      // A bearer token wins; without one, a browser's session cookie stands for the token it
+      // was opened with (Host, Origin and CSRF checked: plugins/browser-session.ts).
+      caller =
+        !request.headers.authorization && browser && sessionCookieOf(request) !== undefined
+          ? (await browser.resolve(request, core)).caller
+          : await authenticate(core, request.headers.authorization);
+    } catch (refused) {
+      if (limiter) await limiter(request, reply);
+      throw refused;
     }
     request.caller = caller;
+    if (limiter) await limiter(request, reply);
     const now = core.clock.now();
     const last = touched.get(caller.tokenId) ?? 0;
     if (now.getTime() - last >= TOUCH_EVERY_MS) {

@@ -1,9 +1,16 @@
-import type { Command } from 'commander';
-import { PROVIDER_SPECS } from '../../../libs/adapters/provider-specs.ts';
-
-/** The providers an agent can be registered for now (each has a spec and, if it pushes, an adapter). */
-const PROVIDERS = [...PROVIDER_SPECS.keys()];
+import { Option, type Command } from 'commander';
 import { UsageError, type CliContext } from '../cli-context.ts';
+
+/**
+ * The providers an agent can be registered for (each has a spec and, if it pushes, an
+ * adapter). The specs compile their settings schemas when loaded, which costs a few hundred
+ * milliseconds: they are loaded only when an `agent` subcommand runs (or shows its help), not
+ * by every CLI call.
+ */
+async function providerNames(): Promise<string[]> {
+  const { PROVIDER_SPECS } = await import('../../../libs/adapters/provider-specs.ts');
+  return [...PROVIDER_SPECS.keys()];
+}
 
 interface AgentJson {
   id: string;
@@ -17,20 +24,26 @@ interface AgentJson {
 /** `baton agent add|list|remove` */
 export function registerAgentCommands(program: Command, ctx: CliContext): void {
   const agent = program.command('agent').description('register, list and remove agents');
+  const providerOption = new Option('--provider <provider>', 'the provider (settings of each: libs/adapters/README.md)').default('demo');
+  let providers: string[] = [];
+  agent.hook('preSubcommand', async () => {
+    providers = await providerNames();
+    providerOption.description = `one of ${providers.join(', ')} (settings of each: libs/adapters/README.md)`;
+  });
 
   agent
     .command('add')
     .description('register an agent')
     .argument('<id>', 'agent id, unique in the project (case-insensitive)')
-    .option('--provider <provider>', `one of ${PROVIDERS.join(', ')} (settings of each: libs/adapters/README.md)`, 'demo')
+    .addOption(providerOption)
     .option('--name <displayName>', 'display name')
     .option('--target <target>', 'session or endpoint turns are delivered to (default: the id)')
     .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}; secrets in it are never shown again')
     .option('--pool <pool>', 'worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver to this agent')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { provider: string; name?: string; target?: string; settings?: string; pool?: string; json?: boolean }, cmd: Command) => {
-      if (!PROVIDERS.includes(opts.provider)) {
-        throw new UsageError(`--provider must be one of ${PROVIDERS.join(', ')}`);
+      if (!providers.includes(opts.provider)) {
+        throw new UsageError(`--provider must be one of ${providers.join(', ')}`);
       }
       let settings: unknown;
       if (opts.settings !== undefined) {

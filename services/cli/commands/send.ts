@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { ApiError, SEND_RETRY } from '../api-client.ts';
 import { collect, longText, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { handoffLine, type HandoffJson } from '../format.ts';
+import { eventLine } from '../follow-events.ts';
+import { finishWithOutcome, untilSettled } from './watch.ts';
 import { LIMITS } from '../../../libs/domain/limits.ts';
 
 /**
@@ -31,11 +33,14 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .option('--due-minutes <n>', 'due in this many minutes', positiveInt('--due-minutes', LIMITS.dueMinutesMax))
     .option('--idempotency-key <key>', 'sending again with the same key returns the first handoff (default: a new random key per invocation)')
     .option('--key <key>', 'same as --idempotency-key')
-    .option('--json', 'print JSON')
+    .option('--wait', 'then wait for the outcome on the event stream; the exit code tells the final state (0 RETURNED or ACKNOWLEDGED, 3 FAILED, 4 CANCELLED, 5 UNAVAILABLE, 6 DUPLICATE, 7 timeout)')
+    .option('--timeout <s>', 'with --wait: give up after this many seconds (exit 7; the handoff goes on)', positiveInt('--timeout', 86_400))
+    .option('--json', 'print JSON (with --wait: the final handoff)')
     .action(async (first: string, second: string | undefined, third: string | undefined, opts: {
       as?: string; file?: string; title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[]; session?: string;
-      dueMinutes?: number; idempotencyKey?: string; key?: string; json?: boolean;
+      dueMinutes?: number; idempotencyKey?: string; key?: string; json?: boolean; wait?: boolean; timeout?: number;
     }, cmd: Command) => {
+      if (opts.timeout !== undefined && !opts.wait) throw new UsageError('--timeout goes with --wait');
       const context = opts.summary || opts.question || opts.next
         ? { ...(opts.summary ? { summary: opts.summary } : {}), ...(opts.question ? { openQuestions: opts.question } : {}), ...(opts.next ? { nextSteps: opts.next } : {}) }
         : undefined;
@@ -72,6 +77,19 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
           ctx.note(`send not confirmed (${err instanceof ApiError ? `${err.status} ${err.code}` : err.message}); retrying in ${waitMs} ms with the same idempotency key ${idempotencyKey}`);
         },
       );
+      if (opts.wait) {
+        // Progress goes to stderr, so stdout holds only the outcome (or the final handoff as JSON).
+        ctx.note(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
+        const client = ctx.client(cmd);
+        const outcome = await untilSettled(client, body.id, {
+          timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
+          onEvent: (e) => {
+            if (!opts.json) ctx.note(eventLine(e));
+          },
+          onReconnect: (reason) => ctx.note(`reconnecting (${reason})`),
+        });
+        return finishWithOutcome(ctx, client, body.id, outcome, opts.json === true);
+      }
       if (opts.json) return ctx.json(body);
       // A 200 after our own retry is our first try's handoff, which did land.
       ctx.out(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);

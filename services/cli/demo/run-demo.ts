@@ -108,6 +108,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     revokeDemoToken = () => revokeToken(tokenDeps, admin.record.id);
     const url = running.api!.url;
     out(`  API: ${url}   (try: BATON_URL=${url} BATON_TOKEN=${admin.token} ./bin/baton.mjs list; the token dies with the demo)`);
+    out(`  Live page: ${url}/ui/   (sign in with the admin token above; Bull Board, read-only: ${url}/admin/queues)`);
     const client = new ApiClient(url, project, admin.token);
     const relay = new DemoRelay(client, out);
     await relay.registerAgents(opts.thinkMs);

@@ -1,0 +1,327 @@
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { commandTurnText } from '../command/create-command-adapter.ts';
+import { createRunLauncher } from '../command/run-launcher.ts';
+import { readBounded, recordDir, type Reservation, type RunView } from '../command/run-record.ts';
+import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
+import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
+import { scanTranscript, transcriptPath } from './transcript.ts';
+
+/** A binary or working directory that cannot be used never will be until the settings change. */
+const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
+
+export interface ClaudeCodeAdapterOptions {
+  /**
+   * Where run records live, one directory per session and one per turn
+   * (`<runDir>/<session>/<request>/`: the claude process's pid, its stream-json output and
+   * its exit). Per host, kept across worker restarts, shared by every worker of the host.
+   */
+  readonly runDir: string;
+  /** The part of the worker's environment claude inherits (`inheritedEnv(process.env)`: PATH, HOME, ...). */
+  readonly baseEnv: Readonly<Record<string, string>>;
+  /** How long `sendTurn` waits for the supervisor to start claude. Default 5 s. */
+  readonly startWaitMs?: number;
+  /** How often a run this process did not start is looked at while followed. Default 250 ms. */
+  readonly pollMs?: number;
+  /** Between SIGTERM and SIGKILL of a turn past its deadline. Default 5 s. */
+  readonly killGraceMs?: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether the agent names an existing Claude Code session (its target is a session id). */
+export function namesSession(target: DeliveryTarget): boolean {
+  return target.target !== null && UUID.test(target.target);
+}
+
+/**
+ * The session an agent's turns go to: its target when that is a session id; otherwise (no
+ * target, or the default, the agent's handle) a session id derived from the agent id and the
+ * target (a UUID, as `--session-id` wants), so that its first turn creates the session and every
+ * later one resumes it without Baton storing anything.
+ */
+export function claudeSessionId(target: DeliveryTarget): string {
+  if (namesSession(target)) return (target.target as string).toLowerCase();
+  const h = createHash('sha256').update(`baton-claude-code-session:${target.agentId}:${target.target ?? ''}`).digest('hex');
+  // Version 4 / variant bits set, so the CLI's UUID check accepts it.
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Where Claude Code keeps the session's state (and where its login lives). */
+function configDirOf(settings: ClaudeCodeSettings, env: Readonly<Record<string, string>>): string | null {
+  if (settings.configDir) return settings.configDir;
+  const home = env['HOME'];
+  return home ? join(home, '.claude') : null;
+}
+
+/** The last `result` event of a stream-json output (the CLI writes it last, on one line). */
+interface StreamResult {
+  readonly is_error?: boolean;
+  readonly subtype?: string;
+  readonly result?: string;
+  readonly session_id?: string;
+  readonly num_turns?: number;
+  readonly duration_ms?: number;
+  readonly total_cost_usd?: number;
+  readonly api_error_status?: number | null;
+  readonly errors?: unknown;
+}
+
+function lastResult(stream: string): StreamResult | null {
+  const lines = stream.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]?.trim() ?? '';
+    if (!line.startsWith('{') || !line.includes('"result"')) continue;
+    try {
+      const event = JSON.parse(line) as { type?: string } & StreamResult;
+      if (event.type === 'result') return event;
+    } catch {
+      // The cut at the front of a bounded read, or a line being written.
+    }
+  }
+  return null;
+}
+
+function resultError(r: StreamResult): string {
+  const text = r.result ?? (Array.isArray(r.errors) ? r.errors.join('; ') : '');
+  const head = r.api_error_status ? `claude reported an error (API status ${r.api_error_status})` : `claude reported an error (${r.subtype ?? 'error'})`;
+  return text ? `${head}: ${text}` : head;
+}
+
+function withOutput(head: string, output: string): string {
+  const text = output.trim();
+  return text ? `${head}: ${text}` : head;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new Error('aborted');
+}
+
+/**
+ * The `claude_code` provider: each turn is one `claude -p` process in the session's working
+ * directory, `--resume <session>` (or `--session-id` for a session that has no transcript yet),
+ * the turn text with its marker line on standard input, `--output-format stream-json`. The
+ * process runs under the command provider's detached supervisor with a run record per request
+ * id, grouped by session: it outlives the worker, is started at most once per request id, and
+ * no turn starts while another claude process of Baton's is alive in the same session (Claude
+ * Code has no busy guard of its own; Baton's lock and this are the guard). The stream's result
+ * is the turn's end (`is_error` → failed); without a record the session's transcript is scanned
+ * for the marker.
+ */
+export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): ProviderAdapter {
+  const pollMs = options.pollMs ?? 250;
+  const killGraceMs = options.killGraceMs ?? 5_000;
+  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? 5_000 });
+  const runDir = runs.runDir;
+  const group = (sessionId: string) => `session-${sessionId}`;
+
+  function envOf(settings: ClaudeCodeSettings, turn: TurnRequest | null): Record<string, string> {
+    const env: Record<string, string> = {
+      ...options.baseEnv,
+      // No update checks, telemetry or error reports from a headless turn (recipe 1.1): the one
+      // variable that stops every connection but the model's.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      ...settings.env,
+    };
+    if (settings.configDir) env['CLAUDE_CONFIG_DIR'] = settings.configDir;
+    if (settings.apiKey) env['ANTHROPIC_API_KEY'] = settings.apiKey;
+    if (turn) {
+      env['BATON_HANDOFF_ID'] = turn.handoffId;
+      env['BATON_REQUEST_ID'] = turn.requestId;
+      env['BATON_ATTEMPT'] = String(turn.attempt);
+      env['BATON_FROM'] = turn.from;
+      env['BATON_TITLE'] = turn.title ?? '';
+    }
+    return env;
+  }
+
+  /** The transcript of the target's session, or null when no config directory can be named. */
+  function transcriptOf(target: DeliveryTarget, settings: ClaudeCodeSettings): string | null {
+    const configDir = configDirOf(settings, envOf(settings, null));
+    return configDir ? transcriptPath(configDir, settings.cwd, claudeSessionId(target)) : null;
+  }
+
+  /** What the session's own history says, with the process state `alive` from the record. */
+  async function fromTranscript(path: string | null, requestId: string, alive: boolean): Promise<TurnObservation> {
+    if (!path) throw new Error('cannot locate the transcript: neither configDir nor HOME is set');
+    const seen = await scanTranscript(path, requestId);
+    if (!seen.found) {
+      // A process of Baton's that has not written the prompt yet is a turn under way.
+      return alive ? { found: true, status: 'accepted' } : { found: false, complete: true };
+    }
+    if (alive) return { found: true, status: 'running' };
+    const a = seen.answer;
+    if (a && !a.pendingTool) {
+      return a.apiError ? { found: true, status: 'failed', error: `claude reported an error: ${a.text}` } : { found: true, status: 'returned', result: { summary: a.text, output: { source: 'transcript' } } };
+    }
+    return { found: true, status: 'interrupted', error: 'the claude process ended before the turn answered (its transcript has the prompt but no final answer)' };
+  }
+
+  async function observationOf(dir: string, view: RunView, target: DeliveryTarget, settings: ClaudeCodeSettings, requestId: string): Promise<TurnObservation> {
+    switch (view.kind) {
+      case 'absent':
+        // Not started through this host's records (or the record was removed): the session's own history decides.
+        return fromTranscript(transcriptOf(target, settings), requestId, false);
+      case 'never_started':
+        return { found: false, complete: true };
+      case 'starting':
+        return { found: true, status: 'accepted' };
+      case 'running':
+        return { found: true, status: 'running' };
+      case 'ended':
+        break;
+    }
+    const { exit, reservation } = view;
+    const bytes = reservation.maxOutputBytes;
+    if (exit.kind === 'spawn_failed') {
+      return CONFIG_SPAWN_ERRORS.has(exit.code) ? { found: true, status: 'rejected', error: `cannot start ${reservation.argv[0] ?? 'claude'}: ${exit.message}` } : { found: false, complete: true };
+    }
+    const result = lastResult(await readBounded(join(dir, 'stdout'), bytes));
+    if (exit.kind === 'exited' && result) {
+      if (result.is_error) return { found: true, status: 'failed', error: resultError(result) };
+      return {
+        found: true,
+        status: 'returned',
+        result: {
+          summary: result.result ?? '',
+          output: { sessionId: result.session_id ?? null, numTurns: result.num_turns ?? null, durationMs: result.duration_ms ?? null, costUsd: result.total_cost_usd ?? null },
+        },
+      };
+    }
+    // No result on the stream: killed (its deadline, or its supervisor died and the process
+    // was stopped) or crashed. Whatever reached the session's transcript before that decides.
+    const seen = await fromTranscript(transcriptOf(target, settings), requestId, false);
+    if (seen.found && seen.status === 'returned') return seen;
+    const stderr = await readBounded(join(dir, 'stderr'), 4_096);
+    if (exit.kind === 'interrupted') return { found: true, status: 'interrupted', error: exit.reason };
+    if (exit.deadlineExceeded) return { found: true, status: 'failed', error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): claude was stopped`, stderr) };
+    return { found: true, status: 'failed', error: withOutput(exit.signal ? `claude was killed by ${exit.signal}` : `claude exited with code ${exit.code} and no result`, stderr) };
+  }
+
+  function argvOf(settings: ClaudeCodeSettings, sessionId: string, resume: boolean): string[] {
+    const argv = [settings.binary, '-p', '--output-format', 'stream-json', '--verbose', '--permission-mode', settings.permissionMode];
+    if (settings.model) argv.push('--model', settings.model);
+    argv.push(resume ? '--resume' : '--session-id', sessionId);
+    // Variadic: given last with '=', so it can swallow nothing else.
+    if (settings.allowedTools.length > 0) argv.push(`--allowedTools=${settings.allowedTools.join(',')}`);
+    return argv;
+  }
+
+  async function follow(target: DeliveryTarget, settings: ClaudeCodeSettings, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {
+    const dir = recordDir(runDir, group(claudeSessionId(target)), requestId);
+    let sawRunning = false;
+    for (;;) {
+      if (signal.aborted) throw abortError(signal);
+      const view = await runs.inspect(dir);
+      const seen = await observationOf(dir, view, target, settings, requestId);
+      const end = seen.found ? endOfObservation(seen) : { status: 'unobservable' as const, error: 'claude was never started for this turn (its run record and the transcript say so)' };
+      // A turn that ended was running before it did, even if no look caught it running.
+      if (!sawRunning && (seen.found && seen.status !== 'accepted' && seen.status !== 'rejected')) {
+        sawRunning = true;
+        await hooks.onRunning();
+      }
+      if (end) return end;
+      await runs.pause(dir, view.kind === 'starting' ? Math.min(pollMs, 50) : pollMs, signal);
+    }
+  }
+
+  return {
+    provider: 'claude_code',
+    // sendTurn answers busy itself (no write) while a claude process of Baton's is alive in the session.
+    reportsBusyOnSend: true,
+
+    async sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult> {
+      const parsed = parseClaudeCodeSettings(target.settings);
+      if (!parsed.ok) return { outcome: 'rejected', reason: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
+      const settings = parsed.settings;
+      if (signal.aborted) return { outcome: 'not_sent', error: 'aborted before the run was reserved' };
+      const sessionId = claudeSessionId(target);
+      const dir = recordDir(runDir, group(sessionId), turn.requestId);
+      const answerFromRecord = async (): Promise<SendResult> => {
+        const view = await runs.inspect(dir);
+        return sendResultOf(view, await observationOf(dir, view, target, settings, turn.requestId));
+      };
+      // Written before: never start it again.
+      if (await fs.access(dir).then(() => true, () => false)) return answerFromRecord();
+      try {
+        if (await runs.liveRun(group(sessionId), dir)) return { outcome: 'busy', detail: `a claude process of Baton's is still running in session ${sessionId}` };
+      } catch (err) {
+        return { outcome: 'not_sent', error: `could not read the run records in ${runDir}: ${(err as Error).message}` };
+      }
+      const transcript = transcriptOf(target, settings);
+      if (!transcript) return { outcome: 'rejected', reason: 'cannot locate the session: set configDir (or HOME for the worker)' };
+      let resume: boolean;
+      try {
+        resume = await fs.access(transcript).then(() => true, () => false);
+      } catch (err) {
+        return { outcome: 'not_sent', error: (err as Error).message };
+      }
+      // A session the agent was registered with must exist where it is looked for: starting it
+      // afresh would write the turn into a new, empty conversation.
+      if (!resume && namesSession(target)) return { outcome: 'gone', reason: `session ${sessionId} has no transcript at ${transcript} (a different cwd or configDir, or deleted)` };
+      const argv = argvOf(settings, sessionId, resume);
+      const reservation: Reservation = {
+        requestId: turn.requestId,
+        agentId: group(sessionId),
+        handoffId: turn.handoffId,
+        attempt: turn.attempt,
+        reservedAt: Date.now(),
+        reserverPid: process.pid,
+        argv,
+        cwd: settings.cwd,
+        timeoutMs: settings.timeoutMs,
+        maxOutputBytes: settings.maxOutputBytes,
+        // Claude's exit codes carry no busy or refusal meaning; the stream's result does.
+        busyExitCode: 75,
+        refusedExitCode: 77,
+      };
+      let created: boolean;
+      try {
+        created = await runs.reserve(reservation, commandTurnText(turn));
+      } catch (err) {
+        return { outcome: 'not_sent', error: `could not create the run record in ${runDir}: ${(err as Error).message}` };
+      }
+      if (!created) return answerFromRecord();
+      try {
+        const launched = await runs.launch(dir, { argv, cwd: settings.cwd, env: envOf(settings, turn), timeoutMs: settings.timeoutMs, killGraceMs }, signal);
+        if (launched.kind !== 'decided') return { outcome: launched.kind, error: launched.error };
+        return sendResultOf(launched.view, await observationOf(dir, launched.view, target, settings, turn.requestId));
+      } catch (err) {
+        // The record exists and a supervisor may have claimed it: only observation can tell.
+        return { outcome: 'lost', error: (err as Error).message };
+      }
+    },
+
+    async observeTurn(target: DeliveryTarget, requestId: string): Promise<TurnObservation> {
+      const parsed = parseClaudeCodeSettings(target.settings);
+      if (!parsed.ok) throw new Error(`the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}`);
+      const dir = recordDir(runDir, group(claudeSessionId(target)), requestId);
+      return observationOf(dir, await runs.inspect(dir), target, parsed.settings, requestId);
+    },
+
+    async isBusy(target: DeliveryTarget): Promise<boolean> {
+      return runs.liveRun(group(claudeSessionId(target)), null);
+    },
+
+    async waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {
+      const parsed = parseClaudeCodeSettings(target.settings);
+      if (!parsed.ok) return { status: 'unobservable', error: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
+      return follow(target, parsed.settings, requestId, hooks, signal);
+    },
+
+    async close() {
+      // Turns outlive the adapter by design; their supervisors are detached and unreferenced.
+    },
+  };
+}
+
+/** The answer to a write from a record whose start is decided, and how it reads. */
+function sendResultOf(view: RunView, seen: TurnObservation): SendResult {
+  if (view.kind === 'ended' && view.exit.kind === 'spawn_failed') {
+    return seen.found ? { outcome: 'rejected', reason: seen.error ?? view.exit.message } : { outcome: 'not_sent', error: `cannot start claude: ${view.exit.message}` };
+  }
+  if (view.kind === 'never_started' || view.kind === 'absent') return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
+  return { outcome: 'accepted', seen };
+}

@@ -1,0 +1,99 @@
+import { createReadStream, promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/**
+ * Claude Code's own record of a session: `<configDir>/projects/<project key>/<session>.jsonl`,
+ * append-only JSON lines (`user`, `assistant` one line per content block, `attachment`,
+ * `queue-operation`, `last-prompt`, ...). The project key is the absolute working directory with
+ * every character other than a letter or digit replaced by '-' (verified for 2.1.197 with '/',
+ * '.', '_' and spaces; very long paths were not checked).
+ */
+export function transcriptPath(configDir: string, cwd: string, sessionId: string): string {
+  return join(configDir, 'projects', cwd.replace(/[^A-Za-z0-9]/g, '-'), `${sessionId}.jsonl`);
+}
+
+/** The marker line every Baton turn carries (the command provider's too). */
+export function markerLine(requestId: string): string {
+  return `baton-request-id: ${requestId}`;
+}
+
+/** What the transcript says about one request id. */
+export type TranscriptFinding =
+  /** `exists: false`: the session has no transcript at all (never created here). */
+  | { readonly found: false; readonly exists: boolean }
+  | {
+      readonly found: true;
+      /** How the turn's last assistant message reads (null: no answer yet). */
+      readonly answer: { readonly text: string; readonly apiError: boolean; readonly pendingTool: boolean } | null;
+    };
+
+interface Line {
+  readonly type?: string;
+  readonly isMeta?: boolean;
+  readonly isApiErrorMessage?: boolean;
+  readonly message?: { readonly role?: string; readonly content?: unknown };
+}
+
+function blocksOf(content: unknown): Array<{ type?: string; text?: string }> {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return Array.isArray(content) ? (content as Array<{ type?: string; text?: string }>) : [];
+}
+
+/** A user line that starts a turn (a prompt), as opposed to a tool result fed back to the model. */
+function isPrompt(line: Line): boolean {
+  if (line.type !== 'user' || line.isMeta === true) return false;
+  const blocks = blocksOf(line.message?.content);
+  return blocks.length > 0 && blocks.every((b) => b.type === 'text');
+}
+
+function promptHasMarker(line: Line, marker: string): boolean {
+  return blocksOf(line.message?.content).some((b) => typeof b.text === 'string' && b.text.split('\n').some((l) => l.trim() === marker));
+}
+
+/**
+ * Reads the whole transcript once, line by line (a session's file grows with every turn), and
+ * finds the prompt that carries `requestId`'s marker line and the last assistant message after
+ * it, up to the next prompt. Only prompts count: the marker quoted by a model reply, a tool's
+ * output or a later prompt is not the turn. Lines that are not JSON (a write in progress) are
+ * skipped.
+ * @throws when the file exists but cannot be read (the caller could not ask).
+ */
+export async function scanTranscript(path: string, requestId: string): Promise<TranscriptFinding> {
+  try {
+    await fs.access(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { found: false, exists: false };
+    throw err;
+  }
+  const marker = markerLine(requestId);
+  let inTurn = false;
+  let found = false;
+  let answer: { text: string; apiError: boolean; pendingTool: boolean } | null = null;
+  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  for await (const raw of lines) {
+    // Cheap skip before the turn: its prompt line must contain the id.
+    if (raw === '' || (!inTurn && !raw.includes(requestId))) continue;
+    let line: Line;
+    try {
+      line = JSON.parse(raw) as Line;
+    } catch {
+      continue;
+    }
+    if (isPrompt(line)) {
+      if (inTurn) break;
+      if (promptHasMarker(line, marker)) {
+        inTurn = found = true;
+      }
+      continue;
+    }
+    if (!inTurn || line.type !== 'assistant') continue;
+    const blocks = blocksOf(line.message?.content);
+    const text = blocks.filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text as string).join('\n');
+    const toolUse = blocks.some((b) => b.type === 'tool_use');
+    // One line per content block: a text block followed by a tool call is still a turn at work.
+    if (text !== '') answer = { text, apiError: line.isApiErrorMessage === true, pendingTool: false };
+    if (toolUse) answer = { text: answer?.text ?? '', apiError: false, pendingTool: true };
+  }
+  return found ? { found: true, answer } : { found: false, exists: true };
+}

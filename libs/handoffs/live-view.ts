@@ -1,0 +1,94 @@
+import { LIVE_TURN_STATES, OPEN_STATES, SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import type { Viewer } from '../domain/visibility.ts';
+import type { AgentRecord, HandoffView } from '../db/records.ts';
+import type { DeliveryTimeFigures } from '../db/live-view-repository.ts';
+import type { CoreDeps } from './ports.ts';
+import { resolveProject } from './resolve-project.ts';
+
+/** What an agent is doing, as far as the viewer can see: in a turn, needing a person, or neither. */
+export type AgentActivity = 'busy' | 'attention' | 'idle';
+
+/** Why a handoff is on the "needs attention" list. */
+export type AttentionReason = 'uncertain' | 'held' | 'overdue' | 'failed';
+
+export interface LiveAgent {
+  readonly agent: AgentRecord;
+  readonly activity: AgentActivity;
+  /** Visible turns in flight to it (SENDING, ACCEPTED, RUNNING). */
+  readonly live: number;
+  /** Visible open handoffs to it that wait (WAITING, BUSY, OWNER_REJECTED, HELD, UNCERTAIN). */
+  readonly queued: number;
+  /** Visible handoffs to it that need attention (UNCERTAIN, HELD, overdue). */
+  readonly attention: number;
+}
+
+export interface LiveView {
+  readonly project: string;
+  readonly at: Date;
+  /** The event log's head when this was read: the page follows `GET /v1/events` from here. */
+  readonly lastEventId: bigint;
+  readonly agents: LiveAgent[];
+  /** Open handoffs, newest first (at most LIVE_LIST_LIMIT). */
+  readonly inFlight: HandoffView[];
+  /** The newest settled handoffs (at most RECENT_LIMIT), newest first: what just finished. */
+  readonly recentlySettled: HandoffView[];
+  readonly attention: Array<{ handoff: HandoffView; reasons: AttentionReason[] }>;
+  /** Over the newest DELIVERY_TIME_SAMPLE handoffs of the last DELIVERY_TIME_WINDOW_MS. */
+  readonly deliveryTimes: { readonly windowMs: number; readonly accepted: DeliveryTimeFigures; readonly returned: DeliveryTimeFigures };
+}
+
+export const LIVE_LIST_LIMIT = 100;
+export const RECENT_LIMIT = 20;
+export const DELIVERY_TIME_WINDOW_MS = 60 * 60 * 1000;
+export const DELIVERY_TIME_SAMPLE = 1000;
+/** FAILED handoffs stay on the attention list this long after they failed. */
+export const FAILED_ATTENTION_MS = 24 * 60 * 60 * 1000;
+
+const ATTENTION_STATES: ReadonlySet<DeliveryState> = new Set<DeliveryState>(['UNCERTAIN', 'HELD']);
+
+function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
+  const reasons: AttentionReason[] = [];
+  if (h.deliveryState === 'UNCERTAIN') reasons.push('uncertain');
+  if (h.deliveryState === 'HELD') reasons.push('held');
+  if (h.deliveryState === 'FAILED') reasons.push('failed');
+  if (h.dueAt !== null && h.dueAt < now && h.settledAt === null) reasons.push('overdue');
+  return reasons;
+}
+
+/**
+ * Everything the live page shows at first paint, for one caller: the project's agents with
+ * what they are doing, open handoffs, what needs attention (UNCERTAIN, HELD, overdue, failed in
+ * the last day; among the newest settled ones), the newest settled handoffs, and delivery times (send → accepted, send → returned, p50/p90). Every count and
+ * list goes through the visibility rule, so an agent's view holds only its own handoffs and
+ * its project's unowned work; an agent's activity is what the viewer can see of it.
+ * @throws BatonError project_not_found
+ */
+export async function getLiveView(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<LiveView> {
+  const project = await resolveProject(deps, projectSlug);
+  const now = deps.clock.now();
+  const [lastEventId, agents, load, inFlight, recentlySettled, deliveryTimes] = await Promise.all([
+    deps.liveView.lastEventId(),
+    deps.agents.listActive(project.id),
+    deps.liveView.recipientLoad(project.id, OPEN_STATES, now, viewer),
+    deps.handoffs.list({ projectId: project.id, states: OPEN_STATES, viewer, limit: LIVE_LIST_LIMIT }),
+    deps.handoffs.list({ projectId: project.id, states: [...SETTLED_STATES], viewer, limit: RECENT_LIMIT }),
+    deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - DELIVERY_TIME_WINDOW_MS), DELIVERY_TIME_SAMPLE, viewer),
+  ]);
+  const recentFailures = recentlySettled.filter((h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= FAILED_ATTENTION_MS);
+  const attention = [...inFlight, ...recentFailures]
+    .map((handoff) => ({ handoff, reasons: reasonsFor(handoff, now) }))
+    .filter((a) => a.reasons.length > 0);
+  const liveAgents = agents.map((agent): LiveAgent => {
+    let live = 0;
+    let queued = 0;
+    let needs = 0;
+    for (const l of load) {
+      if (l.recipientId !== agent.id) continue;
+      if (LIVE_TURN_STATES.includes(l.state)) live += l.count;
+      else queued += l.count;
+      needs += ATTENTION_STATES.has(l.state) ? l.count : l.overdue;
+    }
+    return { agent, activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle', live, queued, attention: needs };
+  });
+  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: DELIVERY_TIME_WINDOW_MS, ...deliveryTimes } };
+}

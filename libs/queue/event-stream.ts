@@ -1,0 +1,97 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logging/create-logger.ts';
+import type { RedisNames } from './redis-names.ts';
+
+/** Entries the stream keeps (XADD MAXLEN ~): a wake-up needs none of the old ones. */
+export const EVENT_STREAM_MAXLEN = 10_000;
+
+/**
+ * The writers' side of the event stream (`<prefix>:{events}:stream`): after a statement that
+ * appended handoff events committed, one XADD with the highest new event id (`top`) and how
+ * many rows it wrote. It never throws and nobody awaits it: the stream only wakes the API
+ * processes, which read the events themselves from Postgres, so a lost append delays a
+ * follower until the next append (or its periodic check) and loses nothing.
+ */
+export class EventStreamPublisher {
+  private readonly key: string;
+
+  constructor(
+    private readonly redis: Redis,
+    names: RedisNames,
+    private readonly logger: Logger,
+    private readonly maxLen = EVENT_STREAM_MAXLEN,
+  ) {
+    this.key = names.eventStream();
+  }
+
+  published(eventIds: readonly string[]): void {
+    if (eventIds.length === 0) return;
+    let top = 0n;
+    for (const id of eventIds) if (BigInt(id) > top) top = BigInt(id);
+    this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxLen), '*', 'top', top.toString(), 'n', String(eventIds.length)).catch((err: unknown) => {
+      this.logger.debug({ err }, 'event stream append failed; followers catch up from Postgres');
+    });
+  }
+}
+
+/** A blocking reader of the event stream: `onWake(top)` per batch of entries, `top` the highest event id they name. */
+export interface EventStreamReader {
+  start(onWake: (top: bigint) => void): void;
+  close(): void;
+}
+
+/**
+ * Reads the event stream with XREAD BLOCK on its own connection (one per API process, whatever
+ * the number of followers). After a Redis error it wakes its follower once the connection
+ * answers again (`top` 0: "look at Postgres"), since appends may have been lost meanwhile; a
+ * deleted or trimmed stream needs nothing: the next append recreates it with later ids.
+ */
+export function createEventStreamReader(connection: Redis, names: RedisNames, logger: Logger, blockMs = 5_000): EventStreamReader {
+  const key = names.eventStream();
+  let closed = false;
+  return {
+    start(onWake) {
+      const loop = async () => {
+        let last = '$';
+        let failed = false;
+        try {
+          // Start after the newest entry: what came before is already in Postgres for the follower.
+          const newest = (await connection.xrevrange(key, '+', '-', 'COUNT', 1))[0];
+          last = newest ? newest[0] : '0-0';
+        } catch (err) {
+          failed = true;
+          logger.debug({ err }, 'event stream not readable yet');
+        }
+        while (!closed) {
+          try {
+            const res = (await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, last)) as Array<[string, Array<[string, string[]]>]> | null;
+            if (failed) {
+              failed = false;
+              onWake(0n);
+            }
+            const entries = res?.[0]?.[1] ?? [];
+            let top = 0n;
+            for (const [id, fields] of entries) {
+              last = id;
+              const at = fields.indexOf('top');
+              const value = at >= 0 ? fields[at + 1] : undefined;
+              if (value !== undefined && /^\d+$/.test(value) && BigInt(value) > top) top = BigInt(value);
+            }
+            if (entries.length > 0) onWake(top);
+          } catch (err) {
+            if (closed) return;
+            failed = true;
+            logger.debug({ err }, 'event stream read failed; retrying');
+            await new Promise((resolve) => setTimeout(resolve, 500).unref());
+            if (last === '$') last = '0-0';
+          }
+        }
+      };
+      void loop();
+    },
+    close() {
+      closed = true;
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { Queue } from 'bullmq';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import { BatonError, ERROR_CATALOG } from '../../../../libs/domain/errors.ts';
+import { authenticate, type Caller } from '../../../../libs/handoffs/manage-tokens.ts';
+import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import type { RedisNames } from '../../../../libs/queue/redis-names.ts';
+import type { BrowserSessions } from '../../plugins/browser-session.ts';
+import type { RequestLimiter } from '../../plugins/rate-limit.ts';
+
+/** Where Bull Board is served. */
+export const ADMIN_QUEUES_PREFIX = '/admin/queues';
+
+/**
+ * Bull Board's page loads its own script and style files (and inline styles from its
+ * components), its fonts and images from itself, and talks only to its own API.
+ */
+const BOARD_CSP =
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'";
+
+/** How long the list of queues shown is reused before the agents table is asked again. */
+const QUEUE_LIST_TTL_MS = 2_000;
+
+export interface AdminQueuesOptions {
+  readonly core: CoreDeps;
+  readonly browser: BrowserSessions | undefined;
+  readonly limiter: RequestLimiter | undefined;
+  /** The Redis the delivery queues live in (the API's producer connection). */
+  readonly redis: Redis;
+  readonly names: RedisNames;
+  /** Every delivery queue the deployment uses now (each provider and pool with agents, every shard). */
+  readonly queueNames: () => Promise<readonly string[]>;
+}
+
+/**
+ * Bull Board at `/admin/queues`: every delivery queue, read-only (`readOnlyMode`: no retry,
+ * promote, clean, pause or job removal, which would move work behind the state machine's back;
+ * Bull Board answers those 405 `QUEUE_READ_ONLY`). Admins only: an admin's browser session
+ * (Host, Origin and CSRF checked) or bearer token; anyone else is refused before Bull Board
+ * sees the request. BullMQ is transport: what a handoff's state is comes from Postgres, never
+ * from this page.
+ */
+export async function installAdminQueues(app: FastifyInstance, opts: AdminQueuesOptions): Promise<void> {
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(ADMIN_QUEUES_PREFIX);
+  const board = createBullBoard({ queues: [], serverAdapter, options: { uiConfig: { boardTitle: 'Baton queues' } } });
+  const queues = new Map<string, Queue>();
+  let listedAt = 0;
+  let shown = '';
+
+  // Once a second at most per burst of page requests: new agents (a new pool) appear by themselves.
+  const refresh = async () => {
+    if (Date.now() - listedAt < QUEUE_LIST_TTL_MS) return;
+    listedAt = Date.now();
+    const names = [...(await opts.queueNames())].sort();
+    if (names.join('\n') === shown) return;
+    shown = names.join('\n');
+    for (const name of names) {
+      if (!queues.has(name)) queues.set(name, new Queue(name, { connection: opts.redis, prefix: opts.names.bullPrefix }));
+    }
+    board.replaceQueues(names.map((name) => new BullMQAdapter(queues.get(name) as Queue, { readOnlyMode: true })));
+  };
+
+  const refuse = (reply: FastifyReply, err: BatonError) =>
+    reply.status(ERROR_CATALOG[err.code].status).send({ error: { code: err.code, message: err.message } });
+
+  // Bull Board installs its own error handler in its scope, so refusals are answered here, in
+  // the catalog's shape, rather than thrown.
+  const guard = async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('content-security-policy', BOARD_CSP);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    let caller: Caller;
+    try {
+      if (request.headers.authorization || !opts.browser) {
+        caller = await authenticate(opts.core, request.headers.authorization);
+      } else {
+        caller = (await opts.browser.resolve(request, opts.core)).caller;
+      }
+      if (opts.limiter) await opts.limiter(request, reply);
+      if (!caller.admin) throw new BatonError('forbidden', 'Bull Board needs an admin token (or an admin\'s browser session)');
+      await refresh();
+    } catch (err) {
+      if (!(err instanceof BatonError)) throw err;
+      // A browser with no session is sent to sign in and back.
+      if (err.code === 'unauthenticated' && request.method === 'GET' && (request.headers.accept ?? '').includes('text/html')) {
+        return reply.redirect(`/ui/sign-in?next=${encodeURIComponent(ADMIN_QUEUES_PREFIX)}`, 303);
+      }
+      return refuse(reply, err);
+    }
+    return undefined;
+  };
+
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', guard);
+    await scope.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PREFIX });
+  });
+  app.addHook('onClose', async () => {
+    await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
+  });
+}

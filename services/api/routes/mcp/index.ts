@@ -1,0 +1,111 @@
+import type { FastifyInstance, FastifyPluginAsync, InjectOptions } from 'fastify';
+import type { Response as InjectResponse } from 'light-my-request';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { BatonError } from '../../../../libs/domain/errors.ts';
+import { authenticate } from '../../../../libs/handoffs/manage-tokens.ts';
+import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
+import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import { ApiClient } from '../../../cli/api-client.ts';
+import { createMcpServer } from '../../../mcp/create-mcp-server.ts';
+import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
+import { NO_STORE } from '../../plugins/no-store.ts';
+import { projectOf } from '../../route-context.ts';
+import { Type } from 'typebox';
+import { ErrorBody, ProjectHeader } from '../../schemas.ts';
+
+/** For the OpenAPI document (plugins/openapi.ts): the MCP transport reads and answers the messages itself. */
+const JsonRpcMessages = Type.Union([Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }), Type.Array(Type.Unknown())], {
+  description: 'one JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, tools/call, ...), or a batch',
+});
+const McpPostSchema = {
+  description: "Baton's MCP tools over streamable HTTP, stateless; an admin token names its agent with X-Baton-Agent.",
+  headers: Type.Object({ 'x-baton-project': ProjectHeader.properties['x-baton-project'], 'x-baton-agent': Type.Optional(Type.String({ maxLength: 64 })) }),
+  body: JsonRpcMessages,
+  response: { 200: Type.Unknown({ description: 'the JSON-RPC answer (202 with no body for a notification)' }), '4xx': ErrorBody },
+};
+const McpRefusedSchema = { description: 'No server-sent stream and no session: always 405 method_not_allowed.', response: { 405: ErrorBody } };
+
+export interface McpRouteOptions {
+  readonly core: CoreDeps;
+  readonly defaultProject: string;
+  /** The root app's inject: the tools call the API's own /v1 routes through it, in process. */
+  readonly inject: FastifyInstance['inject'];
+}
+
+/** Where the in-process client "is"; never resolved, app.inject routes on the path alone. */
+const SELF = 'http://baton.internal';
+
+/**
+ * A fetch that answers from the API's own routes (app.inject), so `/mcp` tools use the same
+ * ApiClient as `baton mcp` and every call passes the same authentication, rate limit,
+ * validation, visibility and audit as any other /v1 call, without a socket.
+ */
+export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
+  const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const res = (await inject({
+      method: (init?.method ?? 'GET') as InjectOptions['method'],
+      url: `${url.pathname}${url.search}`,
+      headers: Object.fromEntries(new Headers(init?.headers).entries()),
+      ...(typeof init?.body === 'string' ? { payload: init.body } : {}),
+    })) as InjectResponse;
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
+    const empty = res.statusCode === 204 || res.statusCode === 304 || res.rawPayload.length === 0;
+    return new Response(empty ? null : res.rawPayload, { status: res.statusCode, headers });
+  };
+  return f as typeof fetch;
+}
+
+const header = (value: string | string[] | undefined) => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/**
+ * `POST /mcp`: Baton's MCP tools over streamable HTTP, stateless (a server and transport per
+ * request, JSON answers). The request's bearer token is the identity (401 before any MCP
+ * message is read); an admin token names its agent with `X-Baton-Agent` (403 `forbidden`
+ * without it). GET and DELETE (server-sent streams, sessions) are 405: there are no sessions.
+ */
+const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
+  const { core, defaultProject, inject } = opts;
+
+  app.post('/mcp', { schema: McpPostSchema }, async (request, reply) => {
+    const caller = await authenticate(core, request.headers.authorization);
+    request.caller = caller;
+    const project = projectOf(request, defaultProject);
+    const identity = resolveIdentity(
+      { tokenId: caller.tokenId, admin: caller.admin, agent: caller.agent?.handle ?? null, project },
+      header(request.headers['x-baton-agent']),
+      { nameWith: 'the X-Baton-Agent header' },
+    );
+    if (identity.admin) await getAgent(core, project, identity.agent);
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project'] as string | undefined) : undefined, token, undefined, injectFetch(inject));
+    const server = createMcpServer({ api, identity });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    reply.raw.setHeader('cache-control', NO_STORE);
+    reply.hijack();
+    reply.raw.once('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    } catch (err) {
+      request.log.error({ err }, 'mcp request failed');
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
+      }
+    }
+  });
+
+  // 405 is what MCP clients expect when a server offers no stream on GET and no sessions.
+  const noSessions = async (_request: unknown, reply: { header(k: string, v: string): unknown }) => {
+    reply.header('allow', 'POST');
+    throw new BatonError('method_not_allowed', 'Baton serves MCP statelessly: POST /mcp only (no server-sent stream, no session to delete)');
+  };
+  app.get('/mcp', { schema: McpRefusedSchema }, noSessions);
+  app.delete('/mcp', { schema: McpRefusedSchema }, noSessions);
+};
+
+export default mcpRoutes;

@@ -1,0 +1,198 @@
+// The live page: first paint from GET /v1/live, then pushed by GET /v1/events (server-sent
+// events, resumed with Last-Event-ID by the browser itself). Every read goes through the
+// browser session's cookie, so the page shows what the signed-in token may see. Text written by
+// agents is only ever set as textContent.
+
+const SETTLED = new Set(['UNAVAILABLE', 'RETURNED', 'FAILED', 'ACKNOWLEDGED', 'CANCELLED', 'DUPLICATE']);
+const KEEP_SETTLED = 20;
+const $ = (id) => document.getElementById(id);
+
+let session = null;
+let query = '';
+/** Handoffs shown, by id: { id, title, from, to, state, workState, updatedAt, eventId }. */
+const handoffs = new Map();
+let selected = null;
+let refreshTimer = null;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? '')));
+  return node;
+}
+
+const stateBadge = (state) => el('span', { class: 'state', 'data-state': state }, state);
+const ms = (v) => (v === null ? '–' : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
+const time = (iso) => new Date(iso).toLocaleTimeString();
+
+async function api(path) {
+  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  if (res.status === 401) {
+    location.assign(`/ui/sign-in?next=${encodeURIComponent('/ui/')}`);
+    throw new Error('signed out');
+  }
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return res.json();
+}
+
+function renderAgents(agents) {
+  $('agents').replaceChildren(
+    ...agents.map((a) =>
+      el(
+        'li',
+        { 'data-agent': a.id, 'data-activity': a.activity },
+        el('div', { class: 'name' }, a.displayName || a.id),
+        el('div', { class: 'dim' }, `${a.activity} · ${a.provider}${a.pool !== 'default' ? ` · ${a.pool}` : ''}`),
+        el('div', { class: 'dim' }, `${a.live} in turn · ${a.queued} waiting${a.attention ? ` · ${a.attention} need attention` : ''}`),
+      ),
+    ),
+  );
+}
+
+function renderTimes(t) {
+  $('times-window').textContent = `last ${Math.round(t.windowSeconds / 60)} min`;
+  for (const key of ['accepted', 'returned']) {
+    const cells = document.querySelectorAll(`#times tr[data-figure="${key}"] td`);
+    const f = t[key];
+    cells[0].textContent = ms(f.p50Ms);
+    cells[1].textContent = ms(f.p90Ms);
+    cells[2].textContent = f.count;
+  }
+}
+
+function renderAttention(items) {
+  $('attention-count').textContent = items.length;
+  $('attention-count').setAttribute('data-n', String(items.length));
+  $('attention').replaceChildren(
+    ...items.map((h) => {
+      const li = el('li', { 'data-handoff-id': h.id }, ...h.reasons.map((r) => el('span', { class: 'reason' }, r)), h.title ?? '(message)', el('span', { class: 'dim' }, ` ${h.from} → ${h.to ?? '@project'} `), stateBadge(h.state));
+      li.addEventListener('click', () => openTimeline(h.id));
+      return li;
+    }),
+  );
+}
+
+function renderHandoffs() {
+  const rows = [...handoffs.values()];
+  const open = rows.filter((h) => !SETTLED.has(h.state)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  const settled = rows.filter((h) => SETTLED.has(h.state)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  for (const old of settled.slice(KEEP_SETTLED)) handoffs.delete(old.id);
+  $('handoffs').tBodies[0].replaceChildren(
+    ...[...open, ...settled.slice(0, KEEP_SETTLED)].map((h) => {
+      const tr = el(
+        'tr',
+        { 'data-handoff-id': h.id, 'data-state': h.state, 'aria-selected': String(h.id === selected) },
+        el('td', {}, h.title ?? '(message)'),
+        el('td', {}, `${h.from} → ${h.to ?? '@project'}`),
+        el('td', {}, stateBadge(h.state)),
+        el('td', {}, h.workState ?? ''),
+        el('td', { class: 'dim' }, time(h.updatedAt)),
+      );
+      tr.addEventListener('click', () => openTimeline(h.id));
+      return tr;
+    }),
+  );
+}
+
+async function refresh() {
+  refreshTimer = null;
+  const live = await api(`/v1/live${query}`);
+  renderAgents(live.agents);
+  renderTimes(live.deliveryTimes);
+  renderAttention(live.attention);
+  const snapshotAt = BigInt(live.lastEventId);
+  const inSnapshot = new Set(live.inFlight.map((h) => h.id));
+  for (const h of [...live.inFlight, ...live.recentlySettled]) {
+    const known = handoffs.get(h.id);
+    if (!known || known.eventId <= snapshotAt) handoffs.set(h.id, { ...h, eventId: snapshotAt });
+  }
+  // Open ones the snapshot no longer lists settled (or left sight) before it was read.
+  for (const [id, h] of handoffs) if (!inSnapshot.has(id) && !SETTLED.has(h.state) && h.eventId <= snapshotAt) handoffs.delete(id);
+  renderHandoffs();
+  return live;
+}
+
+/** Counts, lists and times are re-read at most twice a second while events arrive. */
+function scheduleRefresh() {
+  if (refreshTimer === null) refreshTimer = setTimeout(() => refresh().catch(() => undefined), 500);
+}
+
+function onEvent(message) {
+  const e = JSON.parse(message.data);
+  const id = BigInt(e.id);
+  const known = handoffs.get(e.handoffId);
+  if (!known || known.eventId < id) {
+    handoffs.set(e.handoffId, {
+      id: e.handoffId,
+      title: e.title ?? known?.title ?? null,
+      from: e.sender ?? known?.from,
+      to: e.recipient ?? known?.to ?? null,
+      state: e.to,
+      workState: e.workTo ?? known?.workState ?? null,
+      updatedAt: e.at,
+      eventId: id,
+    });
+  }
+  renderHandoffs();
+  if (e.handoffId === selected) appendTimeline({ at: e.at, from: e.from, to: e.to, workFrom: e.workFrom, workTo: e.workTo, event: e.event, actor: e.actor, reason: e.reason });
+  scheduleRefresh();
+}
+
+function follow(after) {
+  const source = new EventSource(`/v1/events?after=${after}${query ? `&${query.slice(1)}` : ''}`);
+  const status = $('connection');
+  source.addEventListener('open', () => {
+    status.textContent = 'live';
+    status.setAttribute('data-connection', 'live');
+  });
+  source.addEventListener('error', () => {
+    status.textContent = 'reconnecting';
+    status.setAttribute('data-connection', 'reconnecting');
+  });
+  source.addEventListener('delivery', onEvent);
+  source.addEventListener('work', onEvent);
+}
+
+function appendTimeline(ev) {
+  const move = ev.workTo && ev.from === ev.to ? `work ${ev.workFrom ?? '–'} → ${ev.workTo}` : `${ev.from ?? '–'} → ${ev.to}`;
+  const actor = ev.actor?.id ? ` by ${ev.actor.kind} ${ev.actor.id}` : ev.actor ? ` by ${ev.actor.kind}` : '';
+  $('timeline').append(el('li', { 'data-to': ev.to }, el('span', { class: 'dim' }, `${time(ev.at)} `), stateBadge(ev.to), ` ${move} · ${ev.event}${actor}${ev.reason ? ` · ${ev.reason}` : ''}`));
+}
+
+async function openTimeline(id) {
+  selected = id;
+  renderHandoffs();
+  const h = await api(`/v1/handoffs/${encodeURIComponent(id)}${query}`);
+  if (selected !== id) return;
+  $('timeline-section').hidden = false;
+  $('timeline-section').setAttribute('data-handoff-id', id);
+  $('timeline-title').textContent = `${h.title ?? '(message)'} · ${h.from} → ${h.to ?? '@project'}`;
+  $('timeline').replaceChildren();
+  for (const ev of h.events) appendTimeline(ev);
+}
+
+async function signOut() {
+  await fetch('/ui/session', { method: 'DELETE', headers: { 'x-csrf-token': session.csrfToken } });
+  location.assign('/ui/sign-in');
+}
+
+async function main() {
+  session = await api('/ui/session');
+  const c = session.caller;
+  // An admin sees every owner's handoffs (all_owners); an agent sees its own and unowned work.
+  query = c.admin ? '?all_owners=true' : '';
+  $('who').textContent = c.admin ? 'admin · all owners' : `agent ${c.agent} · project ${c.project}`;
+  $('queues-link').hidden = !c.admin;
+  $('sign-out').addEventListener('click', () => signOut());
+  $('timeline-close').addEventListener('click', () => {
+    selected = null;
+    $('timeline-section').hidden = true;
+    renderHandoffs();
+  });
+  const live = await refresh();
+  follow(live.lastEventId);
+}
+
+main().catch((err) => {
+  if (String(err?.message) !== 'signed out') $('connection').textContent = `error: ${err?.message ?? err}`;
+});

@@ -1,0 +1,103 @@
+import type { Command } from 'commander';
+import type { ApiClient } from '../api-client.ts';
+import { positiveInt, type CliContext } from '../cli-context.ts';
+import { eventLine, exitCodeFor, followEvents, OUTCOME_EXIT, OutcomeExit, type FeedEventJson } from '../follow-events.ts';
+import type { HandoffJson } from '../format.ts';
+
+/** How a followed handoff ended: its final delivery state, or `timeout`. */
+export type Outcome = { state: string } | { state: 'timeout' };
+
+/**
+ * Follows one handoff's events (from its first, so one that already settled ends at once)
+ * until its delivery settles (RETURNED, ACKNOWLEDGED, FAILED, CANCELLED, UNAVAILABLE,
+ * DUPLICATE) or `timeoutMs` passes. Each event goes to `onEvent` once, in order.
+ */
+export async function untilSettled(
+  client: ApiClient,
+  handoffId: string,
+  opts: { timeoutMs?: number | undefined; allOwners?: boolean; onEvent(e: FeedEventJson): void; onReconnect?(reason: string): void },
+): Promise<Outcome> {
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer = opts.timeoutMs === undefined ? null : setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, opts.timeoutMs);
+  let final: string | null = null;
+  try {
+    await followEvents(client, {
+      handoff: handoffId,
+      signal: abort.signal,
+      ...(opts.allOwners ? { allOwners: true } : {}),
+      onEvent: (e) => {
+        opts.onEvent(e);
+        if (!e.settled) return false;
+        final = e.to;
+        return true;
+      },
+      ...(opts.onReconnect ? { onReconnect: opts.onReconnect } : {}),
+    });
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+  // followEvents returns only when told to stop (settled) or aborted (the timeout).
+  return final !== null && !timedOut ? { state: final } : { state: 'timeout' };
+}
+
+/** Prints the outcome (the final handoff with --json) and ends with its exit code. */
+export async function finishWithOutcome(ctx: CliContext, client: ApiClient, handoffId: string, outcome: Outcome, json: boolean): Promise<void> {
+  const code = outcome.state === 'timeout' ? OUTCOME_EXIT.timeout : exitCodeFor(outcome.state);
+  if (json) ctx.json(await client.get<HandoffJson>(`/v1/handoffs/${encodeURIComponent(handoffId)}`));
+  else ctx.out(outcome.state === 'timeout' ? `timed out: ${handoffId} has not settled` : `${outcome.state}: ${handoffId}`);
+  if (code !== 0) throw new OutcomeExit(code, outcome.state);
+}
+
+/** Colour only for people: a terminal, and NO_COLOR unset. */
+function painter(env: Readonly<Record<string, string | undefined>>): (line: string, e: FeedEventJson) => string {
+  if (!process.stdout.isTTY || env['NO_COLOR'] !== undefined) return (line) => line;
+  return (line, e) => {
+    if (!e.settled) return line;
+    return `${exitCodeFor(e.to) === 0 ? '\u001b[32m' : '\u001b[31m'}${line}\u001b[0m`;
+  };
+}
+
+/**
+ * `baton watch [ID]`: prints transitions as they happen, reconnecting with Last-Event-ID (so
+ * an API restart loses and repeats nothing). With ID: that handoff's whole timeline, ending
+ * when it settles, with the exit code of `send --wait`. Without: every event the caller may
+ * see from now on, until interrupted. One line per event; `--json` one JSON object per line.
+ */
+export function registerWatchCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('watch')
+    .description('print handoff transitions as they happen (one handoff: until it settles)')
+    .argument('[id]', 'follow only this handoff, from its first event, until it settles')
+    .option('--all-owners', 'admin: every handoff of the project, whoever owns it')
+    .option('--timeout <s>', 'with ID: give up after this many seconds (exit 7)', positiveInt('--timeout', 86_400))
+    .option('--json', 'one JSON object per event (the API\'s `data`)')
+    .action(async (id: string | undefined, opts: { allOwners?: boolean; timeout?: number; json?: boolean }, cmd: Command) => {
+      const client = ctx.client(cmd);
+      const paint = painter(ctx.env);
+      const print = (e: FeedEventJson) => ctx.out(opts.json ? JSON.stringify(e) : paint(eventLine(e), e));
+      const onReconnect = (reason: string) => ctx.note(`reconnecting (${reason})`);
+      if (id !== undefined) {
+        const outcome = await untilSettled(client, id, {
+          timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
+          ...(opts.allOwners ? { allOwners: true } : {}),
+          onEvent: print,
+          onReconnect,
+        });
+        const code = outcome.state === 'timeout' ? OUTCOME_EXIT.timeout : exitCodeFor(outcome.state);
+        if (code !== 0) throw new OutcomeExit(code, outcome.state);
+        return;
+      }
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        await followEvents(client, { signal: stop.signal, onEvent: print, onReconnect, ...(opts.allOwners ? { allOwners: true } : {}) });
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    });
+}

@@ -1,0 +1,142 @@
+import { ApiError, ApiUnreachable, type ApiClient } from './api-client.ts';
+
+/** The `data:` of one `GET /v1/events` message (docs/API.md, "Events"). */
+export interface FeedEventJson {
+  id: string;
+  handoffId: string;
+  event: string;
+  from: string | null;
+  to: string;
+  workFrom: string | null;
+  workTo: string | null;
+  settled: boolean;
+  title: string | null;
+  sender: string;
+  recipient: string | null;
+  actor: { kind: string; id: string | null };
+  reason: string | null;
+  at: string;
+}
+
+export interface SseMessage {
+  id: string | undefined;
+  event: string;
+  data: string;
+}
+
+/** Parses a text/event-stream body into messages (comments and `retry:` are skipped). */
+export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let id: string | undefined;
+  let event = 'message';
+  let data: string[] = [];
+  let idLine = false;
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).replace(/\r$/, '');
+      buffer = buffer.slice(nl + 1);
+      if (line === '') {
+        // A message of only `id:` moves the resume point without an event (data '').
+        if (data.length > 0 || idLine) yield { id, event, data: data.join('\n') };
+        event = 'message';
+        data = [];
+        idLine = false;
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+      if (field === 'id') {
+        id = value;
+        idLine = true;
+      }
+      else if (field === 'event') event = value;
+      else if (field === 'data') data.push(value);
+    }
+  }
+}
+
+export interface FollowOptions {
+  /** One handoff's events (from its first one); otherwise every visible event from now. */
+  readonly handoff?: string;
+  /** Admins: every handoff of the project (`all_owners=true`). */
+  readonly allOwners?: boolean;
+  /** Resume after this event id. */
+  readonly after?: string;
+  readonly signal: AbortSignal;
+  /** Each event once, in order; return true to stop following. */
+  onEvent(e: FeedEventJson): boolean | void;
+  /** Told when the stream broke and is being reopened (with Last-Event-ID). */
+  onReconnect?(reason: string): void;
+  /** Wait before reopening (default 1 s). */
+  readonly reconnectMs?: number;
+}
+
+/**
+ * Follows `GET /v1/events`, reopening the stream with `Last-Event-ID` whenever it breaks (the
+ * API restarted, the network dropped): the server resumes from its event log, so nothing is
+ * missed or repeated. Returns when `onEvent` says stop or `signal` aborts. A refusal (4xx) is
+ * thrown as ApiError; an unreachable API or a 503 is retried.
+ */
+export async function followEvents(client: ApiClient, opts: FollowOptions): Promise<void> {
+  let last = opts.after ?? (opts.handoff !== undefined ? '0' : undefined);
+  while (!opts.signal.aborted) {
+    const query = new URLSearchParams();
+    if (opts.handoff !== undefined) query.set('handoff', opts.handoff);
+    if (opts.allOwners) query.set('all_owners', 'true');
+    let reason = 'the stream ended';
+    try {
+      const res = await client.openStream(`/v1/events${query.size > 0 ? `?${query}` : ''}`, last !== undefined ? { 'last-event-id': last } : {}, opts.signal);
+      if (!res.body) throw new Error('the event stream has no body');
+      for await (const msg of readSse(res.body)) {
+        if (msg.id !== undefined) last = msg.id;
+        if (msg.data === '') continue;
+        if (opts.onEvent(JSON.parse(msg.data) as FeedEventJson) === true) return;
+      }
+    } catch (err) {
+      if (opts.signal.aborted) return;
+      if (err instanceof ApiError && err.status !== 503) throw err;
+      reason = err instanceof ApiError || err instanceof ApiUnreachable ? err.message : `the stream broke (${(err as Error).message})`;
+    }
+    opts.onReconnect?.(reason);
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, opts.reconnectMs ?? 1_000);
+      opts.signal.addEventListener('abort', () => {
+        clearTimeout(t);
+        resolve();
+      }, { once: true });
+    });
+  }
+}
+
+/**
+ * What a settled handoff's final state means as an exit code (`baton send --wait`, `baton watch
+ * ID`): 0 the outcome came back, otherwise which way it ended. Documented in services/cli/README.md.
+ */
+export const OUTCOME_EXIT = { RETURNED: 0, ACKNOWLEDGED: 0, FAILED: 3, CANCELLED: 4, UNAVAILABLE: 5, DUPLICATE: 6, timeout: 7 } as const;
+
+/** The exit code for a final delivery state (an unknown one counts as failed). */
+export function exitCodeFor(state: string): number {
+  return (OUTCOME_EXIT as Record<string, number>)[state] ?? OUTCOME_EXIT.FAILED;
+}
+
+/** Ends the command with an outcome's exit code (runCli returns it) after its output was printed. */
+export class OutcomeExit extends Error {
+  constructor(readonly exitCode: number, message: string) {
+    super(message);
+    this.name = 'OutcomeExit';
+  }
+}
+
+/** One event as a plain line: time, handoff, move, event, who, title. */
+export function eventLine(e: FeedEventJson): string {
+  const time = e.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const move = e.workTo !== null ? `work ${e.workFrom ?? '-'} -> ${e.workTo}` : `${e.from ?? '-'} -> ${e.to}`;
+  const who = e.actor.id ? `${e.actor.kind}:${e.actor.id}` : e.actor.kind;
+  const label = e.title ?? '';
+  return `${time}  ${e.handoffId}  ${move.padEnd(28)} ${e.event} by ${who}  ${e.sender} -> ${e.recipient ?? '(project)'}${label ? `  ${label}` : ''}`;
+}

@@ -1,0 +1,125 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { MetricsRepository } from '../../libs/db/metrics-repository.ts';
+import type { Logger } from '../../libs/logging/create-logger.ts';
+import { DELIVERY_BUCKETS, type BatonMetrics } from './baton-metrics.ts';
+
+export interface DeploymentSources {
+  readonly repo: MetricsRepository;
+  readonly queues: { jobCounts(provider: string, pool: string): Promise<{ waiting: number; delayed: number; active: number }> };
+  readonly locks: { held(agentIds: readonly string[]): Promise<boolean[]> };
+  readonly logger: Logger;
+}
+
+/** Events read per query while catching up with the log, and at most per scrape. */
+const PAGE = 5_000;
+const MAX_PER_SCRAPE = 200_000;
+const MAX_LOCK_AGENTS = 10_000;
+
+const poolLabel = (pool: string) => (pool === '' ? 'default' : pool);
+
+/**
+ * What the whole deployment is doing, read at scrape time (nothing is computed between scrapes):
+ * - transitions and send→accepted / send→returned times come from the event log in Postgres,
+ *   which every process appends to: each scrape reads the rows after the last one it read
+ *   (by primary key), starting from the newest row when the process started. So every process
+ *   that serves /metrics counts every transition of the deployment since it started, whoever
+ *   applied it (the API, any worker, the reconciler), and libs/handoffs stays free of metrics;
+ * - queue depth from BullMQ (the delivery queues of every provider and pool that has agents);
+ * - turns in flight from Postgres, and turn-lock holders from Redis.
+ * Event ids are taken in insert order, not commit order: a row whose transaction commits after
+ * a later id was already read is not counted (rare, and only an undercount).
+ * Call (and await) once before the first transition that should be counted.
+ */
+export async function installDeploymentMetrics(metrics: BatonMetrics, sources: DeploymentSources): Promise<void> {
+  const { repo } = sources;
+  const { registry } = metrics;
+  // Postgres down at start: counting begins at the first scrape that reaches it.
+  let cursor: bigint | null = await repo.lastEventId().catch((err: unknown) => {
+    sources.logger.warn({ err }, 'metrics: could not read the event log yet');
+    return null;
+  });
+  let reading: Promise<void> | null = null;
+  /** Reads the log since the cursor; the collects of one scrape share one read. */
+  const catchUp = (): Promise<void> =>
+    (reading ??= (async () => {
+      cursor ??= await repo.lastEventId();
+      let read = 0;
+      while (read < MAX_PER_SCRAPE) {
+        const rows = await repo.transitionsAfter(cursor, PAGE);
+        for (const r of rows) {
+          const provider = r.provider ?? 'none';
+          transitions.inc({ kind: r.kind, state: r.state, provider, pool: poolLabel(r.pool) });
+          if (r.kind === 'delivery' && r.state === 'ACCEPTED') toAccepted.observe({ provider }, r.sinceSendMs / 1000);
+          if (r.kind === 'delivery' && r.state === 'RETURNED') toReturned.observe({ provider }, r.sinceSendMs / 1000);
+          cursor = r.id;
+        }
+        read += rows.length;
+        if (rows.length < PAGE) break;
+      }
+    })().finally(() => {
+      reading = null;
+    }));
+
+  const transitions = new Counter({
+    name: 'baton_transitions_total',
+    help: 'Transitions recorded in the event log since this process started, by kind (delivery or work), the state reached, and the recipient provider and pool.',
+    labelNames: ['kind', 'state', 'provider', 'pool'] as const,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const toAccepted = new Histogram({
+    name: 'baton_send_to_accepted_seconds',
+    help: 'Seconds from a send to each acceptance of its turn by the recipient session, by provider.',
+    labelNames: ['provider'] as const,
+    buckets: DELIVERY_BUCKETS,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const toReturned = new Histogram({
+    name: 'baton_send_to_returned_seconds',
+    help: 'Seconds from a send to its return (RETURNED), by provider.',
+    labelNames: ['provider'] as const,
+    buckets: DELIVERY_BUCKETS,
+    registers: [registry],
+    collect: catchUp,
+  });
+
+  new Gauge({
+    name: 'baton_queue_jobs',
+    help: 'Dispatch jobs in the delivery queues (BullMQ, summed over shards), by provider, pool and job state (waiting, delayed, active).',
+    labelNames: ['provider', 'pool', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const pools = await repo.providerPools();
+      const counts = await Promise.all(pools.map(async (p) => ({ ...p, counts: await sources.queues.jobCounts(p.provider, p.pool) })));
+      for (const { provider, pool, counts: c } of counts) {
+        for (const state of ['waiting', 'delayed', 'active'] as const) this.set({ provider, pool: poolLabel(pool), state }, c[state]);
+      }
+    },
+  });
+  new Gauge({
+    name: 'baton_turns_in_flight',
+    help: 'Handoffs whose turn is live in the recipient session (SENDING, ACCEPTED, RUNNING), by provider and pool.',
+    labelNames: ['provider', 'pool'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of await repo.turnsInFlight()) this.set({ provider: r.provider, pool: poolLabel(r.pool) }, r.count);
+    },
+  });
+  new Gauge({
+    name: 'baton_turn_locks_held',
+    help: 'Agents whose per-agent turn lock is held right now (a worker is running or starting their turn), by provider and pool; agents with open handoffs are checked.',
+    labelNames: ['provider', 'pool'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const agents = await repo.agentsWithOpenWork(MAX_LOCK_AGENTS);
+      const held = await sources.locks.held(agents.map((a) => a.agentId));
+      agents.forEach((a, i) => {
+        if (held[i]) this.inc({ provider: a.provider, pool: poolLabel(a.pool) });
+      });
+    },
+  });
+}

@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppServerClient } from '../../libs/adapters/codex/app-server-client.ts';
+import { markerLine } from '../../libs/adapters/codex/create-codex-adapter.ts';
+import { createAdapters } from '../../libs/adapters/create-adapters.ts';
+import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
+import { eventually } from '../support/eventually.ts';
+import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
+
+/**
+ * The issue's scenarios end to end: Baton's API, Postgres, Redis and delivery workers (in
+ * process, and a real `baton worker` process killed with SIGKILL) against the REAL
+ * `codex app-server` daemon, with the fake Responses server as its model. No connection leaves
+ * loopback; the fixture stops the daemon at the end.
+ */
+
+let baton: TestBaton;
+let fx: CodexFixture;
+const processes: BatonProcess[] = [];
+
+beforeAll(async () => {
+  fx = await startCodexFixture();
+  baton = await startTestBaton({ queueShards: 2 });
+  expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
+});
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+  await baton?.stop();
+  await fx?.close();
+});
+
+async function codexAgent(handle: string): Promise<string> {
+  const threadId = await fx.execThread(`the conversation of ${handle} so far`);
+  const res = await baton.post('/v1/agents', { id: handle, provider: 'codex', target: threadId, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary } });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return threadId;
+}
+
+async function send(to: string, title: string): Promise<string> {
+  const res = await baton.post('/v1/handoffs', { from: 'lead', to, title, message: `please: ${title}` });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.id as string;
+}
+
+async function turnsOf(threadId: string): Promise<Array<{ status: string; items: Array<{ type: string; content?: Array<{ text?: string }> }> }>> {
+  const reader = new AppServerClient({ binary: fx.binary, codexHome: fx.codexHome, env: fx.env });
+  await reader.start();
+  try {
+    return ((await reader.call('thread/turns/list', { threadId, sortDirection: 'asc', itemsView: 'full', limit: 100 }, AbortSignal.timeout(10_000))) as { data: any[] }).data;
+  } finally {
+    await reader.close();
+  }
+}
+
+const carrying = (turns: Awaited<ReturnType<typeof turnsOf>>, requestId: string) =>
+  turns.filter((t) => t.items.some((i) => i.type === 'userMessage' && (i.content ?? []).some((c) => (c.text ?? '').includes(markerLine(requestId)))));
+const requestIdOf = (h: any): string => h.attempts[h.attempts.length - 1].requestId;
+const modelCallsFor = (requestId: string) => fx.fake.exchanges.filter((x) => x.prompt.includes(markerLine(requestId)));
+
+describe('Codex scenarios through Baton, with the real codex app-server', () => {
+  it('lands handoffs as one new turn each in the existing thread, RETURNED with the final answer; a second one waits as BUSY and goes after, in order', async () => {
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    try {
+      const threadId = await codexAgent('eng');
+      const held = fx.hold('the first answer');
+      fx.fake.script((x) => (x.prompt.includes('please: first') ? held.behaviour : { kind: 'reply', text: 'the second answer' }));
+      const first = await send('eng', 'first');
+      await waitForState(baton, first, 'RUNNING', 20_000);
+      const second = await send('eng', 'second');
+      await eventually(async () => expect((await baton.get(`/v1/handoffs/${second}`)).body.state).toBe('BUSY'), { what: 'the second handoff waits as BUSY' });
+      held.release();
+      const h1 = await waitForState(baton, first, 'RETURNED', 20_000);
+      const h2 = await waitForState(baton, second, 'RETURNED', 20_000);
+      expect(h1.resultSummary ?? h1.result?.summary).toBe('the first answer');
+      expect(h2.resultSummary ?? h2.result?.summary).toBe('the second answer');
+      const turns = await turnsOf(threadId);
+      expect(turns, 'the earlier turn, then one new turn per handoff').toHaveLength(3);
+      expect(carrying(turns, requestIdOf(h1))).toEqual([turns[1]]);
+      expect(carrying(turns, requestIdOf(h2))).toEqual([turns[2]]);
+      expect(modelCallsFor(requestIdOf(h1))).toHaveLength(1);
+      expect(modelCallsFor(requestIdOf(h2))).toHaveLength(1);
+      // Written after the first turn's answer, never into it.
+      expect(modelCallsFor(requestIdOf(h2))[0]!.allText).toContain('the first answer');
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+
+  it('ends a handoff whose model fails as FAILED, with the model error in its timeline', async () => {
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    try {
+      await codexAgent('broken');
+      fx.fake.script((x) => (x.prompt.includes('please: doomed') ? { kind: 'stream_error', message: 'the model is on fire' } : { kind: 'reply', text: 'ok' }));
+      const id = await send('broken', 'doomed');
+      const h = await waitForState(baton, id, 'FAILED', 30_000);
+      expect(JSON.stringify(h.events)).toContain('the model is on fire');
+      expect(h.attempts.every((a: any) => a.status === 'failed')).toBe(true);
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+
+  it('a worker killed with SIGKILL mid-turn: the turn goes on in the daemon, and the next worker observes it to RETURNED with the model\'s answer, written once', async () => {
+    const startWorker = () => {
+      const w = spawnBaton(['worker'], {
+        DATABASE_URL: baton.databaseUrl,
+        REDIS_URL: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+        BATON_REDIS_PREFIX: baton.prefix,
+        BATON_QUEUE_SHARDS: '2',
+        BATON_WORKER_PROVIDERS: 'codex',
+        BATON_LOG_LEVEL: 'warn',
+        BATON_TURN_LOCK_TTL_MS: '1000',
+        BATON_JOB_LOCK_MS: '1000',
+        BATON_STALLED_INTERVAL_MS: '300',
+        BATON_RECONCILE_INTERVAL_MS: '300',
+        ...fx.tripwire.env(),
+      });
+      processes.push(w);
+      return w;
+    };
+    const threadId = await codexAgent('crashy');
+    const held = fx.hold('the answer across the kill');
+    fx.fake.script((x) => (x.prompt.includes('please: long') ? held.behaviour : { kind: 'reply', text: 'ok' }));
+    const first = startWorker();
+    const id = await send('crashy', 'long');
+    const running = await waitForState(baton, id, 'RUNNING', 30_000);
+    const requestId = requestIdOf(running);
+    await eventually(async () => expect(modelCallsFor(requestId)).toHaveLength(1), { what: 'the turn reached the model' });
+    const daemon = fx.daemonPid();
+    await first.stop('SIGKILL');
+    // The model holds its answer across the kill: the turn is still running in the daemon with
+    // its worker gone, and the answer, released once the next worker is starting, reaches it.
+    expect(carrying(await turnsOf(threadId), requestId).map((t) => t.status), 'the turn outlived its worker').toEqual(['inProgress']);
+    startWorker();
+    held.release();
+    const h = await waitForState(baton, id, 'RETURNED', 30_000);
+    expect(h.resultSummary ?? h.result?.summary).toBe('the answer across the kill');
+    expect(h.attempts.map((a: any) => a.status)).toEqual(['returned']);
+    expect(fx.daemonPid(), 'the same daemon ran the turn throughout').toBe(daemon);
+    expect(carrying(await turnsOf(threadId), requestId).map((t) => t.status)).toEqual(['completed']);
+    expect(modelCallsFor(requestId), 'never written twice').toHaveLength(1);
+  }, 90_000);
+
+  it('made no connection beyond loopback', () => {
+    expect(fx.tripwire.attempts).toEqual([]);
+    expect(fx.fake.refusedConnections).toBe(0);
+  });
+});

@@ -1,0 +1,59 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../services/cli/program.ts';
+import { runBaton } from '../support/spawn-baton.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+let baton: TestBaton;
+let env: Record<string, string>;
+
+async function cli(envOf: Record<string, string>, ...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, envOf, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  return { code, out, err };
+}
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  env = { BATON_URL: await baton.listen(), BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-out-')) };
+});
+
+afterAll(async () => {
+  await baton?.stop();
+});
+
+describe('CLI output', () => {
+  it("prints package.json's version with --version, from the compiled build", async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const run = await runBaton(['--version'], {});
+    expect(run).toEqual({ code: 0, output: `${version}\n` });
+  });
+
+  it('with --json, prints an API refusal as {"error":{code,message}} on stderr and nothing on stdout', async () => {
+    const r = await cli(env, 'show', '01a22c4d-1682-71c6-9a22-ab1910b13f20', '--json');
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(JSON.parse(r.err)).toEqual({ error: { code: 'handoff_not_found', message: expect.any(String) } });
+  });
+
+  it('with --json, prints usage errors, configuration errors and an unreachable API as JSON errors too', async () => {
+    const usage = await cli(env, 'show', '--json', '--bogus');
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.err)).toEqual({ error: { code: 'usage_error', message: "unknown option '--bogus'" } });
+    const config = await cli({ ...env, BATON_URL: 'ftp://x' }, 'status', '--json');
+    expect(config.code).toBe(2);
+    expect(JSON.parse(config.err).error).toMatchObject({ code: 'invalid_configuration', message: expect.stringContaining('BATON_URL') });
+    const unreachable = await cli({ ...env, BATON_URL: 'http://127.0.0.1:1' }, 'whoami', '--json');
+    expect(unreachable.code).toBe(1);
+    expect(JSON.parse(unreachable.err).error.code).toBe('api_unreachable');
+  });
+
+  it('without --json, errors stay one line of text', async () => {
+    const r = await cli(env, 'show', '01a22c4d-1682-71c6-9a22-ab1910b13f20');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^error: handoff_not_found: .+\n$/);
+  });
+});

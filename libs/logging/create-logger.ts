@@ -48,7 +48,8 @@ export function serializeError(err: unknown, depth = 0): Record<string, unknown>
  * one it writes to standard output: human-readable lines on a terminal, JSON lines otherwise.
  */
 export function createLogger(
-  opts: { level: LoggerOptions['level']; name: string },
+  /** `json`: JSON lines even on a terminal (the process commands' `--json`). */
+  opts: { level: LoggerOptions['level']; name: string; json?: boolean },
   destination?: pino.DestinationStream,
 ): Logger {
   const options: LoggerOptions = {
@@ -59,5 +60,5 @@ export function createLogger(
     base: { pid: process.pid },
   };
   if (destination) return pino(options, destination);
-  return process.stdout.isTTY ? pino(options, prettyDestination()) : pino(options);
+  return process.stdout.isTTY && opts.json !== true ? pino(options, prettyDestination()) : pino(options);
 }

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
-import { runBaton } from '../support/spawn-baton.ts';
+import { runBaton, spawnBaton } from '../support/spawn-baton.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 let baton: TestBaton;
@@ -56,4 +57,29 @@ describe('CLI output', () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/^error: handoff_not_found: .+\n$/);
   });
+
+  it('mcp config --json prints the snippet with what it is for; demo-host --json prints its URL as JSON', async () => {
+    expect((await baton.post('/v1/agents', { id: 'scribe', provider: 'manual' })).status).toBe(201);
+    const token = await baton.tokenFor('scribe');
+    const r = await cli({ ...env, BATON_TOKEN: token }, 'mcp', 'config', '--client', 'claude', '--json');
+    expect(r.code, r.err).toBe(0);
+    const shown = JSON.parse(r.out);
+    expect(shown).toMatchObject({ client: 'claude', transport: 'stdio', agent: 'scribe', holdsToken: true });
+    expect(JSON.parse(shown.snippet).mcpServers.baton.args.at(-1)).toBe('mcp');
+
+    const host = spawnBaton(['demo-host', '--json'], {});
+    try {
+      const line = await eventually(() => {
+        const out = host.output();
+        const start = out.indexOf('{');
+        const end = out.indexOf('}', start);
+        if (start < 0 || end < 0) throw new Error('no JSON yet');
+        return out.slice(start, end + 1);
+      }, { what: 'the demo host start line', timeoutMs: 15_000 });
+      expect(JSON.parse(line)).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+    } finally {
+      await host.stop('SIGTERM');
+    }
+  });
 });
+

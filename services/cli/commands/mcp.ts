@@ -50,7 +50,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option('--http', "the API's streamable HTTP endpoint (/mcp) with the token in the Authorization header, instead of a `baton mcp` process")
     .option('--as <agent>', 'admin token only: the agent the session acts as (default BATON_AGENT)')
     .option('--name <name>', 'the server name in the client (tools appear as mcp__<name>__send in Claude Code)', 'baton')
-    .action(async (opts: { client: 'claude' | 'codex' | 'cursor'; http?: boolean; as?: string; name: string }, cmd: Command) => {
+    .option('--json', 'print JSON: { client, transport, agent, project, file, snippet } (the snippet as text)')
+    .action(async (opts: { client: 'claude' | 'codex' | 'cursor'; http?: boolean; as?: string; name: string; json?: boolean }, cmd: Command) => {
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) throw new UsageError('--name must be 1 to 64 letters, digits, _ or -');
       const { mcpClientConfig, CONFIG_HOME } = await import('../../mcp/client-config.ts');
       // `mcp --as` and `mcp config --as` are one option: commander hands it to the parent.
@@ -80,7 +81,12 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
             },
           };
       const holdsToken = opts.http === true || conn.tokenFrom === 'env';
-      ctx.out(mcpClientConfig(opts.client, launch, opts.name).trimEnd());
+      const snippet = mcpClientConfig(opts.client, launch, opts.name).trimEnd();
+      if (opts.json) {
+        ctx.json({ client: opts.client, transport: launch.transport, agent: identity.agent, project: identity.project, file: CONFIG_HOME[opts.client], holdsToken, snippet });
+        return;
+      }
+      ctx.out(snippet);
       ctx.note(`# ${opts.client}: put this in ${CONFIG_HOME[opts.client]}; the session acts as ${identity.agent} in project ${identity.project}`);
       if (opts.client === 'claude') ctx.note(`# claude -p runs a tool only when allowed: --allowedTools mcp__${opts.name} (all of Baton's tools) or mcp__${opts.name}__send,...`);
       if (holdsToken) ctx.note('# this snippet holds the token: keep the file it goes in private (chmod 600), never in version control');

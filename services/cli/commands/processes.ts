@@ -44,12 +44,14 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     program
       .command(name)
       .description(description)
-      .action(async () => {
+      .option('--json', 'JSON log lines even on a terminal, and the start line as JSON: { "api": url | null, "worker": boolean }')
+      .action(async (opts: { json?: boolean }) => {
         const config = requireUrls();
         const { createLogger, startStack, runUntilSignal } = await serverSide();
-        const logger = createLogger({ level: config.logLevel, name: `baton-${name}` });
+        const logger = createLogger({ level: config.logLevel, name: `baton-${name}`, json: opts.json === true });
         const stack = await startStack({ config, logger, ...roles });
-        if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
+        if (opts.json) ctx.json({ api: stack.api?.url ?? null, worker: stack.worker !== undefined });
+        else if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
         await runUntilSignal(() => stack.stop(), logger, config.shutdownGraceMs);
       });
 
@@ -63,12 +65,14 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
     .option('--port <port>', 'port to listen on', positiveInt('--port', 65535))
     .option('--bind <address>', 'address to listen on (0.0.0.0 to serve other hosts or containers)', '127.0.0.1')
     .option('--think-ms <ms>', 'default time a simulated turn takes', nonNegativeInt('--think-ms', 3_600_000), 0)
-    .action(async (opts: { port?: number; bind: string; thinkMs: number }) => {
+    .option('--json', 'JSON log lines even on a terminal, and the start line as JSON: { "url": ... }')
+    .action(async (opts: { port?: number; bind: string; thinkMs: number; json?: boolean }) => {
       const { createLogger, DemoAgentHost, serveDemoHost, runUntilSignal } = await serverSide();
-      const logger = createLogger({ level: ctx.config().logLevel, name: 'baton-demo-host' });
+      const logger = createLogger({ level: ctx.config().logLevel, name: 'baton-demo-host', json: opts.json === true });
       const host = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
       const served = await serveDemoHost(host, { bind: opts.bind, ...(opts.port ? { port: opts.port } : {}) });
-      ctx.out(`demo sessions on ${served.url}`);
+      if (opts.json) ctx.json({ url: served.url });
+      else ctx.out(`demo sessions on ${served.url}`);
       await runUntilSignal(() => served.close(), logger);
     });
 }

@@ -2,6 +2,7 @@ import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { spawnBaton } from '../support/spawn-baton.ts';
+import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from '../support/env.ts';
 
 async function demoDirs(): Promise<string[]> {
   return (await readdir(os.tmpdir())).filter((d) => d.startsWith('baton-demo-pg-'));
@@ -26,5 +27,20 @@ describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => 
     expect(Date.now() - t0, 'Ctrl+C to exit').toBeLessThan(6_000);
     expect(demo.output()).toContain('demo data deleted');
     expect(await demoDirs()).toEqual(before);
+  }, 120_000);
+});
+
+describe('baton demo --json', () => {
+  it('prints one JSON object per line: started, the four agents, transitions to RETURNED, and stopped', async () => {
+    const demo = spawnBaton(['demo', '--json', '--think-ms', '100', '--duration', '6'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'silent' });
+    const code = await demo.exited();
+    expect(code, demo.output()).toBe(0);
+    const lines = demo.output().split('\n').filter((l) => l.trim() !== '');
+    const records = lines.map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
+    expect(records[0]).toMatchObject({ type: 'started', api: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), livePage: expect.stringContaining('/ui/') });
+    expect(records.filter((r) => r.type === 'agent_registered').map((r) => r['name'])).toEqual(['Planner', 'Engineer', 'Reviewer', 'Writer']);
+    const transitions = records.filter((r) => r.type === 'transition') as unknown as Array<{ state: { from: string | null; to: string }; handoff: string }>;
+    expect(transitions.some((t) => t.state.to === 'RETURNED')).toBe(true);
+    expect(records.at(-1)).toEqual({ type: 'stopped' });
   }, 120_000);
 });

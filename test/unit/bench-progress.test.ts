@@ -40,4 +40,13 @@ describe("the benchmark's progress", () => {
     p.step('x');
     expect(text).toBe('');
   });
+
+  it('jumps to a step (watch <id> follows a delivery through its states), never past the ends', () => {
+    let text = '';
+    const p = new Progress(5, true, false, (s) => (text += s));
+    p.set(2, 'SENDING');
+    p.set(9, 'RETURNED');
+    p.set(-1, 'back');
+    expect(text).toBe('[2/5] SENDING\n[5/5] RETURNED\n[0/5] back\n');
+  });
 });

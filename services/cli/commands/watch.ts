@@ -3,6 +3,7 @@ import type { ApiClient } from '../api-client.ts';
 import { positiveInt, type CliContext } from '../cli-context.ts';
 import { eventLine, exitCodeFor, followEvents, OUTCOME_EXIT, OutcomeExit, type FeedEventJson } from '../follow-events.ts';
 import type { HandoffJson } from '../format.ts';
+import { Progress } from '../progress-bar.ts';
 
 /** How a followed handoff ended: its final delivery state, or `timeout`. */
 export type Outcome = { state: string } | { state: 'timeout' };
@@ -52,6 +53,9 @@ export async function finishWithOutcome(ctx: CliContext, client: ApiClient, hand
   if (code !== 0) throw new OutcomeExit(code, outcome.state);
 }
 
+/** The steps of a delivery a progress bar counts (settled is the last). */
+const DELIVERY_STEPS = ['WAITING', 'SENDING', 'ACCEPTED', 'RUNNING', 'SETTLED'] as const;
+
 /** Colour only for people: a terminal, and NO_COLOR unset. */
 function painter(env: Readonly<Record<string, string | undefined>>): (line: string, e: FeedEventJson) => string {
   if (!process.stdout.isTTY || env['NO_COLOR'] !== undefined) return (line) => line;
@@ -81,12 +85,24 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
       const print = (e: FeedEventJson) => ctx.out(opts.json ? JSON.stringify(e) : paint(eventLine(e), e));
       const onReconnect = (reason: string) => ctx.note(`reconnecting (${reason})`);
       if (id !== undefined) {
+        // On a terminal, one handoff's delivery is a progress bar (label: the latest event),
+        // and the events are printed as lines once it settles; piped, one line per event.
+        const bar = !opts.json && process.stdout.isTTY ? new Progress(DELIVERY_STEPS.length, true, true, () => undefined, process.stdout) : null;
+        const seen: FeedEventJson[] = [];
         const outcome = await untilSettled(client, id, {
           timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
           ...(opts.allOwners ? { allOwners: true } : {}),
-          onEvent: print,
+          onEvent: (e) => {
+            if (!bar) return print(e);
+            seen.push(e);
+            bar.set(e.settled ? DELIVERY_STEPS.length : Math.max(1, (DELIVERY_STEPS as readonly string[]).indexOf(e.to) + 1), eventLine(e).trim());
+          },
           onReconnect,
         });
+        if (bar) {
+          bar.end();
+          for (const e of seen) print(e);
+        }
         const code = outcome.state === 'timeout' ? OUTCOME_EXIT.timeout : exitCodeFor(outcome.state);
         if (code !== 0) throw new OutcomeExit(code, outcome.state);
         return;

@@ -68,12 +68,15 @@ export class DemoRelay {
   constructor(
     private readonly client: ApiClient,
     private readonly out: (line: string) => void,
+    /** `baton demo --json`: one object per line instead of the text lines. */
+    private readonly emit?: (record: Record<string, unknown>) => void,
   ) {}
 
   async registerAgents(thinkMs: number): Promise<void> {
     for (const a of DEMO_AGENTS) {
       await this.client.post('/v1/agents', { id: a.id, displayName: a.name, provider: 'demo', settings: { thinkMs } });
-      this.out(`  registered ${a.name} (simulated agent, ${thinkMs} ms per turn)`);
+      if (this.emit) this.emit({ type: 'agent_registered', agent: a.id, name: a.name, thinkMs });
+      else this.out(`  registered ${a.name} (simulated agent, ${thinkMs} ms per turn)`);
     }
   }
 
@@ -107,17 +110,24 @@ export class DemoRelay {
 
   /** Looks at every tracked handoff once: prints new transitions, passes on returned work. */
   async tick(): Promise<void> {
-    const lines: Array<{ seq: bigint; text: string }> = [];
+    const lines: Array<{ seq: bigint; text: string; record: Record<string, unknown> }> = [];
     const details = await Promise.all([...this.tracked.values()].map(async (t) => ({ t, h: await this.client.get<HandoffDetail>(`/v1/handoffs/${t.id}`) })));
     for (const { t, h } of details) {
       for (const e of h.events.slice(t.seenEvents)) {
         const time = e.at.slice(11, 19);
-        lines.push({ seq: BigInt(e.seq), text: `${time}  ${`${nameOf(t.from)} -> ${nameOf(t.to)}`.padEnd(22)} ${`"${t.title}"`.padEnd(40)} ${transition(e)}` });
+        lines.push({
+          seq: BigInt(e.seq),
+          text: `${time}  ${`${nameOf(t.from)} -> ${nameOf(t.to)}`.padEnd(22)} ${`"${t.title}"`.padEnd(40)} ${transition(e)}`,
+          record: { type: 'transition', at: e.at, handoff: t.id, from: t.from, to: t.to, title: t.title, event: e.event, state: { from: e.from, to: e.to }, work: e.workTo ? { from: e.workFrom ?? null, to: e.workTo } : null },
+        });
       }
       t.seenEvents = h.events.length;
     }
     lines.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-    for (const line of lines) this.out(line.text);
+    for (const line of lines) {
+      if (this.emit) this.emit(line.record);
+      else this.out(line.text);
+    }
     for (const { t, h } of details) {
       if (SETTLED.has(h.state)) {
         this.tracked.delete(t.id);
@@ -133,5 +143,10 @@ export class DemoRelay {
 
   summary(): string {
     return `sent ${this.sent}, returned ${this.returned}, in flight ${this.tracked.size}`;
+  }
+
+  /** The summary's figures. */
+  counts(): { sent: number; returned: number; inFlight: number } {
+    return { sent: this.sent, returned: this.returned, inFlight: this.tracked.size };
   }
 }

@@ -31,8 +31,12 @@ async function portFree(port: number): Promise<boolean> {
  * dir, a private redis-server) unless DATABASE_URL / REDIS_URL are set; four simulated agents
  * hand work around until Ctrl+C, which stops everything and deletes the demo data.
  */
-export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number }): Promise<void> {
-  const out = ctx.out;
+export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number; json?: boolean }): Promise<void> {
+  // With --json every line is one JSON object (`type` says which); the text lines are not printed.
+  const emit = opts.json ? (record: Record<string, unknown>) => ctx.out(JSON.stringify(record)) : undefined;
+  const out = (line: string) => {
+    if (!emit) ctx.out(line);
+  };
   const base = ctx.config();
   const cleanups: Array<() => Promise<void>> = [];
   let stack: RunningStack | undefined;
@@ -109,8 +113,9 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     const url = running.api!.url;
     out(`  API: ${url}   (try: BATON_URL=${url} BATON_TOKEN=${admin.token} ./bin/baton.mjs list; the token dies with the demo)`);
     out(`  Live page: ${url}/ui/   (sign in with the admin token above; Bull Board, read-only: ${url}/admin/queues)`);
+    emit?.({ type: 'started', api: url, token: admin.token, project, livePage: `${url}/ui/`, bullBoard: `${url}/admin/queues` });
     const client = new ApiClient(url, project, admin.token);
-    const relay = new DemoRelay(client, out);
+    const relay = new DemoRelay(client, out, emit);
     await relay.registerAgents(opts.thinkMs);
     out('');
     out('time      handoff                 work                                     transition');
@@ -122,17 +127,22 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
       if (Date.now() - lastSummary > 5_000) {
         lastSummary = Date.now();
         out(`          -- ${relay.summary()}`);
+        emit?.({ type: 'summary', ...relay.counts() });
       }
       await Promise.race([stopped, new Promise((r) => setTimeout(r, 200))]);
     }
     out(`stopping: ${relay.summary()}`);
+    emit?.({ type: 'stopping', ...relay.counts() });
   } finally {
     await revokeDemoToken?.().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
     process.off('SIGINT', requestStop);
     process.off('SIGTERM', requestStop);
-    if (stack || cleanups.length > 0) out('demo stopped; demo data deleted');
+    if (stack || cleanups.length > 0) {
+      out('demo stopped; demo data deleted');
+      emit?.({ type: 'stopped' });
+    }
   }
 }
 

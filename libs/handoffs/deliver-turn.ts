@@ -10,6 +10,8 @@ import type { HandoffRecord } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
 import type { DispatchDeps, TurnLockHandle } from './dispatch-agent.ts';
+import { routeOf } from '../queue/dispatch-job.ts';
+import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 
@@ -298,7 +300,8 @@ async function sendReserved(
   if (!(await lock.stillHeld())) {
     deps.unsent.handOver(requestId);
     const reason = 'the turn lock was lost before the write; nothing was written';
-    await move(deps, h, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
+    const moved = await move(deps, h, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
+    if (!moved) await proveUnsent(deps, record.id, attemptId, requestId, reason);
     return { kind: 'stopped' };
   }
   // The write itself is never aborted: once started, its outcome must be recorded.
@@ -367,6 +370,28 @@ async function sendReserved(
       return { kind: 'next' };
     default:
       return assertNever(sent, 'send outcome');
+  }
+}
+
+/**
+ * This worker reserved an attempt and never handed it to an adapter, but a new lock holder got
+ * there first and marked it UNCERTAIN ("its writer stopped mid-send"). Only this worker can prove
+ * the write never happened, so it settles it now (UNCERTAIN -> WAITING, a new request id next
+ * time) instead of leaving it to an hour of history scans. Best effort: if anything moved on,
+ * the normal reconciliation stands.
+ */
+async function proveUnsent(deps: DispatchDeps, handoffId: string, attemptId: string, requestId: string, reason: string): Promise<void> {
+  try {
+    const [row, latest] = await Promise.all([deps.handoffs.findById(handoffId), deps.handoffs.latestAttempt(handoffId)]);
+    if (!row || row.deliveryState !== 'UNCERTAIN' || latest?.requestId !== requestId) return;
+    const moved = await move(deps, moveable(row), [
+      ['unsent_proven', { reason: `the worker that reserved attempt ${latest.number} proves it never wrote it: ${reason}`, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }],
+    ]);
+    if (moved && row.recipientId && row.provider) {
+      await deps.scheduler.enqueue({ ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due', handoffId }, JOB_IDS.unsentProven(handoffId, moved.revision));
+    }
+  } catch (err) {
+    deps.logger.warn({ err, handoffId }, 'could not settle an unsent attempt a new lock holder marked UNCERTAIN; reconciliation will');
   }
 }
 

@@ -113,6 +113,8 @@ export const JOB_IDS = {
   observed: (handoffId: string, revision: number) => `observed-${handoffId}-${revision}`,
   /** A person released the handoff at this revision; the agent's queue may move on. */
   released: (handoffId: string, revision: number) => `released-${handoffId}-${revision}`,
+  /** The worker that reserved an UNCERTAIN attempt proved it never wrote it, at this revision. */
+  unsentProven: (handoffId: string, revision: number) => `unsent-${handoffId}-${revision}`,
   /** The reconciler found open work in sweep number `sweep`. */
   sweep: (agentId: string, sweep: number) => `sweep-${agentId}-${sweep}`,
 } as const;

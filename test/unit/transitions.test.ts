@@ -61,8 +61,10 @@ describe('the transition table', () => {
   it('never lets UNCERTAIN go back to a state that would resend the write blindly', () => {
     const fromUncertain = transitionEdges().filter((e) => e.from === 'UNCERTAIN');
     const to = fromUncertain.map((e) => e.to);
-    expect(to).not.toContain('WAITING');
     expect(to).not.toContain('SENDING');
+    // Back to WAITING only on proof that nothing was written: the reserving worker's own word
+    // that it never handed the attempt to an adapter (it lost its lock first).
+    expect(fromUncertain.filter((e) => e.to === 'WAITING').map((e) => e.event)).toEqual(['unsent_proven']);
     // The only ways back to a resend are the observations that found the turn and saw that it
     // did nothing (the recipient answered busy, or refused): a resend then is not blind.
     const towardResend = fromUncertain.filter((e) => e.to === 'BUSY' || e.to === 'OWNER_REJECTED').map((e) => e.event).sort();

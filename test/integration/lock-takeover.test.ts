@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * A worker reserves an attempt, then loses its turn lock (Redis wiped, a partition) before the
+ * write; a new lock holder finds the attempt SENDING and, not knowing whether it was written,
+ * marks it UNCERTAIN. The reserving worker knows it never wrote it: it proves that, so the
+ * handoff is sent again at once instead of waiting an hour of history scans.
+ */
+let baton: TestBaton;
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
+  expect((await baton.post('/v1/agents', { id: 'dev', provider: 'demo', settings: { thinkMs: 20 } })).status).toBe(201);
+});
+
+afterAll(async () => {
+  await baton?.stop();
+});
+
+describe('a lock taken over between the reservation and the write', () => {
+  it('is settled by the reserving worker (unsent_proven), sent again, and lands exactly once', async () => {
+    const { rows } = await baton.db.pool.query<{ id: string }>("SELECT id FROM agents WHERE handle = 'dev' AND removed_at IS NULL");
+    const agentId = rows[0]!.id;
+    const hooks: WorkerHooks = {
+      beforeWrite: async (agent) => {
+        if (agent !== agentId) return;
+        hooks.beforeWrite = undefined;
+        // The new holder: takes the lock and marks the SENDING attempt UNCERTAIN.
+        await baton.redis.set(new RedisNames(baton.prefix).turnLock(agentId), 'new-holder', 'PX', 300);
+        const h = (await baton.db.pool.query<{ id: string; revision: number; attempt_count: number }>("SELECT id, revision, attempt_count FROM handoffs WHERE delivery_state = 'SENDING'")).rows[0]!;
+        await applyTransition(baton.core, { id: h.id, deliveryState: 'SENDING', revision: h.revision, attemptCount: h.attempt_count, refusals: 0, errorResends: 0, interruptResends: 0 }, 'reply_lost', { ...SYSTEM_ACTOR, id: 'new-holder' }, { reason: 'the worker that was writing this turn stopped before recording the outcome' });
+      },
+    };
+    baton.startWorker({ hooks });
+    const sent = await baton.post('/v1/handoffs', { from: 'lead', to: 'dev', title: 'taken over', message: 'do it' });
+    const h = await eventually(
+      async () => {
+        await baton.reconcile();
+        const now = (await baton.get(`/v1/handoffs/${sent.body.id}`)).body;
+        expect(now.state).toBe('RETURNED');
+        return now;
+      },
+      { what: 'sent again and returned', timeoutMs: 15_000 },
+    );
+    const events = h.events.map((e: any) => e.event);
+    expect(events).toEqual(expect.arrayContaining(['reply_lost', 'unsent_proven']));
+    expect(h.attempts.map((a: any) => a.status)).toEqual(['not_sent', 'returned']);
+    // The first attempt never reached the session; the second did, once.
+    expect(baton.host.writesByHandoff().get(sent.body.id)).toEqual([h.attempts[1].requestId]);
+  });
+});

@@ -1,18 +1,26 @@
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { spawnBaton } from '../support/spawn-baton.ts';
 import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from '../support/env.ts';
 
+// The demo's temp files go under a TMPDIR of this test's own (readable by the postgres user, as
+// /tmp is): another test running a demo at the same time cannot make this one's check lie.
+const tmp = mkdtempSync(join(os.tmpdir(), 'baton-demo-test-'));
+chmodSync(tmp, 0o755);
+
 async function demoDirs(): Promise<string[]> {
-  return (await readdir(os.tmpdir())).filter((d) => d.startsWith('baton-demo-pg-'));
+  return (await readdir(tmp)).filter((d) => d.startsWith('baton-demo-pg-'));
 }
 
 describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => {
   it('starts embedded Postgres and a private Redis, shows handoffs moving WAITING -> SENDING -> ACCEPTED -> RUNNING -> RETURNED, and cleans up on Ctrl+C', async () => {
     const before = await demoDirs();
-    const demo = spawnBaton(['demo', '--think-ms', '150'], {});
+    const demo = spawnBaton(['demo', '--think-ms', '150'], { TMPDIR: tmp });
     await demo.waitFor(/API: http:\/\/127\.0\.0\.1:\d+/, 60_000);
+    expect(await demoDirs(), 'the embedded Postgres lives under TMPDIR while the demo runs').toHaveLength(1);
     for (const step of [/new\s+-> WAITING/, /WAITING\s+-> SENDING/, /SENDING\s+-> ACCEPTED/, /ACCEPTED\s+-> RUNNING/, /RUNNING\s+-> RETURNED/]) {
       await demo.waitFor(step, 30_000);
     }
@@ -26,6 +34,7 @@ describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => 
     // Nothing left waiting (it took ~11 s: the embedded servers' stop timers were never cleared).
     expect(Date.now() - t0, 'Ctrl+C to exit').toBeLessThan(6_000);
     expect(demo.output()).toContain('demo data deleted');
+    expect(before).toEqual([]);
     expect(await demoDirs()).toEqual(before);
   }, 120_000);
 });

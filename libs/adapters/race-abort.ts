@@ -16,3 +16,8 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
+
+/** What an aborted wait rejects with: the signal's own reason, else a plain "aborted". */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new Error('aborted');
+}

@@ -7,6 +7,7 @@ import { readBounded, recordDir, type Reservation, type RunView } from '../comma
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
 import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
 import { scanTranscript, transcriptPath } from './transcript.ts';
+import { abortReason } from '../race-abort.ts';
 
 /** A binary or working directory that cannot be used never will be until the settings change. */
 const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
@@ -92,10 +93,6 @@ function resultError(r: StreamResult): string {
 function withOutput(head: string, output: string): string {
   const text = output.trim();
   return text ? `${head}: ${text}` : head;
-}
-
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
 }
 
 /**
@@ -213,7 +210,7 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     const dir = recordDir(runDir, group(claudeSessionId(target)), requestId);
     let sawRunning = false;
     for (;;) {
-      if (signal.aborted) throw abortError(signal);
+      if (signal.aborted) throw abortReason(signal);
       const view = await runs.inspect(dir);
       const seen = await observationOf(dir, view, target, settings, requestId);
       const end = seen.found ? endOfObservation(seen) : { status: 'unobservable' as const, error: 'claude was never started for this turn (its run record and the transcript say so)' };

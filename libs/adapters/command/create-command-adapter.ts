@@ -4,6 +4,8 @@ import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendR
 import { INHERITED_ENV_NAMES, parseCommandSettings, type CommandSettings } from './command-settings.ts';
 import { readBounded, recordDir, type Reservation, type RunView } from './run-record.ts';
 import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
+import { abortReason } from '../race-abort.ts';
+import { assertNever } from '../../domain/errors.ts';
 
 /** A program that cannot be started for one of these reasons never will be until its settings change. */
 const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
@@ -118,14 +120,6 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-function assertNever(value: never): never {
-  throw new Error(`unexpected value ${JSON.stringify(value)}`);
-}
-
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
-}
-
 /**
  * The command provider: one program run per turn, by argv (never a shell), under a detached
  * supervisor that outlives the worker. Starting the program is the write, so each request id
@@ -227,7 +221,7 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
       const dir = recordDir(runDir, target.agentId, requestId);
       let sawRunning = false;
       for (;;) {
-        if (signal.aborted) throw abortError(signal);
+        if (signal.aborted) throw abortReason(signal);
         const view = await inspect(dir);
         const seen = await observationOf(dir, view);
         const end = endOf(seen);

@@ -3,6 +3,7 @@ import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { abandonStart, agentDir, createRecord, inspectRun, listRecords, readBounded, type Reservation, type RunView } from './run-record.ts';
+import { abortReason } from '../race-abort.ts';
 
 const SUPERVISOR = fileURLToPath(new URL('./command-supervisor.mjs', import.meta.url));
 
@@ -26,10 +27,6 @@ export interface RunLauncherOptions {
   readonly runDir: string;
   /** How long a launch waits for the supervisor to start the program before abandoning the start. */
   readonly startWaitMs: number;
-}
-
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
 }
 
 function withOutput(head: string, output: string): string {
@@ -81,7 +78,7 @@ export function createRunLauncher(options: RunLauncherOptions) {
       const onAbort = () => {
         clearTimeout(timer);
         entry?.wakers.delete(done);
-        reject(abortError(signal as AbortSignal));
+        reject(abortReason(signal as AbortSignal));
       };
       const timer = setTimeout(done, ms);
       entry?.wakers.add(done);

@@ -6,6 +6,7 @@ import type { LongTurnsResult } from './scenarios/long-turns.ts';
 import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
 import { round } from './measure.ts';
+import type { Guarantee, Target } from './targets.ts';
 
 export interface BenchResult {
   version: 1;
@@ -22,66 +23,10 @@ export interface BenchResult {
   busyAgents?: BusyAgentsResult;
   recovery?: RecoveryResult;
   longTurns?: LongTurnsResult;
+  /** Issue 16's targets (services/bench/targets.ts), each met, NO or n/a (met null). */
   targets: Target[];
-}
-
-export interface Target {
-  name: string;
-  goal: string;
-  measured: string;
-  met: boolean;
-}
-
-/** The issue's targets, evaluated on a result (those of the scenarios that ran). */
-export function evaluateTargets(r: Omit<BenchResult, 'targets'>): Target[] {
-  const delivery = r.delivery ?? [];
-  const ref = delivery.find((d) => d.agents === 10) ?? delivery[0];
-  const most = delivery.at(-1);
-  const t: Target[] = [];
-  const add = (name: string, goal: string, measured: string, met: boolean) => t.push({ name, goal, measured, met });
-  if (r.send) {
-    const send32 = r.send.thirtyTwoClients;
-    if (r.ceilings) {
-      const ratio = send32.perSecond / Math.max(1, r.ceilings.postgres8);
-      add('send throughput vs raw Postgres (8 connections)', '>= 40%', `${round(ratio * 100, 0)}%`, ratio >= 0.4);
-    }
-    add('send p99 at 32 clients', '<= 25 ms', `${send32.p99Ms} ms`, send32.p99Ms <= 25);
-  }
-  if (ref) {
-    add(`handoffs/s to ACCEPTED (${ref.agents} agents)`, '>= 1000/s', `${ref.acceptedPerSec}/s`, ref.acceptedPerSec >= 1000);
-    add(`handoffs/s to RETURNED (${ref.agents} agents)`, '>= 500/s', `${ref.returnedPerSec}/s`, ref.returnedPerSec >= 500);
-  }
-  const lat = r.dispatchLatency;
-  if (lat) {
-    add(`dispatch latency p50 (commit to adapter call, steady ${lat.perSecond}/s)`, '<= 10 ms', `${lat.dispatchP50Ms} ms`, lat.dispatchP50Ms <= 10);
-    add(`dispatch latency p99 (steady ${lat.perSecond}/s)`, '<= 50 ms', `${lat.dispatchP99Ms} ms`, lat.dispatchP99Ms <= 50);
-  }
-  if (ref) {
-    // Under a backlog the same path also includes queueing behind earlier handoffs.
-    add(`dispatch latency p50 (saturated, ${ref.agents} agents)`, '<= 10 ms', `${ref.dispatchP50Ms} ms`, ref.dispatchP50Ms <= 10);
-    add(`dispatch latency p99 (saturated, ${ref.agents} agents)`, '<= 50 ms', `${ref.dispatchP99Ms} ms`, ref.dispatchP99Ms <= 50);
-  }
-  if (ref && most && most !== ref) {
-    const keep = most.acceptedPerSec / Math.max(1, ref.acceptedPerSec);
-    add(`throughput at ${most.agents} agents vs ${ref.agents}`, '>= 80%', `${round(keep * 100, 0)}%`, keep >= 0.8);
-    const a = ref.cost.redisConnectionsPerWorker;
-    const b = most.cost.redisConnectionsPerWorker;
-    add(`Redis connections per worker, ${most.agents} vs ${ref.agents} agents`, 'the same', `${b.join('/')} vs ${a.join('/')}`, JSON.stringify(a) === JSON.stringify(b));
-  }
-  if (r.recovery) {
-    add('worker SIGKILL -> UNCERTAIN', '<= 5 s', `${r.recovery.killToUncertainSec} s`, r.recovery.killToUncertainSec <= 5);
-    add('Redis wipe -> all handoffs final', '<= 10 s', `${r.recovery.wipeToFinalSec} s`, r.recovery.wipeToFinalSec <= 10);
-  }
-  const b = r.busyAgents;
-  if (b) {
-    add('busy agents: no overlapping turns, order held, one write each', 'all 0', `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`, b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0);
-  }
-  const l = r.longTurns;
-  if (l) {
-    const ok = l.returned === l.turns && l.handoffsNotWrittenOnce === 0 && l.writeViolations === 0;
-    add(`long turns: ${l.turns} x ${l.turnSeconds} s all RETURNED, each written once, no violation`, 'all', `${l.returned} returned, ${l.handoffsNotWrittenOnce} not once, ${l.writeViolations} violations`, ok);
-  }
-  return t;
+  /** Guarantees checked beside the targets: ordering, exactly-once, recovery. */
+  guarantees: Guarantee[];
 }
 
 const pct = (a: number, b: number) => (b > 0 ? `${round((a / b) * 100, 0)}%` : '-');
@@ -91,7 +36,7 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
 
-/** The human-readable report: one table of figures beside their ceilings, then the targets. */
+/** The human-readable report: one table of figures beside their ceilings, the costs, then the targets and the guarantees. */
 export function renderReport(r: BenchResult): string {
   const c = r.ceilings;
   const delivery = r.delivery ?? [];
@@ -138,9 +83,9 @@ export function renderReport(r: BenchResult): string {
   if (rows.length > 1) sections.push('', table(rows));
   if (delivery.length > 0) sections.push('', table(costTable(delivery, r.send)));
   if (r.longTurns) sections.push('', table(longTurnsTable(r.longTurns)));
-  const targets: string[][] = [['target', 'goal', 'measured', 'met']];
-  for (const t of r.targets) targets.push([t.name, t.goal, t.measured, t.met ? 'yes' : 'NO']);
-  sections.push('', table(targets));
+  const met = (m: boolean | null) => (m === null ? 'n/a' : m ? 'yes' : 'NO');
+  if (r.targets.length > 0) sections.push('', table([['target (issue 16)', 'goal', 'measured', 'met'], ...r.targets.map((t) => [t.name, t.goal, t.measured, met(t.met)])]));
+  if (r.guarantees.length > 0) sections.push('', table([['guarantee', 'goal', 'measured', 'met'], ...r.guarantees.map((g) => [g.name, g.goal, g.measured, met(g.met)])]));
   return sections.join('\n');
 }
 

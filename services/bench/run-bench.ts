@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { BatonConfig } from '../../libs/config/load-config.ts';
 import { BenchEnvironment, DEFAULT_TUNING } from './bench-environment.ts';
 import { Progress, round } from './measure.ts';
-import { evaluateTargets, renderReport, type BenchResult } from './report.ts';
+import { renderReport, type BenchResult } from './report.ts';
 import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
@@ -10,6 +10,7 @@ import { measureDispatchLatency } from './scenarios/dispatch-latency.ts';
 import { measureLongTurns } from './scenarios/long-turns.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
+import { evaluateGuarantees, evaluateTargets } from './targets.ts';
 
 export interface BenchOptions {
   quick: boolean;
@@ -136,7 +137,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(recovery ? { recovery } : {}),
       ...(longTurns ? { longTurns } : {}),
     };
-    return { ...partial, targets: evaluateTargets(partial) };
+    return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {
     progress.show('cleaning up');
     await env.close();

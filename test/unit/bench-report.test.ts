@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateTargets, renderReport, type BenchResult } from '../../services/bench/report.ts';
+import { renderReport } from '../../services/bench/report.ts';
 import { BENCH_SCENARIOS, parseScenarios } from '../../services/bench/run-bench.ts';
 import type { LongTurnsResult } from '../../services/bench/scenarios/long-turns.ts';
+import { evaluateGuarantees, evaluateTargets, type Measurements } from '../../services/bench/targets.ts';
 
 const longTurns: LongTurnsResult = {
   turns: 1000,
@@ -33,7 +34,7 @@ const longTurns: LongTurnsResult = {
   writeViolations: 0,
 };
 
-const onlyLongTurns: Omit<BenchResult, 'targets'> = {
+const onlyLongTurns: Measurements = {
   version: 1,
   mode: 'full',
   startedAt: '2026-11-30T10:00:00.000Z',
@@ -57,10 +58,12 @@ describe('bench scenario selection (--only)', () => {
 });
 
 describe('bench report with only the long-turn scenario', () => {
-  it('renders the long-turn table and its target without the scenarios that did not run', () => {
-    const targets = evaluateTargets(onlyLongTurns);
-    expect(targets).toEqual([{ name: 'long turns: 1000 x 30 s all RETURNED, each written once, no violation', goal: 'all', measured: '1000 returned, 0 not once, 0 violations', met: true }]);
-    const text = renderReport({ ...onlyLongTurns, targets });
+  it('renders the long-turn table and its guarantee without the scenarios that did not run', () => {
+    // Every issue-16 target reads a scenario that did not run: no row rather than n/a rows.
+    expect(evaluateTargets(onlyLongTurns)).toEqual([]);
+    const guarantees = evaluateGuarantees(onlyLongTurns);
+    expect(guarantees).toEqual([{ name: 'long turns: 1000 x 30 s all RETURNED, each written once, no violation', goal: 'all', measured: '1000 returned, 0 not once, 0 violations', met: true }]);
+    const text = renderReport({ ...onlyLongTurns, targets: [], guarantees });
     expect(text).toContain('Baton benchmark (full, only long-turns)');
     expect(text).toMatch(/workers x shards x concurrency = job slots\s+2 x 4 x 256 = 2048/);
     expect(text).toMatch(/turns in flight at the peak \(ACCEPTED \+ RUNNING\)\s+1000/);
@@ -69,12 +72,14 @@ describe('bench report with only the long-turn scenario', () => {
     expect(text).toMatch(/written exactly once\s+1000 of 1000, 0 write violations/);
     expect(text).not.toContain('raw Postgres');
     expect(text).not.toContain('e2e ');
+    expect(text).toMatch(/guarantee\s+goal\s+measured\s+met/);
+    expect(text).not.toContain('target (issue 16)');
   });
 
-  it('fails the long-turn target when a handoff was written twice or not returned', () => {
-    const twice = evaluateTargets({ ...onlyLongTurns, longTurns: { ...longTurns, handoffsNotWrittenOnce: 1, writeViolations: 1 } });
+  it('fails the long-turn guarantee when a handoff was written twice or not returned', () => {
+    const twice = evaluateGuarantees({ ...onlyLongTurns, longTurns: { ...longTurns, handoffsNotWrittenOnce: 1, writeViolations: 1 } });
     expect(twice[0]?.met).toBe(false);
-    const unfinished = evaluateTargets({ ...onlyLongTurns, longTurns: { ...longTurns, returned: 999 } });
+    const unfinished = evaluateGuarantees({ ...onlyLongTurns, longTurns: { ...longTurns, returned: 999 } });
     expect(unfinished[0]?.met).toBe(false);
   });
 });

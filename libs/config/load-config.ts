@@ -1,3 +1,4 @@
+import { parseRedisTarget } from '../queue/redis-target.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { POOL_PATTERN } from '../domain/ids.ts';
@@ -170,6 +171,18 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return v;
 }
 
+/** REDIS_URL: one server (`redis://`, `rediss://`) or a cluster's seed nodes (`redis+cluster://h:p,h:p`). */
+function redisUrl(env: Env): string | undefined {
+  const v = optional(env, 'REDIS_URL');
+  if (v === undefined) return undefined;
+  try {
+    parseRedisTarget(v);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return v;
+}
+
 const WEEK_MS = 7 * 24 * 3_600_000;
 
 
@@ -239,7 +252,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
   const allowedHosts = allowedHostsOf(env, host, publicUrl);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env),
     api: {
       host,
       port,

@@ -5,7 +5,7 @@ import type { WorkState } from '../domain/work-states.ts';
 import type { AgentRecord, ProjectRecord, ProviderName } from './records.ts';
 
 /** What registration writes: the agent's own fields and the time. */
-export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool'> & { at: Date };
+export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool' | 'deployment'> & { at: Date };
 
 type AgentRow = {
   id: string;
@@ -17,6 +17,7 @@ type AgentRow = {
   deliveryTarget: string | null;
   generation: number;
   pool: string;
+  deployment: string;
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -36,6 +37,7 @@ function toRecord(row: AgentRow): AgentRecord {
     deliveryTarget: row.deliveryTarget,
     generation: row.generation,
     pool: row.pool,
+    deployment: row.deployment,
     removedAt: row.removedAt,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -141,21 +143,22 @@ export class AgentRepository {
   /**
    * Inserts the agent, or revives a removed one with the same handle under a new generation
    * (so handoffs enrolled for the old one are never redirected to it, and tokens issued to it,
-   * bound to its generation, stay refused). Returns null when an
-   * active agent already has the handle; nothing changes then. One statement, race-free.
+   * bound to its generation, stay refused). Either way the agent belongs to `a.deployment` from
+   * then on. Returns null when an active agent already has the handle; nothing changes then.
+   * One statement, race-free.
    */
   async insertOrRevive(a: AgentInput): Promise<AgentRecord | null> {
     const rows = await this.prisma.$queryRaw<AgentRow[]>`
-      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, pool, created_at, updated_at)
+      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, pool, deployment, created_at, updated_at)
       VALUES (${a.id}::uuid, ${a.projectId}::uuid, ${a.handle}, ${a.displayName}, ${a.provider}::provider,
-              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.pool}, ${a.at}, ${a.at})
+              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.pool}, ${a.deployment}, ${a.at}, ${a.at})
       ON CONFLICT (project_id, handle) DO UPDATE SET
         display_name = EXCLUDED.display_name, provider = EXCLUDED.provider,
         provider_settings = EXCLUDED.provider_settings, delivery_target = EXCLUDED.delivery_target, pool = EXCLUDED.pool,
-        generation = a.generation + 1, removed_at = NULL, updated_at = EXCLUDED.updated_at
+        deployment = EXCLUDED.deployment, generation = a.generation + 1, removed_at = NULL, updated_at = EXCLUDED.updated_at
       WHERE a.removed_at IS NOT NULL
       RETURNING a.id, a.project_id AS "projectId", a.handle, a.display_name AS "displayName", a.provider::text AS provider,
-        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation, a.pool,
+        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation, a.pool, a.deployment,
         a.removed_at AS "removedAt", a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
     const row = rows[0];
     return row ? toRecord(row) : null;
@@ -175,6 +178,14 @@ export class AgentRepository {
   async findById(id: string): Promise<AgentRecord | null> {
     const row = await this.prisma.agent.findUnique({ where: { id } });
     return row ? toRecord(row) : null;
+  }
+
+  /** Active push agents (not manual) per owning deployment, over every project: who delivers to how many. */
+  async countPushAgentsByDeployment(): Promise<Array<{ deployment: string; agents: number }>> {
+    const rows = await this.prisma.$queryRaw<Array<{ deployment: string; agents: number }>>`
+      SELECT deployment, count(*)::int AS agents FROM agents
+      WHERE removed_at IS NULL AND provider <> 'manual'::provider GROUP BY deployment ORDER BY deployment`;
+    return rows;
   }
 
   async listActive(projectId: string): Promise<AgentRecord[]> {

@@ -110,6 +110,8 @@ export interface EnrollOutcome {
   recipientId: string | null;
   recipientProvider: ProviderName | null;
   recipientGeneration: number | null;
+  /** The deployment that owns the recipient: only its workers deliver the handoff. */
+  recipientDeployment: string | null;
   /** false: the session named does not exist in the project (nothing inserted). */
   sessionFound: boolean;
   /** The key an in-progress original holds (whether or not this insert happened). */
@@ -251,7 +253,11 @@ const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${s
  * ORDER BY over every open handoff of the agent cost ~2 ms per turn at 1,000 queued). The
  * states are literals, not parameters: with array parameters Postgres re-planned this
  * statement on every call (~1.5 ms of planning per turn, seen in pg_stat_statements).
+ * Nothing at all when the agent belongs to another deployment than $3 (`OWNED_BY`: a one-time
+ * primary-key probe before the rest runs).
  */
+const OWNED_BY = `EXISTS (SELECT 1 FROM agents o WHERE o.id = $1 AND o.deployment = $3)`;
+
 const NEXT_WORK_SQL = `WITH head AS (
     SELECT c.id, c.live FROM (
       ${[
@@ -263,7 +269,7 @@ const NEXT_WORK_SQL = `WITH head AS (
             `(SELECT id, seq, false AS live FROM handoffs WHERE recipient_id = $1 AND delivery_state = '${st}' AND (not_before IS NULL OR not_before <= $2) ORDER BY seq LIMIT 1)`,
         ),
       ].join('\n      UNION ALL ')}
-    ) c ORDER BY c.live DESC, c.seq LIMIT 1
+    ) c WHERE ${OWNED_BY} ORDER BY c.live DESC, c.seq LIMIT 1
   )
   SELECT ${H('h')}, c.rule AS "connectionRule", head.live,
     s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",
@@ -282,6 +288,7 @@ const NEXT_WORK_SQL = `WITH head AS (
 /**
  * Whether the agent has work now (two probes that stop at their first row), else the earliest
  * not_before, looked for only when nothing is due (then every open handoff is waiting for its time).
+ * No row when the agent belongs to another deployment than $3.
  */
 const NEXT_WORK_AT_SQL = `WITH d AS (
     SELECT EXISTS (SELECT 1 FROM handoffs WHERE recipient_id = $1 AND delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND attempt_count > 0)
@@ -289,7 +296,7 @@ const NEXT_WORK_AT_SQL = `WITH d AS (
   )
   SELECT d.due, CASE WHEN d.due THEN NULL
     ELSE (SELECT min(not_before) FROM handoffs WHERE recipient_id = $1 AND delivery_state IN (${stateList(DISPATCHABLE_STATES)})) END AS at
-  FROM d`;
+  FROM d WHERE ${OWNED_BY}`;
 
 export class HandoffRepository {
   constructor(private readonly pool: Queryable) {}
@@ -315,6 +322,7 @@ export class HandoffRepository {
       foundRecipient: string | null;
       foundProvider: ProviderName | null;
       foundGeneration: number | null;
+      foundDeployment: string | null;
       foundSession: boolean;
       foundKey: string | null;
       foundRule: 'allow' | 'block' | null;
@@ -327,7 +335,7 @@ export class HandoffRepository {
        ), s AS (
          SELECT a.id FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $3 AND a.removed_at IS NULL
        ), r AS (
-         SELECT a.id, a.generation, a.provider, a.delivery_target, a.pool FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
+         SELECT a.id, a.generation, a.provider, a.delivery_target, a.pool, a.deployment FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
        ), ses AS (
          SELECT $34::uuid IS NULL OR EXISTS (SELECT 1 FROM sessions x JOIN p ON x.project_id = p.id WHERE x.id = $34::uuid) AS ok
        ), k AS (
@@ -358,7 +366,7 @@ export class HandoffRepository {
          RETURNING id
        )
        SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
-         (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration",
+         (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration", (SELECT deployment FROM r) AS "foundDeployment",
          (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey",
          (SELECT c.rule FROM connections c WHERE c.from_id = (SELECT id FROM s) AND c.to_id = (SELECT id FROM r)) AS "foundRule",
          (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections",
@@ -374,13 +382,14 @@ export class HandoffRepository {
         e.sessionId,
       ],
     );
-    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = rows[0]!;
+    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundDeployment, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = rows[0]!;
     return {
       projectId: foundProject,
       senderId: foundSender,
       recipientId: foundRecipient,
       recipientProvider: foundProvider,
       recipientGeneration: foundGeneration,
+      recipientDeployment: foundDeployment,
       sessionFound: foundSession === true,
       inProgressKey: foundKey,
       connectionRule: foundRule,
@@ -621,8 +630,10 @@ export class HandoffRepository {
    * The agent's next piece of work: first a turn that may be live (oldest first), else the
    * oldest handoff that may start an attempt now; with its sender, recipient, connection rule
    * and (for a live turn) newest attempt. Only the holder of the agent's turn lock calls this.
+   * null when the agent belongs to another deployment than `deployment`: its turn lock lives in
+   * that deployment's Redis, so no lock this caller holds entitles it to the agent's turns.
    */
-  async nextWork(recipientId: string, now: Date): Promise<WorkItem | null> {
+  async nextWork(recipientId: string, now: Date, deployment: string): Promise<WorkItem | null> {
     type Row = DispatchCandidate & {
       live: boolean;
       senderHandle: string;
@@ -634,7 +645,7 @@ export class HandoffRepository {
       attemptStartedAt: Date | null;
       attemptAcceptedAt: Date | null;
     };
-    const { rows } = await this.q<Row>(NEXT_WORK_SQL, [recipientId, now]);
+    const { rows } = await this.q<Row>(NEXT_WORK_SQL, [recipientId, now, deployment]);
     const row = rows[0];
     if (!row) return null;
     const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, ...handoff } = row;
@@ -649,40 +660,51 @@ export class HandoffRepository {
 
   /**
    * When the recipient next has work: 'now' if something is dispatchable or in flight, the
-   * earliest not_before otherwise, or null when nothing is open.
+   * earliest not_before otherwise, or null when nothing is open (or the agent belongs to
+   * another deployment than `deployment`).
    */
-  async nextWorkAt(recipientId: string, now: Date): Promise<'now' | Date | null> {
-    const { rows } = await this.q<{ due: boolean; at: Date | null }>(NEXT_WORK_AT_SQL, [recipientId, now]);
+  async nextWorkAt(recipientId: string, now: Date, deployment: string): Promise<'now' | Date | null> {
+    const { rows } = await this.q<{ due: boolean; at: Date | null }>(NEXT_WORK_AT_SQL, [recipientId, now, deployment]);
     const row = rows[0];
     if (!row) return null;
     return row.due ? 'now' : row.at;
   }
 
-  /** HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds. */
-  async held(limit: number): Promise<DispatchCandidate[]> {
+  /**
+   * HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds; only
+   * those to agents of `deployment` (a lifted hold is queued on that deployment's queues).
+   */
+  async held(limit: number, deployment: string): Promise<DispatchCandidate[]> {
     const { rows } = await this.q<DispatchCandidate>(
       `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
+       JOIN agents r ON r.id = h.recipient_id AND r.deployment = $2
        LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
        WHERE h.delivery_state = 'HELD' ORDER BY h.seq LIMIT $1`,
-      [limit],
+      [limit, deployment],
     );
     return rows;
   }
 
-  /** UNCERTAIN handoffs whose next history scan is due, with the attempt in doubt. */
   /**
-   * UNCERTAIN deliveries due for a history scan, oldest first; with `scope`, only those of the
-   * given providers and worker pools (a session can only be observed from its pool's host).
+   * UNCERTAIN deliveries due for a history scan, oldest first, with the attempt in doubt: only
+   * those to agents of `deployment`, and with `scope`, only those of the given providers and
+   * worker pools (a session can only be observed from its pool's host).
    */
-  async uncertainDue(now: Date, limit: number, scope?: { providers: readonly string[]; pools: readonly string[] }): Promise<UncertainCandidate[]> {
+  async uncertainDue(
+    now: Date,
+    limit: number,
+    deployment: string,
+    scope?: { providers: readonly string[]; pools: readonly string[] },
+  ): Promise<UncertainCandidate[]> {
     const { rows } = await this.q<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
       `SELECT ${H('h')}, a.id AS "attemptId", a.request_id AS "requestId", a.absent_scans AS "absentScans", a.first_absent_at AS "firstAbsentAt"
        FROM handoffs h
+       JOIN agents r ON r.id = h.recipient_id AND r.deployment = $5
        LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
        WHERE h.delivery_state = 'UNCERTAIN' AND (h.not_before IS NULL OR h.not_before <= $1)
          AND ($3::text[] IS NULL OR h.provider::text = ANY($3::text[])) AND ($4::text[] IS NULL OR h.pool = ANY($4::text[]))
        ORDER BY h.seq LIMIT $2`,
-      [now, limit, scope ? [...scope.providers] : null, scope ? [...scope.pools] : null],
+      [now, limit, scope ? [...scope.providers] : null, scope ? [...scope.pools] : null, deployment],
     );
     return rows.map(({ attemptId, requestId, absentScans, firstAbsentAt, ...handoff }) => ({
       handoff,
@@ -744,19 +766,21 @@ export class HandoffRepository {
   }
 
   /**
-   * Recipients with open push work (the reconciler's sweep): dispatchable now, or with a
-   * turn that may be live. Bounded by `limit`, oldest work first.
+   * Recipients of `deployment` with open push work (the reconciler's sweep): dispatchable now,
+   * or with a turn that may be live. Bounded by `limit`, oldest work first; agents of other
+   * deployments neither appear nor use up the batch.
    */
-  async recipientsWithOpenWork(now: Date, limit: number): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string }>> {
+  async recipientsWithOpenWork(now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string }>> {
     const { rows } = await this.q<{ recipientId: string; provider: ProviderName; pool: string }>(
-      `SELECT recipient_id AS "recipientId", provider, pool FROM (
+      `SELECT open.recipient_id AS "recipientId", open.provider, open.pool FROM (
          SELECT recipient_id, provider, pool, min(seq) AS first_seq FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
            AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0)
              OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))
          GROUP BY recipient_id, provider, pool
-       ) open ORDER BY first_seq LIMIT $2`,
-      [now, limit, LIVE_TURN_STATES, DISPATCHABLE_STATES],
+       ) open JOIN agents r ON r.id = open.recipient_id AND r.deployment = $5
+       ORDER BY open.first_seq LIMIT $2`,
+      [now, limit, LIVE_TURN_STATES, DISPATCHABLE_STATES, deployment],
     );
     return rows;
   }

@@ -24,6 +24,11 @@ export interface AgentRecord {
   generation: number;
   /** Worker pool (host affinity); '' is the unnamed pool. */
   pool: string;
+  /**
+   * The deployment that owns the agent (the Redis prefix of the process that registered it):
+   * only its workers deliver, follow and observe the agent's turns.
+   */
+  deployment: string;
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;

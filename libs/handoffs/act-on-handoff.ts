@@ -5,7 +5,7 @@ import { applyTransition } from './apply-transition.ts';
 import type { Actor, CoreDeps } from './ports.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import { loadAsAgent, loadVisible, reread } from './load-handoff.ts';
-import { routeOf } from '../queue/dispatch-job.ts';
+import { wakeRecipient } from './wake-recipient.ts';
 
 /**
  * The recipient marks a plain message read: ACKNOWLEDGED, no turn needed (if it was still
@@ -52,10 +52,6 @@ export async function releaseHandoff(
     patch: { deliveryDetail: `released by ${actor.id}: ${why}; not resent` },
     ...(attempt && !attempt.finishedAt ? { updateAttempt: { id: attempt.id, status: 'cancelled' as const, finished: true } } : {}),
   });
-  if (h.recipientId && h.provider && h.provider !== 'manual') {
-    await deps.scheduler
-      .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due' }, JOB_IDS.released(h.id, moved.revision))
-      .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue the recipient after a release; the sweep will'));
-  }
+  await wakeRecipient(deps, h, JOB_IDS.released(h.id, moved.revision));
   return reread(deps, h);
 }

@@ -82,6 +82,9 @@ export interface DispatchSummary {
  * finishes any turn that an earlier holder left live, then delivers the oldest dispatchable
  * handoff, and repeats. The lock is held for whole turns. After releasing it, queues a
  * follow-up for whatever is (or becomes) due, so no wake-up is lost.
+ * A job for an agent of another deployment finds no work (`nextWork` and `nextWorkAt` read only
+ * agents of `deps.deployment`): it ends `idle`, writing nothing and queuing nothing, because
+ * the lock it took is not the one that agent's deployment holds during its turns.
  */
 export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
@@ -101,7 +104,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let retryInMs = 0;
   try {
     while (!stopStarting.aborted) {
-      const item = await deps.handoffs.nextWork(job.agentId, deps.clock.now());
+      const item = await deps.handoffs.nextWork(job.agentId, deps.clock.now(), deps.deployment);
       if (!item) break;
       const step: Step = item.live ? await resumeTurn(deps, item, stopWatching, lock) : await deliver(deps, item, stopWatching, lock);
       if (step.kind === 'stopped') {
@@ -135,7 +138,7 @@ async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: str
       await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), retryInMs);
       return;
     }
-    const next = await deps.handoffs.nextWorkAt(job.agentId, deps.clock.now());
+    const next = await deps.handoffs.nextWorkAt(job.agentId, deps.clock.now(), deps.deployment);
     if (next === null) return;
     if (next === 'now') {
       await deps.scheduler.enqueue({ ...base, cause: 'after_turn' }, JOB_IDS.afterTurn(job.agentId, token));

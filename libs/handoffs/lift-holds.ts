@@ -8,14 +8,15 @@ import { routeOf } from '../queue/dispatch-job.ts';
 const BATCH = 500;
 
 /**
- * Re-evaluates every HELD handoff against the current settings and connections; those no
- * longer held go back to WAITING (`hold_lifted`) and are queued. Runs in the reconciler's
- * sweep (so a pause that ends at `enabledAfter` lifts by itself) and right after a setting or
- * connection changes.
+ * Re-evaluates every HELD handoff to an agent of this deployment against the current settings
+ * and connections; those no longer held go back to WAITING (`hold_lifted`) and are queued on
+ * this deployment's queues. Runs in the reconciler's sweep (so a pause that ends at
+ * `enabledAfter` lifts by itself) and right after a setting or connection changes; the holds of
+ * another deployment's agents are lifted by that deployment's reconciler.
  * @returns how many holds were lifted.
  */
 export async function liftHolds(deps: CoreDeps & { settingsReader: { get(): Promise<RuntimeSettings> } }): Promise<number> {
-  const held = await deps.handoffs.held(BATCH);
+  const held = await deps.handoffs.held(BATCH, deps.deployment);
   if (held.length === 0) return 0;
   const settings = await deps.settingsReader.get();
   let lifted = 0;

@@ -27,7 +27,9 @@ export interface RegisterAgentInput {
 /**
  * Registers an agent in a project. Handles are case-insensitive (stored lower-case). A removed
  * agent's handle can be registered again; it gets a new generation, so handoffs enrolled for
- * the old one are never redirected to it.
+ * the old one are never redirected to it. The agent belongs to the registering process's
+ * deployment (`deps.deployment`), also when it is registered again: only that deployment's
+ * workers deliver to it.
  * @throws BatonError unknown_provider, invalid_settings, project_not_found, agent_exists
  */
 export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): Promise<AgentRecord> {
@@ -45,10 +47,11 @@ export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): 
     providerSettings: input.providerSettings ?? {},
     deliveryTarget,
     pool: input.pool === undefined || input.pool === 'default' ? '' : input.pool.toLowerCase(),
+    deployment: deps.deployment,
     at: deps.clock.now(),
   });
   if (!agent) throw new BatonError('agent_exists', `agent ${JSON.stringify(handle)} already exists in project ${project.slug}`);
-  deps.logger.info({ agentId: agent.id, handle, provider: agent.provider }, 'agent registered');
+  deps.logger.info({ agentId: agent.id, handle, provider: agent.provider, deployment: agent.deployment }, 'agent registered');
   return agent;
 }
 
@@ -78,6 +81,8 @@ export async function removeAgent(deps: CoreDeps, projectSlug: string, handle: s
   const project = await resolveProject(deps, projectSlug);
   const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now(), recipientGone(handle.toLowerCase(), tokenId));
   if (!removed) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
+  // Its tokens were revoked in that statement.
+  deps.tokenCache?.invalidate();
   deps.events.published(removed.eventIds);
   deps.logger.info({ handle, project: project.slug }, 'agent removed');
 }

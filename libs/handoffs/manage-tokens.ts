@@ -35,7 +35,7 @@ function newSecret(): string {
  *   invalid_token (unknown, revoked, or issued to an agent since removed, also when its handle
  *   was registered again: a token belongs to one generation of its agent)
  */
-export async function authenticate(deps: Pick<CoreDeps, 'tokens'>, authorization: string | undefined): Promise<Caller> {
+export async function authenticate(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>, authorization: string | undefined): Promise<Caller> {
   if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!m || !TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>" with a Baton token');
@@ -45,18 +45,24 @@ export async function authenticate(deps: Pick<CoreDeps, 'tokens'>, authorization
 /**
  * Proves a caller from the sha256 of its token, as a browser session keeps it (the secret
  * itself is not kept), with the same checks as a bearer token on every call: a revoked token,
- * or one whose agent was removed, ends its sessions at once.
+ * or one whose agent was removed, ends its sessions at the next request in the process that
+ * revoked it and within a second in every other (the process's token cache, token-cache.ts).
  * @throws BatonError invalid_token
  */
-export async function authenticateSecretHash(deps: Pick<CoreDeps, 'tokens'>, secretHash: string): Promise<Caller> {
+export async function authenticateSecretHash(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>, secretHash: string): Promise<Caller> {
+  const cached = deps.tokenCache?.get(secretHash);
+  if (cached) return cached;
+  const started = deps.tokenCache?.begin();
   const t = await deps.tokens.findBySecretHash(secretHash);
   if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'the token is unknown, revoked, or its agent was removed');
-  return {
+  const caller: Caller = {
     tokenId: t.id,
     admin: t.isAdmin,
     agent: t.agentId && t.agentHandle ? { id: t.agentId, handle: t.agentHandle } : null,
     projectSlug: t.projectSlug,
   };
+  if (started) deps.tokenCache!.put(secretHash, caller, started);
+  return caller;
 }
 
 /**
@@ -103,9 +109,13 @@ export async function listTokens(deps: Pick<CoreDeps, 'agents' | 'tokens'>, proj
   return deps.tokens.list(p?.id ?? null);
 }
 
-/** Revokes a token; it is refused from the next request on. @throws BatonError token_not_found */
-export async function revokeToken(deps: Pick<CoreDeps, 'tokens' | 'clock' | 'logger'>, id: string): Promise<void> {
+/**
+ * Revokes a token: refused from the next request on in this process, and within a second in
+ * every other (token-cache.ts). @throws BatonError token_not_found
+ */
+export async function revokeToken(deps: Pick<CoreDeps, 'tokens' | 'tokenCache' | 'clock' | 'logger'>, id: string): Promise<void> {
   if (!isUuid(id) || !(await deps.tokens.revoke(id, deps.clock.now()))) throw new BatonError('token_not_found', `no live token ${JSON.stringify(id)}`);
+  deps.tokenCache?.invalidate();
   deps.logger.info({ tokenId: id }, 'token revoked');
 }
 

@@ -6,6 +6,7 @@ import type { SettingsRepository } from '../db/settings-repository.ts';
 import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
 import type { TokenRepository } from '../db/token-repository.ts';
+import type { TokenCache } from './token-cache.ts';
 import type { AuditRepository } from '../db/audit-repository.ts';
 import type { LiveViewRepository } from '../db/live-view-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
@@ -41,12 +42,23 @@ export const NO_EVENT_PUBLISHER: EventPublisher = { published: () => undefined }
 
 /** What every use case needs. Passed in by each process's entry point; nothing is global. */
 export interface CoreDeps {
+  /**
+   * The deployment this process belongs to (`RedisNames.deployment`: its Redis prefix). Agents it
+   * registers belong to it; its workers sweep, deliver, follow and observe only those, and its
+   * wake-ups go only to them (README.md, "Deployments").
+   */
+  readonly deployment: string;
   readonly handoffs: HandoffRepository;
   readonly agents: AgentRepository;
   readonly settings: SettingsRepository;
   readonly work: WorkRepository;
   readonly sessions: SessionRepository;
   readonly tokens: TokenRepository;
+  /**
+   * The process's cache of token look-ups (API processes; token-cache.ts). Absent: every
+   * request looks its token up in Postgres. Whatever can end a token calls its invalidate().
+   */
+  readonly tokenCache?: TokenCache | undefined;
   readonly audit: AuditRepository;
   /** The live page's reads (libs/handoffs/live-view.ts). */
   readonly liveView: LiveViewRepository;

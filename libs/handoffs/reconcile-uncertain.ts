@@ -12,7 +12,7 @@ const BATCH = 100;
 /** After a scan that could not read the whole history (it does not count). */
 const INCOMPLETE_SCAN_RETRY_MS = 5 * 60_000;
 
-type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope'>;
+type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope' | 'deployment'>;
 
 /**
  * Honest release: an UNCERTAIN delivery is settled only by what its session's history shows.
@@ -20,12 +20,13 @@ type Deps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' 
  * ended in error is followed through RUNNING so the normal resend rules apply). Not found by
  * `windows.absenceScans` complete scans spread over `windows.absenceWindowMs` (by default three
  * over an hour): CANCELLED, never resent. Runs in every worker's
- * reconciler for the providers that worker has adapters for.
+ * reconciler for the providers that worker has adapters for, and only for agents of its own
+ * deployment (another deployment's UNCERTAIN turns are its own to observe).
  * @returns how many UNCERTAIN handoffs moved or were scanned.
  */
 export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new AbortController().signal): Promise<number> {
   const { absenceScans, absenceWindowMs } = deps.windows;
-  const due = await deps.handoffs.uncertainDue(deps.clock.now(), BATCH, deps.scope);
+  const due = await deps.handoffs.uncertainDue(deps.clock.now(), BATCH, deps.deployment, deps.scope);
   let touched = 0;
   for (const c of due) {
     const adapter = deps.adapters.get(c.handoff.provider ?? '');

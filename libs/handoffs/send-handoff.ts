@@ -136,7 +136,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
       }
       // Recorded is what the sender is told; the wake-up goes to Redis without holding the
       // answer back (a lost one is re-queued from Postgres by the reconciler).
-      void queueAfterCommit(deps, o.handoff);
+      void queueAfterCommit(deps, o.handoff, o.recipientDeployment);
       return { handoff: view(o.handoff), created: true };
     }
     if (key !== null) {
@@ -157,8 +157,14 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   throw new Error(`could not enroll the handoff from ${from} to ${to} after 3 tries`);
 }
 
-async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord): Promise<void> {
+async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual' || h.deliveryState !== 'WAITING') return;
+  if (recipientDeployment !== deps.deployment) {
+    // Another deployment owns the recipient: its reconciler's sweep finds the handoff in
+    // Postgres and its workers deliver it. Our queues would only wake workers that may not.
+    deps.logger.debug({ handoffId: h.id, deployment: recipientDeployment }, 'recipient belongs to another deployment; its sweep delivers it');
+    return;
+  }
   try {
     await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
   } catch (err) {

@@ -10,15 +10,17 @@ export interface SweepDeps extends CoreDeps {
 const SWEEP_BATCH = 5_000;
 
 /**
- * The reconciler's sweep: Postgres is the truth, so every recipient with open push work, no
- * turn lock held and no back-off running gets a dispatch job. This rebuilds what Redis lost (a FLUSHALL, a restart, an
- * enqueue that failed after a commit, a worker killed mid-turn). Job ids are per sweep
- * interval, so parallel sweeps from several processes add each job once.
+ * The reconciler's sweep: Postgres is the truth, so every recipient of this deployment with
+ * open push work, no turn lock held and no back-off running gets a dispatch job. This rebuilds
+ * what Redis lost (a FLUSHALL, a restart, an enqueue that failed after a commit, a worker killed
+ * mid-turn). Job ids are per sweep interval, so parallel sweeps from several processes add each
+ * job once. Agents of another deployment are not looked at: their locks are not in this
+ * deployment's Redis, so "no lock held" would be a lie about them.
  * @returns how many agents were queued.
  */
 export async function sweepOpenWork(deps: SweepDeps, intervalMs: number): Promise<number> {
   const now = deps.clock.now();
-  const open = await deps.handoffs.recipientsWithOpenWork(now, SWEEP_BATCH);
+  const open = await deps.handoffs.recipientsWithOpenWork(now, SWEEP_BATCH, deps.deployment);
   if (open.length === 0) return 0;
   const held = await deps.locks.busy(open.map((o) => o.recipientId));
   const sweep = Math.floor(now.getTime() / intervalMs);

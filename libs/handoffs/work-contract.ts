@@ -9,7 +9,7 @@ import { applyTransition } from './apply-transition.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import type { CoreDeps } from './ports.ts';
 import { loadAsAgent, reread } from './load-handoff.ts';
-import { routeOf } from '../queue/dispatch-job.ts';
+import { wakeRecipient } from './wake-recipient.ts';
 
 /** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
@@ -199,9 +199,7 @@ export async function closeWork(
     });
     if (redeliver && h.recipientId && h.provider && h.provider !== 'manual') {
       const after = await reread(deps, h);
-      await deps.scheduler
-        .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.released(h.id, after.revision))
-        .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue the revision; the sweep will'));
+      await wakeRecipient(deps, h, JOB_IDS.released(h.id, after.revision));
     }
   }
   return reread(deps, h);

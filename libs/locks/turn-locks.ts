@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { RedisClient } from '../queue/open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { RedisNames } from '../queue/redis-names.ts';
 
@@ -69,22 +70,22 @@ export type AcquireResult =
  * that does not queue commands forever (open-redis.ts role `locks`).
  */
 export class TurnLocks {
-  private readonly redis: Redis & LockCommands;
+  private readonly redis: RedisClient & LockCommands;
   private readonly commandTimeoutMs: number;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly names: RedisNames,
     private readonly opts: TurnLocksOptions,
   ) {
     this.commandTimeoutMs = opts.commandTimeoutMs ?? Math.max(50, Math.floor(opts.ttlMs / 3));
-    const r = redis as Redis & Partial<LockCommands>;
+    const r = redis as RedisClient & Partial<LockCommands>;
     if (typeof r.batonAcquireTurnLock !== 'function') {
       redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 2, lua: ACQUIRE });
       redis.defineCommand('batonExtendTurnLock', { numberOfKeys: 1, lua: EXTEND });
       redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 1, lua: RELEASE });
     }
-    this.redis = redis as Redis & LockCommands;
+    this.redis = redis as RedisClient & LockCommands;
   }
 
   /** Runs one lock command, failing after commandTimeoutMs whatever the connection does. */
@@ -187,23 +188,31 @@ export class TurnLocks {
     };
   }
 
-  /** Which of the agents have a turn lock held right now (one round trip). */
+  /** Which of the agents have a turn lock held right now (see existsEach). */
   async held(agentIds: readonly string[]): Promise<boolean[]> {
-    if (agentIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of agentIds) pipeline.exists(this.names.turnLock(id));
-    const results = (await this.bounded(pipeline.exec())) ?? [];
-    return results.map(([err, n]) => !err && n === 1);
+    return this.existsEach(agentIds.map((id) => [this.names.turnLock(id)]));
   }
 
   /**
    * Which of the agents are busy for the reconciler: a turn lock is held, or the agent is
-   * backing off. One round trip.
+   * backing off. Its two keys share the agent's hash tag, so one EXISTS covers both.
    */
   async busy(agentIds: readonly string[]): Promise<boolean[]> {
-    if (agentIds.length === 0) return [];
+    return this.existsEach(agentIds.map((id) => [this.names.turnLock(id), this.names.backoff(id)]));
+  }
+
+  /**
+   * One EXISTS per group of keys (each group in one slot), answered in one bounded wait: on a
+   * single server as one pipeline (one round trip); on a cluster, where the groups lie in many
+   * slots and a pipeline may not span nodes, sent all at once, each to its node.
+   */
+  private async existsEach(groups: ReadonlyArray<readonly string[]>): Promise<boolean[]> {
+    if (groups.length === 0) return [];
+    if (this.redis instanceof Cluster) {
+      return this.bounded(Promise.all(groups.map((keys) => this.redis.exists(...keys).then((n) => n > 0))));
+    }
     const pipeline = this.redis.pipeline();
-    for (const id of agentIds) pipeline.exists(this.names.turnLock(id), this.names.backoff(id));
+    for (const keys of groups) pipeline.exists(...keys);
     const results = (await this.bounded(pipeline.exec())) ?? [];
     return results.map(([err, n]) => !err && typeof n === 'number' && n > 0);
   }

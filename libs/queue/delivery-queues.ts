@@ -1,12 +1,12 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import { DISPATCH_JOB_NAME, type DispatchJob } from './dispatch-job.ts';
 import type { RedisNames } from './redis-names.ts';
 
 export interface DeliveryQueueOptions {
   /** Shared by every queue of this process: producers never open a connection per agent. */
-  connection: Redis;
+  connection: RedisClient;
   names: RedisNames;
   shards: number;
   logger: Logger;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { RedisNames } from './redis-names.ts';
 
@@ -16,7 +16,7 @@ export class EventStreamPublisher {
   private readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     names: RedisNames,
     private readonly logger: Logger,
     private readonly maxLen = EVENT_STREAM_MAXLEN,
@@ -46,7 +46,7 @@ export interface EventStreamReader {
  * answers again (`top` 0: "look at Postgres"), since appends may have been lost meanwhile; a
  * deleted or trimmed stream needs nothing: the next append recreates it with later ids.
  */
-export function createEventStreamReader(connection: Redis, names: RedisNames, logger: Logger, blockMs = 5_000): EventStreamReader {
+export function createEventStreamReader(connection: RedisClient, names: RedisNames, logger: Logger, blockMs = 5_000): EventStreamReader {
   const key = names.eventStream();
   let closed = false;
   return {

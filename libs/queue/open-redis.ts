@@ -1,25 +1,58 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logging/create-logger.ts';
+import { parseRedisTarget } from './redis-target.ts';
 
 /**
- * Opens one Redis connection for a role:
+ * A connection to Baton's Redis: one server, or a Redis Cluster (`redis+cluster://` URL, see
+ * redis-target.ts). Code that takes one never sends a multi-key command or pipeline whose keys
+ * lie in different hash slots: every key comes from RedisNames with a hash tag.
+ */
+export type RedisClient = Redis | Cluster;
+
+export type RedisRole = 'producer' | 'worker' | 'locks';
+
+/** The per-connection options a role needs; the same for a single server and each cluster node. */
+function roleOptions(role: RedisRole, opts: { commandTimeoutMs?: number }): RedisOptions {
+  return {
+    connectionName: `baton-${role}`,
+    maxRetriesPerRequest: role === 'worker' ? null : 1,
+    ...(role === 'producer' ? { commandTimeout: opts.commandTimeoutMs ?? 1_500 } : {}),
+    ...(role === 'locks' ? { commandTimeout: opts.commandTimeoutMs ?? 1_000 } : {}),
+    connectTimeout: 3_000,
+  };
+}
+
+const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2_000);
+
+/**
+ * Opens one Redis connection (or one cluster client) for a role:
  * - `producer` (API, CLI): gives up on a command after a reconnect attempt or 1.5 s, so a
  *   request never hangs on Redis; what was committed to Postgres is queued later by the reconciler.
  * - `worker`: waits and retries forever (BullMQ needs maxRetriesPerRequest: null for workers).
  * - `locks`: the turn locks of a worker: every command gives up after `commandTimeoutMs` (a
  *   third of the lock's lifetime), so a holder cut off from Redis learns it within the lock's
  *   lifetime instead of waiting forever.
- * Each process opens a fixed number of these, never one per agent.
+ * Each process opens a fixed number of these, never one per agent. On a cluster, a client holds
+ * one connection per node it talks to.
  */
-export function openRedis(url: string, role: 'producer' | 'worker' | 'locks', logger: Logger, opts: { commandTimeoutMs?: number } = {}): Redis {
-  const redis = new Redis(url, {
-    connectionName: `baton-${role}`,
-    maxRetriesPerRequest: role === 'worker' ? null : 1,
-    ...(role === 'producer' ? { commandTimeout: opts.commandTimeoutMs ?? 1_500 } : {}),
-    ...(role === 'locks' ? { commandTimeout: opts.commandTimeoutMs ?? 1_000 } : {}),
-    connectTimeout: 3_000,
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2_000),
-  });
+export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { commandTimeoutMs?: number } = {}): RedisClient {
+  const target = parseRedisTarget(url);
+  const redis: RedisClient =
+    target.kind === 'single'
+      ? new Redis(target.url, { ...roleOptions(role, opts), retryStrategy })
+      : new Cluster(
+          target.nodes.map((n) => ({ host: n.host, port: n.port })),
+          {
+            redisOptions: {
+              ...roleOptions(role, opts),
+              ...(target.username !== undefined ? { username: target.username } : {}),
+              ...(target.password !== undefined ? { password: target.password } : {}),
+              ...(target.tls ? { tls: {} } : {}),
+            },
+            clusterRetryStrategy: retryStrategy,
+            slotsRefreshTimeout: 2_000,
+          },
+        );
   let reported = false;
   redis.on('error', (err) => {
     if (!reported) logger.warn({ err, role }, 'redis connection error');
@@ -30,4 +63,60 @@ export function openRedis(url: string, role: 'producer' | 'worker' | 'locks', lo
     reported = false;
   });
   return redis;
+}
+
+/**
+ * A second connection like `client` with some options changed (a cluster client takes them
+ * per node, under `redisOptions`).
+ */
+export function duplicateRedis(client: RedisClient, overrides: Pick<RedisOptions, 'connectionName' | 'maxRetriesPerRequest' | 'commandTimeout'>): RedisClient {
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, { redisOptions: { ...client.options.redisOptions, ...overrides } });
+  }
+  return client.duplicate(overrides);
+}
+
+/**
+ * The servers that hold keys: the one server, or every primary of a cluster (once the cluster
+ * client has learned them: a client that just opened knows no nodes yet).
+ */
+export async function keyServers(client: RedisClient, timeoutMs = 10_000): Promise<Redis[]> {
+  if (!(client instanceof Cluster)) return [client];
+  if (client.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        client.off('ready', ready);
+        reject(new Error(`the Redis Cluster was not ready within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const ready = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      client.once('ready', ready);
+    });
+  }
+  return client.nodes('master');
+}
+
+/**
+ * Every key matching `pattern`, batch by batch (SCAN on each server that holds keys). `onBatch`
+ * gets the keys with the server they live on, e.g. to delete them there one slot at a time.
+ */
+export async function scanKeys(client: RedisClient, pattern: string, onBatch: (keys: string[], server: Redis) => Promise<void>, count = 1000): Promise<void> {
+  for (const server of await keyServers(client)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      if (keys.length > 0) await onBatch(keys, server);
+    } while (cursor !== '0');
+  }
+}
+
+/**
+ * Deletes keys one by one on `server`, sent together (no multi-key DEL: on a cluster the keys
+ * of one batch lie in many slots).
+ */
+export async function deleteKeys(keys: readonly string[], server: Redis): Promise<void> {
+  await Promise.all(keys.map((k) => server.unlink(k)));
 }

@@ -19,6 +19,17 @@ export class RedisNames {
   }
 
   /**
+   * The deployment these names belong to, recorded on every agent the deployment registers
+   * (`agents.deployment`). It is the prefix itself: a deployment is exactly the set of
+   * processes that share these queues and turn locks, so a worker may act on an agent only when
+   * the agent's turn lock is one of these keys. Two deployments on one database therefore need
+   * different prefixes, even on different Redis servers.
+   */
+  get deployment(): string {
+    return this.prefix;
+  }
+
+  /**
    * The delivery queue of one provider shard of a worker pool: `{delivery-demo-3}` for the
    * unnamed pool, `{delivery-codex.host-a-3}` for pool `host-a` ('.' cannot occur in a provider
    * or pool name, so names never collide).
@@ -86,11 +97,19 @@ export class RedisNames {
   }
 
   /**
+   * The pub/sub channel on which a process announces that a token may have ended (revoked, its
+   * agent removed, its project deleted): every API process empties its token cache.
+   */
+  authChanged(): string {
+    return `${this.prefix}:{auth}:changed`;
+  }
+
+  /**
    * Held by the one worker process that runs the reconciler pass this interval, per group of
    * workers serving the same providers (only they can scan those providers' histories).
    */
   reconcilerLeader(group: string): string {
-    return `${this.prefix}:reconciler-leader:${group}`;
+    return `${this.prefix}:reconciler-leader:{${group}}`;
   }
 }
 

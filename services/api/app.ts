@@ -23,7 +23,7 @@ import eventRoutes from './routes/events/index.ts';
 import type { EventFeed } from '../../libs/handoffs/event-feed.ts';
 import { installAuthentication } from './plugins/authenticate.ts';
 import mcpRoutes from './routes/mcp/index.ts';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import type { RedisNames } from '../../libs/queue/redis-names.ts';
 import { installRateLimit, type RateLimit } from './plugins/rate-limit.ts';
 import { installOpenApi, installOpenApiRoutes } from './plugins/openapi.ts';
@@ -43,7 +43,7 @@ export interface AppDeps {
    * Per-token request rate, counted in Redis under `names.rateLimitNamespace` so every API
    * process shares it (plugins/rate-limit.ts); absent, or perSecond 0: no limit.
    */
-  readonly rateLimit?: { readonly limit: RateLimit; readonly redis: Redis; readonly names: RedisNames } | undefined;
+  readonly rateLimit?: { readonly limit: RateLimit; readonly redis: RedisClient; readonly names: RedisNames } | undefined;
   /** This process's Prometheus registry: absent, no `/metrics` route and no request timing. */
   readonly metrics?: BatonMetrics | undefined;
   /** Where webhook agents' signed callbacks are stored (libs/db `turnReports`). */
@@ -56,7 +56,7 @@ export interface AppDeps {
    */
   readonly browser?: BrowserSessions | undefined;
   /** Bull Board's queues (needs `browser`): the Redis they live in and every queue name in use. */
-  readonly queueBoard?: { readonly redis: Redis; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
+  readonly queueBoard?: { readonly redis: RedisClient; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
 }
 
 /**

@@ -16,6 +16,7 @@ export function presentAgent(a: AgentRecord) {
     settings: redactProviderSettings(a.provider, a.providerSettings),
     target: a.deliveryTarget,
     pool: a.pool === '' ? 'default' : a.pool,
+    deployment: a.deployment,
     generation: a.generation,
     createdAt: a.createdAt.toISOString(),
     updatedAt: a.updatedAt.toISOString(),

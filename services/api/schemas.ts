@@ -46,6 +46,8 @@ export const AgentJson = Type.Object({
   target: Type.Union([Type.String(), Type.Null()]),
   /** "default" is the unnamed pool. */
   pool: Type.String(),
+  /** The deployment (Redis prefix) that registered the agent: only its workers deliver to it. */
+  deployment: Type.String(),
   generation: Type.Integer(),
   createdAt: Timestamp,
   updatedAt: Timestamp,

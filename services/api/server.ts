@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
 import type { Database } from '../../libs/db/open-database.ts';
 import { createRepositories } from '../../libs/db/repositories.ts';
@@ -10,6 +10,8 @@ import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { buildApp } from './app.ts';
 import { EventStreamPublisher, createEventStreamReader } from '../../libs/queue/event-stream.ts';
 import { EventFeed } from '../../libs/handoffs/event-feed.ts';
+import { TokenCache } from '../../libs/handoffs/token-cache.ts';
+import { AuthChanges } from '../../libs/queue/auth-changes.ts';
 import type { RateLimit } from './plugins/rate-limit.ts';
 import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
 import { createBatonMetrics, type BatonMetrics } from '../metrics/baton-metrics.ts';
@@ -19,7 +21,7 @@ import { BrowserSessions } from './plugins/browser-session.ts';
 export interface ApiServerOptions {
   readonly db: Database;
   /** A producer connection (fails fast when Redis is down). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly host: string;
@@ -68,12 +70,22 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
   // Bull Board shows every delivery queue that can hold jobs: each shard of every provider and
   // pool that has agents.
   const queueNames = async () => (await metricsRepo.providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool));
-  const core = { ...repos, scheduler: queues, events: new EventStreamPublisher(opts.redis, names, opts.logger), clock: opts.clock, logger: opts.logger };
+  // Token look-ups are cached for at most a second per process; a revocation empties this
+  // process's cache at once and the others' over Redis pub/sub (token-cache.ts).
+  const authChanges = new AuthChanges({
+    publisher: opts.redis,
+    subscriber: duplicateRedis(opts.redis, { connectionName: 'baton-auth', maxRetriesPerRequest: null, commandTimeout: undefined }),
+    names,
+    logger: opts.logger,
+  });
+  const tokenCache = new TokenCache({ announce: () => authChanges.announce() });
+  void authChanges.start(() => tokenCache.forget());
+  const core = { ...repos, tokenCache, deployment: names.deployment, scheduler: queues, events: new EventStreamPublisher(opts.redis, names, opts.logger), clock: opts.clock, logger: opts.logger };
   // GET /v1/events: one stream reader per process (its own connection: XREAD BLOCK outlasts the
   // producer's command timeout), opened by the first follower.
   const feed = new EventFeed({
     log: repos.eventLog,
-    wakeups: () => createEventStreamReader(opts.redis.duplicate({ connectionName: 'baton-events', maxRetriesPerRequest: null, commandTimeout: 15_000 }), names, opts.logger),
+    wakeups: () => createEventStreamReader(duplicateRedis(opts.redis, { connectionName: 'baton-events', maxRetriesPerRequest: null, commandTimeout: 15_000 }), names, opts.logger),
     clock: opts.clock,
     logger: opts.logger,
   });
@@ -103,6 +115,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     // A busy port: leave nothing open behind the error, so the caller can exit cleanly.
     await app.close().catch(() => undefined);
     await queues.close().catch(() => undefined);
+    authChanges.close();
     throw err;
   }
   opts.logger.info({ url: address }, 'api listening');
@@ -112,6 +125,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     async close() {
       await app.close();
       await queues.close();
+      authChanges.close();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { parseRedisTarget } from '../../libs/queue/redis-target.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,6 +94,9 @@ export class BenchEnvironment {
     let redisUrl: string;
     let embeddedRedis = false;
     if (config.redisUrl) {
+      // The bench reads one server's INFO and memory and counts its commands: a cluster's
+      // figures would be one node's. Point it at one server (or none: it starts its own).
+      if (parseRedisTarget(config.redisUrl).kind === 'cluster') throw new Error('the bench measures one Redis server: unset REDIS_URL (it starts a private one) or give a redis:// URL, not redis+cluster://');
       redisUrl = config.redisUrl;
     } else {
       log('starting a private redis-server (no REDIS_URL)');

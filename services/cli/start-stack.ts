@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { DemoAgentHost, type DemoHostPort } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { DemoHostClient } from '../../libs/adapters/demo/demo-host-client.ts';
@@ -15,6 +15,7 @@ import { bootstrapAdminToken } from './admin-token.ts';
 import { isPostgresFailure, listenStartupError, postgresStartupError, StartupError } from './startup-error.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { startReconciler } from '../../workers/timers/start-reconciler.ts';
+import { reportDeployment } from '../../workers/delivery/report-deployment.ts';
 import { createBatonMetrics } from '../metrics/baton-metrics.ts';
 import { serveMetrics, type RunningMetricsServer } from '../metrics/serve-metrics.ts';
 
@@ -72,7 +73,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   // One registry per process: in `serve` the API's /metrics also shows this process's reconciler.
   const metrics = createBatonMetrics();
   let metricsServer: RunningMetricsServer | undefined;
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   let api: RunningApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
@@ -151,6 +152,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         windows: config.deliveryWindows,
         pools: config.workerPools,
       });
+      // Which deployment this worker serves, and a warning when it owns no agents but others do.
+      void reportDeployment(repos.agents, worker.deps.deployment, logger);
       // Workers serving the same providers and pools share one reconciler leader.
       const group = `${[...adapters.providers()].sort().join('+')}@${[...config.workerPools].map((p) => p || 'default').sort().join('+')}`;
       reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) => metrics.reconcilerPass(report));

@@ -131,6 +131,7 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
     const demoClient = new DemoHostClient(served.url);
     const deps = {
       ...baton.repos,
+      deployment: baton.core.deployment,
       adapters: createAdapters(['demo'], { demoHost: demoClient }),
       scheduler: { enqueue: async () => undefined },
       events: NO_EVENT_PUBLISHER,

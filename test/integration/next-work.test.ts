@@ -10,9 +10,12 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
  */
 let baton: TestBaton;
 let n = 0;
+/** The deployment this Baton's workers belong to (its Redis prefix), which registered the agents. */
+let mine: string;
 
 beforeAll(async () => {
   baton = await startTestBaton();
+  mine = baton.core.deployment;
   await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
 });
 
@@ -42,13 +45,13 @@ describe('the head of an agent queue', () => {
     await set([ids[1]!], `not_before = $2`, new Date(now.getTime() + 60_000));
     await set([ids[2]!, ids[4]!], `delivery_state = 'BUSY'`);
     await set([ids[3]!], `delivery_state = 'OWNER_REJECTED'`);
-    const head = await baton.repos.handoffs.nextWork(agentId, now);
+    const head = await baton.repos.handoffs.nextWork(agentId, now, mine);
     expect(head?.handoff.id).toBe(ids[2]);
     expect(head?.live).toBe(false);
     expect(head?.senderHandle).toBe('sender');
     expect(head?.attempt).toBeNull();
     // Once the delayed one is due, it is the oldest again.
-    expect((await baton.repos.handoffs.nextWork(agentId, new Date(now.getTime() + 61_000)))?.handoff.id).toBe(ids[1]);
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(now.getTime() + 61_000), mine))?.handoff.id).toBe(ids[1]);
   });
 
   it('puts a turn that may be live first, with its newest attempt, even behind older waiting work', async () => {
@@ -60,7 +63,7 @@ describe('the head of an agent queue', () => {
         [ids[3], number],
       );
     }
-    const head = await baton.repos.handoffs.nextWork(agentId, new Date());
+    const head = await baton.repos.handoffs.nextWork(agentId, new Date(), mine);
     expect(head?.handoff.id).toBe(ids[3]);
     expect(head?.live).toBe(true);
     const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM delivery_attempts WHERE handoff_id = $1 AND number = 2`, [ids[3]]);
@@ -68,20 +71,20 @@ describe('the head of an agent queue', () => {
     // A SENDING row with no attempt counted yet is not a live turn (nor dispatchable).
     await set([ids[3]!], `delivery_state = 'RETURNED'`);
     await set([ids[0]!], `delivery_state = 'SENDING', attempt_count = 0`);
-    expect((await baton.repos.handoffs.nextWork(agentId, new Date()))?.handoff.id).toBe(ids[1]);
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(), mine))?.handoff.id).toBe(ids[1]);
   });
 
   it('answers nextWorkAt: now, the earliest time, or nothing', async () => {
     const { agentId, ids } = await agentWith(3);
     const now = new Date();
-    expect(await baton.repos.handoffs.nextWorkAt(agentId, now)).toBe('now');
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, now, mine)).toBe('now');
     const later = new Date(now.getTime() + 30_000);
     await set(ids, `not_before = $2`, new Date(now.getTime() + 90_000));
     await set([ids[1]!], `not_before = $2`, later);
-    expect(await baton.repos.handoffs.nextWork(agentId, now)).toBeNull();
-    expect(((await baton.repos.handoffs.nextWorkAt(agentId, now)) as Date).getTime()).toBe(later.getTime());
+    expect(await baton.repos.handoffs.nextWork(agentId, now, mine)).toBeNull();
+    expect(((await baton.repos.handoffs.nextWorkAt(agentId, now, mine)) as Date).getTime()).toBe(later.getTime());
     await set(ids, `delivery_state = 'RETURNED'`);
-    expect(await baton.repos.handoffs.nextWorkAt(agentId, now)).toBeNull();
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, now, mine)).toBeNull();
   });
 
   it('finds the head of a deep backlog as the oldest one', async () => {
@@ -93,10 +96,22 @@ describe('the head of an agent queue', () => {
        FROM handoffs, generate_series(1, 2000) g WHERE id = $1`,
       [ids[0]],
     );
-    expect((await baton.repos.handoffs.nextWork(agentId, new Date()))?.handoff.id).toBe(ids[0]);
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(), mine))?.handoff.id).toBe(ids[0]);
     await set([ids[0]!], `delivery_state = 'RETURNED'`);
-    const next = await baton.repos.handoffs.nextWork(agentId, new Date());
+    const next = await baton.repos.handoffs.nextWork(agentId, new Date(), mine);
     const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM handoffs WHERE recipient_id = $1 AND delivery_state = 'BUSY' ORDER BY seq LIMIT 1`, [agentId]);
     expect(next?.handoff.id).toBe(rows[0]!.id);
+  });
+
+  it('is empty for a worker of another deployment: neither waiting work nor a live turn, and no time to come back', async () => {
+    const { agentId, ids } = await agentWith(3);
+    await set([ids[0]!], `delivery_state = 'SENDING', attempt_count = 1`);
+    await set([ids[2]!], `not_before = $2`, new Date(Date.now() + 60_000));
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(), mine))?.live, 'its own deployment follows the live turn').toBe(true);
+    expect(await baton.repos.handoffs.nextWork(agentId, new Date(), `${mine}-other`)).toBeNull();
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, new Date(), `${mine}-other`)).toBeNull();
+    await set([ids[0]!, ids[1]!], `delivery_state = 'RETURNED'`);
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, new Date(), mine)).toBeInstanceOf(Date);
+    expect(await baton.repos.handoffs.nextWorkAt(agentId, new Date(), `${mine}-other`)).toBeNull();
   });
 });

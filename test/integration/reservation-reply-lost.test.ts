@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
@@ -18,7 +18,7 @@ import { waitForState } from '../support/wait-for-state.ts';
 let baton: TestBaton;
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let workerDb: Database;
-let workerRedis: Redis;
+let workerRedis: RedisClient;
 let worker: RunningDeliveryWorker;
 
 beforeAll(async () => {

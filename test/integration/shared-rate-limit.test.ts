@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
@@ -18,7 +18,7 @@ const LIMIT = { perSecond: 1, burst: 4 };
 let baton: TestBaton;
 /** A second API "process": its own app and its own Redis connection, the same database and prefix. */
 let other: FastifyInstance;
-let otherRedis: Redis;
+let otherRedis: RedisClient;
 
 beforeAll(async () => {
   baton = await startTestBaton({ rateLimit: LIMIT });

@@ -1,10 +1,7 @@
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, migrate, readMigrations } from '../../libs/db/migrate.ts';
-import { TEST_PG_ADMIN_URL, databaseUrl } from '../support/env.ts';
+import { migrate } from '../../libs/db/migrate.ts';
+import { databaseBefore } from '../support/database-before.ts';
 
 /**
  * The migration that binds tokens to an agent generation, run over tokens issued before it:
@@ -12,33 +9,18 @@ import { TEST_PG_ADMIN_URL, databaseUrl } from '../support/env.ts';
  * out dead (revoked and of an older generation); a live agent's tokens keep working.
  */
 const THIS = '20261130010000_token_generation';
-const name = `baton_t_tokgen_${process.pid}`;
-const url = databaseUrl(name);
+let db: Awaited<ReturnType<typeof databaseBefore>>;
+let url: string;
 let before: string;
 
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
 beforeAll(async () => {
-  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${name}`);
-  before = await mkdtemp(path.join(os.tmpdir(), 'baton-tokgen-'));
-  for (const m of await readMigrations()) {
-    if (m.name >= THIS) continue;
-    await cp(path.join(MIGRATIONS_DIR, m.name), path.join(before, m.name), { recursive: true });
-  }
+  db = await databaseBefore(THIS, 'tokgen');
+  url = db.url;
+  before = db.migrationsBefore;
 });
 
 afterAll(async () => {
-  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  if (before) await rm(before, { recursive: true, force: true });
+  await db?.drop();
 });
 
 describe('the token generation migration', () => {

@@ -1,104 +1,141 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import { TurnLocks, type TurnLock } from '../../libs/locks/turn-locks.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
+import { deleteKeys, openRedis, scanKeys, type RedisClient } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
+import { REDIS_TARGETS } from '../support/redis-targets.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { silentLogger } from '../support/test-baton.ts';
 
-let redis: Redis;
-let names: RedisNames;
-let locks: TurnLocks;
+describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
+  let redis: RedisClient;
+  let names: RedisNames;
+  let locks: TurnLocks;
 
-beforeAll(async () => {
-  redis = openRedis(TEST_REDIS_URL, 'worker', silentLogger());
-  names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
-  locks = new TurnLocks(redis, names, { ttlMs: 300, logger: silentLogger() });
+  beforeAll(async () => {
+    redis = openRedis(url, 'worker', silentLogger());
+    names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
+    locks = new TurnLocks(redis, names, { ttlMs: 300, logger: silentLogger() });
+  });
+
+  afterAll(async () => {
+    await scanKeys(redis, `${names.prefix}:*`, deleteKeys);
+    await redis.quit();
+  });
+
+  async function take(agent: string): Promise<TurnLock> {
+    const r = await locks.acquire(agent);
+    if (!r.acquired) throw new Error('expected to acquire');
+    return r.lock;
+  }
+
+  describe('the per-agent turn lock', () => {
+    it('lets exactly one of many concurrent callers hold an agent', async () => {
+      const results = await Promise.all(Array.from({ length: 50 }, () => locks.acquire('agent-race')));
+      const winners = results.filter((r) => r.acquired);
+      expect(winners).toHaveLength(1);
+      const losers = results.filter((r) => !r.acquired);
+      for (const l of losers) {
+        if (l.acquired) continue;
+        expect(l.holder).toBe(winners[0]!.acquired ? winners[0]!.lock.token : null);
+        expect(l.retryInMs).toBeGreaterThan(0);
+        expect(l.retryInMs).toBeLessThanOrEqual(300);
+      }
+      if (winners[0]?.acquired) await winners[0].lock.release();
+    });
+
+    it('keeps the lock past its ttl while held (auto-extension) and frees it on release', async () => {
+      const lock = await take('agent-long');
+      const started = Date.now();
+      // Watch the key's remaining time go back up: each rise is one extension by the holder.
+      let extensions = 0;
+      let last = await redis.pttl(names.turnLock('agent-long'));
+      await eventually(async () => {
+        const now = await redis.pttl(names.turnLock('agent-long'));
+        if (now > last) extensions++;
+        last = now;
+        return extensions >= 4 && Date.now() - started > 300;
+      }, { what: 'four extensions', timeoutMs: 3_000, intervalMs: 10 });
+      expect(lock.signal.aborted).toBe(false);
+      expect(await redis.get(names.turnLock('agent-long'))).toBe(lock.token);
+      expect(await lock.release()).toBe(true);
+      expect(await redis.exists(names.turnLock('agent-long'))).toBe(0);
+      expect((await locks.acquire('agent-long')).acquired).toBe(true);
+    });
+
+    it('never releases or extends a lock someone else now owns, and tells the old holder it lost it', async () => {
+      const lock = await take('agent-stolen');
+      await redis.set(names.turnLock('agent-stolen'), 'someone-else', 'PX', 5_000);
+      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
+      expect(await lock.release()).toBe(false);
+      expect(await redis.get(names.turnLock('agent-stolen'))).toBe('someone-else');
+    });
+
+    it('tells the holder it lost the lock when Redis loses the key (a wipe)', async () => {
+      const lock = await take('agent-wiped');
+      await redis.del(names.turnLock('agent-wiped'));
+      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
+    });
+
+    it('draws a fencing number that only grows per agent, also after Redis lost every key', async () => {
+      const first = await take('agent-fenced');
+      await first.release();
+      const second = await take('agent-fenced');
+      expect(second.fence).toBeGreaterThan(first.fence);
+      await second.release();
+      // A wipe (FLUSHALL, a restart without persistence) loses the counter; the next number is
+      // still larger, so Postgres keeps refusing the holders from before the wipe.
+      await redis.del(names.turnLock('agent-fenced'), names.turnFence('agent-fenced'));
+      const third = await take('agent-fenced');
+      expect(third.fence).toBeGreaterThan(second.fence);
+      await third.release();
+    });
+
+    it('proves ownership right before a write, and refuses once someone else holds the lock', async () => {
+      const lock = await take('agent-check');
+      expect(await lock.stillHeld()).toBe(true);
+      await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5_000);
+      expect(await lock.stillHeld()).toBe(false);
+      expect(lock.signal.aborted).toBe(true);
+    });
+
+    it('reports which agents are held in one round trip', async () => {
+      const lock = await take('agent-held');
+      expect(await locks.held(['agent-held', 'agent-free'])).toEqual([true, false]);
+      await lock.release();
+    });
+
+    it('answers held and busy for many agents whose keys lie in many slots (every node of a cluster)', async () => {
+      const ids = Array.from({ length: 300 }, (_, i) => `agent-many-${i}`);
+      const taken = await Promise.all(ids.filter((_, i) => i % 3 === 0).map(take));
+      await Promise.all(ids.filter((_, i) => i % 3 === 1).map((id) => locks.backOff(id, 5_000)));
+      expect(await locks.held(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
+      expect(await locks.busy(ids)).toEqual(ids.map((_, i) => i % 3 !== 2));
+      await Promise.all(taken.map((l) => l.release()));
+    });
+  });
 });
 
-afterAll(async () => {
-  const keys = await redis.keys(`${names.prefix}:*`);
-  if (keys.length) await redis.del(...keys);
-  await redis.quit();
-});
+/**
+ * Only on a single server: the proxy stands between one client and one Redis (a cluster client
+ * learns every node's address from the cluster and would go around it).
+ */
+describe('the turn lock behind a frozen connection', () => {
+  let redis: RedisClient;
+  let names: RedisNames;
+  let locks: TurnLocks;
 
-async function take(agent: string): Promise<TurnLock> {
-  const r = await locks.acquire(agent);
-  if (!r.acquired) throw new Error('expected to acquire');
-  return r.lock;
-}
-
-describe('the per-agent turn lock', () => {
-  it('lets exactly one of many concurrent callers hold an agent', async () => {
-    const results = await Promise.all(Array.from({ length: 50 }, () => locks.acquire('agent-race')));
-    const winners = results.filter((r) => r.acquired);
-    expect(winners).toHaveLength(1);
-    const losers = results.filter((r) => !r.acquired);
-    for (const l of losers) {
-      if (l.acquired) continue;
-      expect(l.holder).toBe(winners[0]!.acquired ? winners[0]!.lock.token : null);
-      expect(l.retryInMs).toBeGreaterThan(0);
-      expect(l.retryInMs).toBeLessThanOrEqual(300);
-    }
-    if (winners[0]?.acquired) await winners[0].lock.release();
+  beforeAll(() => {
+    redis = openRedis(TEST_REDIS_URL, 'worker', silentLogger());
+    names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
+    locks = new TurnLocks(redis, names, { ttlMs: 300, logger: silentLogger() });
   });
 
-  it('keeps the lock past its ttl while held (auto-extension) and frees it on release', async () => {
-    const lock = await take('agent-long');
-    const started = Date.now();
-    // Watch the key's remaining time go back up: each rise is one extension by the holder.
-    let extensions = 0;
-    let last = await redis.pttl(names.turnLock('agent-long'));
-    await eventually(async () => {
-      const now = await redis.pttl(names.turnLock('agent-long'));
-      if (now > last) extensions++;
-      last = now;
-      return extensions >= 4 && Date.now() - started > 300;
-    }, { what: 'four extensions', timeoutMs: 3_000, intervalMs: 10 });
-    expect(lock.signal.aborted).toBe(false);
-    expect(await redis.get(names.turnLock('agent-long'))).toBe(lock.token);
-    expect(await lock.release()).toBe(true);
-    expect(await redis.exists(names.turnLock('agent-long'))).toBe(0);
-    expect((await locks.acquire('agent-long')).acquired).toBe(true);
-  });
-
-  it('never releases or extends a lock someone else now owns, and tells the old holder it lost it', async () => {
-    const lock = await take('agent-stolen');
-    await redis.set(names.turnLock('agent-stolen'), 'someone-else', 'PX', 5_000);
-    await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
-    expect(await lock.release()).toBe(false);
-    expect(await redis.get(names.turnLock('agent-stolen'))).toBe('someone-else');
-  });
-
-  it('tells the holder it lost the lock when Redis loses the key (a wipe)', async () => {
-    const lock = await take('agent-wiped');
-    await redis.del(names.turnLock('agent-wiped'));
-    await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
-  });
-
-  it('draws a fencing number that only grows per agent, also after Redis lost every key', async () => {
-    const first = await take('agent-fenced');
-    await first.release();
-    const second = await take('agent-fenced');
-    expect(second.fence).toBeGreaterThan(first.fence);
-    await second.release();
-    // A wipe (FLUSHALL, a restart without persistence) loses the counter; the next number is
-    // still larger, so Postgres keeps refusing the holders from before the wipe.
-    await redis.del(names.turnLock('agent-fenced'), names.turnFence('agent-fenced'));
-    const third = await take('agent-fenced');
-    expect(third.fence).toBeGreaterThan(second.fence);
-    await third.release();
-  });
-
-  it('proves ownership right before a write, and refuses once someone else holds the lock', async () => {
-    const lock = await take('agent-check');
-    expect(await lock.stillHeld()).toBe(true);
-    await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5_000);
-    expect(await lock.stillHeld()).toBe(false);
-    expect(lock.signal.aborted).toBe(true);
+  afterAll(async () => {
+    await scanKeys(redis, `${names.prefix}:*`, deleteKeys);
+    await redis.quit();
   });
 
   it('a holder cut off from Redis (a partition that answers nothing) learns it lost the lock within its lifetime, while another takes it over', async () => {
@@ -129,11 +166,5 @@ describe('the per-agent turn lock', () => {
       behind.disconnect();
       await proxy.close();
     }
-  });
-
-  it('reports which agents are held in one round trip', async () => {
-    const lock = await take('agent-held');
-    expect(await locks.held(['agent-held', 'agent-free'])).toEqual([true, false]);
-    await lock.release();
   });
 });

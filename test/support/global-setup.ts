@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { readMigrations } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL } from './env.ts';
+import { startRedisCluster } from './redis-cluster.ts';
 
 /**
  * Names the run's migrated template database (after the migrations' checksum, so it is reused
@@ -31,8 +32,25 @@ function buildDist(): void {
   if (build.status !== 0) throw new Error('scripts/build.mjs failed: the compiled build the process tests run is not up to date');
 }
 
-export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<void> {
+/**
+ * A real Redis Cluster (3 primaries on loopback) for the tests that run on a cluster as well as
+ * on a single Redis (redis-targets.ts); `TEST_REDIS_CLUSTER_URL` points them at one of yours.
+ * A machine without redis-server fails here, loudly: those tests never skip.
+ */
+async function startCluster(provide: (key: string, value: unknown) => void): Promise<(() => Promise<void>) | undefined> {
+  const given = process.env['TEST_REDIS_CLUSTER_URL'];
+  if (given) {
+    provide('redisClusterUrl', given);
+    return undefined;
+  }
+  const cluster = await startRedisCluster({ primaries: 3 });
+  provide('redisClusterUrl', cluster.url);
+  return () => cluster.stop();
+}
+
+export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<(() => Promise<void>) | undefined> {
   buildDist();
+  const stopCluster = await startCluster(provide);
   const migrations = await readMigrations();
   const digest = createHash('sha256').update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|')).digest('hex').slice(0, 12);
   const template = `baton_tpl_${digest}`;
@@ -41,7 +59,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
   try {
     await admin.connect();
   } catch {
-    return; // no Postgres: only the tests that need it will fail, and say why
+    return stopCluster; // no Postgres: only the tests that need it will fail, and say why
   }
   try {
     const { rows } = await admin.query<{ datname: string }>(
@@ -57,10 +75,12 @@ export default async function setup({ provide }: { provide: (key: string, value:
   } finally {
     await admin.end();
   }
+  return stopCluster;
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
     templateDatabase: string;
+    redisClusterUrl: string;
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import { pino } from 'pino';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
@@ -11,7 +11,8 @@ import { createRepositories, type Repositories } from '../../libs/db/repositorie
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import { createLogger, type Logger } from '../../libs/logging/create-logger.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
+import { deleteKeys, openRedis, scanKeys } from '../../libs/queue/open-redis.ts';
+import { TokenCache } from '../../libs/handoffs/token-cache.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import { buildApp } from '../../services/api/app.ts';
@@ -37,7 +38,7 @@ export interface TestBaton {
   readonly repos: Repositories;
   readonly db: Database;
   readonly databaseUrl: string;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly host: DemoAgentHost;
   readonly logger: Logger;
@@ -80,6 +81,11 @@ export async function startTestBaton(
     /** Redis prefix of the rate-limit counters (default: this Baton's own): give two Batons one to share a budget. */
     rateLimitPrefix?: string;
     logger?: Logger;
+    /**
+     * The Redis prefix, which is also the deployment its API registers agents in and its workers
+     * serve (default: a random one, so tests sharing a Redis never meet).
+     */
+    prefix?: string;
   } = {},
 ): Promise<TestBaton> {
   const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
@@ -87,14 +93,15 @@ export async function startTestBaton(
   const logger = opts.logger ?? silentLogger();
   const db = openDatabase({ url: database.url, poolSize: 10, logger });
   const repos = createRepositories(db);
-  const prefix = `t${randomBytes(5).toString('hex')}`;
+  const prefix = opts.prefix ?? `t${randomBytes(5).toString('hex')}`;
   const producer = openRedis(redisUrl, 'producer', logger);
   const redis = openRedis(redisUrl, 'worker', logger);
   await Promise.all([producer.ping(), redis.ping()]);
   const clock = opts.clock ?? systemClock;
   const queueShards = opts.queueShards ?? 2;
   const queues = new DeliveryQueues({ connection: producer, names: new RedisNames(prefix), shards: queueShards, logger });
-  const core: CoreDeps = { ...repos, scheduler: queues, events: new EventStreamPublisher(producer, new RedisNames(prefix), logger), clock, logger };
+  // A token cache as the API process has one (its announcements go nowhere: one process).
+  const core: CoreDeps = { ...repos, tokenCache: new TokenCache(), deployment: new RedisNames(prefix).deployment, scheduler: queues, events: new EventStreamPublisher(producer, new RedisNames(prefix), logger), clock, logger };
   const names = new RedisNames(prefix);
   const metrics = createBatonMetrics();
   await installDeploymentMetrics(metrics, { repo: new MetricsRepository(db.pool), queues, locks: new TurnLocks(producer, names, { ttlMs: 1, logger }), logger });
@@ -113,7 +120,7 @@ export async function startTestBaton(
   });
   const host = new DemoAgentHost();
   const workers: RunningDeliveryWorker[] = [];
-  const workerRedis: Redis[] = [];
+  const workerRedis: RedisClient[] = [];
   let n = 0;
   const servers: Array<{ close(): Promise<void> }> = [];
   const admin = await createToken(core, { admin: true, name: 'test admin' });
@@ -209,8 +216,7 @@ export async function startTestBaton(
       await app.close();
       await queues.close();
       host.close();
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
+      await scanKeys(redis, `${prefix}:*`, deleteKeys);
       await Promise.all([producer, redis, ...workerRedis].map((r) => r.quit().catch(() => r.disconnect())));
       await db.close();
       await database.drop();

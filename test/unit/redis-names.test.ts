@@ -14,9 +14,15 @@ describe('Redis names', () => {
   it('names the turn lock per agent under the prefix', () => {
     expect(names.turnLock('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-lock:{0190a1b2-0000-7000-8000-000000000001}');
     expect(names.turnFence('0190a1b2-0000-7000-8000-000000000001')).toBe('baton:turn-fence:{0190a1b2-0000-7000-8000-000000000001}');
-    expect(names.reconcilerLeader('demo')).toBe('baton:reconciler-leader:demo');
+    expect(names.reconcilerLeader('demo')).toBe('baton:reconciler-leader:{demo}');
     expect(names.eventStream()).toBe('baton:{events}:stream');
+    expect(names.authChanged()).toBe('baton:{auth}:changed');
     expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
+  });
+
+  it('names the deployment (agents.deployment) by the prefix itself: one deployment, one set of queues and turn locks', () => {
+    expect(names.deployment).toBe('baton');
+    expect(new RedisNames('baton-demo-a1b2c3').deployment).toBe('baton-demo-a1b2c3');
   });
 
   it('names the shared rate-limit counters under the prefix, each caller under its own hash tag', () => {

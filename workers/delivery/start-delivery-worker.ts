@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
 import type { Repositories } from '../../libs/db/repositories.ts';
@@ -18,7 +18,7 @@ import { RedisNames } from '../../libs/queue/redis-names.ts';
 export interface DeliveryWorkerOptions {
   readonly repos: Repositories;
   /** The one command connection this process shares; each queue consumer adds one blocking connection. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly adapters: AdapterRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -75,7 +75,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   // lock's lifetime: on the shared one (BullMQ's, which waits forever) a holder cut off from
   // Redis would never learn that its lock expired while another worker took it over.
   const lockCommandTimeoutMs = Math.max(50, Math.floor(opts.turnLockTtlMs / 3));
-  const lockRedis = opts.redis.duplicate({ connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs });
+  const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs });
   lockRedis.on('error', (err) => opts.logger.debug({ err }, 'turn lock connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
   const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? 1_000);
@@ -83,6 +83,8 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const handBack = new AbortController();
   const deps: DispatchDeps & { locks: TurnLocks } = {
     ...opts.repos,
+    // The worker acts only on agents of its own deployment: those whose turn locks are ours.
+    deployment: names.deployment,
     scheduler: queues,
     events: new EventStreamPublisher(opts.redis, names, opts.logger),
     clock: opts.clock,

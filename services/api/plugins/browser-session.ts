@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../libs/queue/open-redis.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import { authenticateSecretHash, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
@@ -15,7 +15,7 @@ export const SESSION_TTL_MS = 60 * 60 * 1000;
 
 /** What the API needs to serve browsers: where sessions live and which Host names it answers. */
 export interface BrowserAccessOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly names: RedisNames;
   /** Hostnames (lower case, no port; IPv6 in brackets) browsers may use: `BATON_ALLOWED_HOSTS`. */
   readonly allowedHosts: readonly string[];

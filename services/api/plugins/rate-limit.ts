@@ -1,6 +1,6 @@
 import rateLimitPlugin from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../libs/queue/open-redis.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import type { RedisNames } from '../../../libs/queue/redis-names.ts';
 
@@ -32,7 +32,7 @@ export function rateLimitWindow(limit: RateLimit): { max: number; timeWindowMs: 
  * When Redis does not answer, requests go through (`skipOnError`): the API keeps serving from
  * Postgres while its readiness reports Redis down. Undefined when the limit is off.
  */
-export async function installRateLimit(app: FastifyInstance, opts: { limit: RateLimit; redis: Redis; names: RedisNames }): Promise<RequestLimiter | undefined> {
+export async function installRateLimit(app: FastifyInstance, opts: { limit: RateLimit; redis: RedisClient; names: RedisNames }): Promise<RequestLimiter | undefined> {
   if (opts.limit.perSecond <= 0) return undefined;
   const { names } = opts;
   const { max, timeWindowMs } = rateLimitWindow(opts.limit);

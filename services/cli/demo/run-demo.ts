@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { DemoAgentHost } from '../../../libs/adapters/demo/demo-agent-host.ts';
-import { loadConfig } from '../../../libs/config/load-config.ts';
+import { loadConfig, type BatonConfig } from '../../../libs/config/load-config.ts';
 import { newId } from '../../../libs/domain/ids.ts';
 import { AgentRepository } from '../../../libs/db/agent-repository.ts';
 import { createLogger } from '../../../libs/logging/create-logger.ts';
-import { openRedis } from '../../../libs/queue/open-redis.ts';
+import { deleteKeys, openRedis, scanKeys } from '../../../libs/queue/open-redis.ts';
 import { createRepositories } from '../../../libs/db/repositories.ts';
 import { systemClock } from '../../../libs/domain/clock.ts';
 import { createToken, revokeToken } from '../../../libs/handoffs/manage-tokens.ts';
@@ -65,7 +65,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
       cleanups.unshift(pg.stop);
       databaseUrl = pg.url;
     } else {
-      out('  Postgres: using DATABASE_URL (demo data goes to its own project and is deleted at the end)');
+      out('  Postgres: using DATABASE_URL (demo data goes to its own project and deployment, and is deleted at the end)');
     }
     if (!redisUrl) {
       out('  Redis: none configured (REDIS_URL), starting a private redis-server...');
@@ -82,7 +82,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,
       BATON_API_PORT: String(port),
-      BATON_REDIS_PREFIX: base.redisUrl ? `baton-demo-${suffix}` : base.redisPrefix,
+      BATON_REDIS_PREFIX: demoPrefix(base, suffix),
       BATON_PROJECT: project,
       // Quiet by default: the terminal is for the live view; set BATON_LOG_LEVEL to see more.
       BATON_LOG_LEVEL: base.setVariables.includes('BATON_LOG_LEVEL') ? base.logLevel : 'error',
@@ -146,15 +146,22 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
   }
 }
 
+/**
+ * The demo's Redis prefix, which is also its deployment (agents.deployment). On a database or
+ * Redis of someone else's it is one of its own, `baton-demo-<suffix>`: with DATABASE_URL set it
+ * shares the database with a real deployment, and only its own deployment id keeps its workers
+ * from sweeping, delivering or observing that deployment's agents (and theirs from the demo's),
+ * also when it runs on a private Redis. On embedded Postgres and a private Redis nothing is
+ * shared, so the configured prefix stands.
+ */
+export function demoPrefix(base: Pick<BatonConfig, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>, suffix: string): string {
+  return base.databaseUrl || base.redisUrl ? `baton-demo-${suffix}` : base.redisPrefix;
+}
+
 async function deleteRedisPrefix(url: string, prefix: string, logger: import('../../../libs/logging/create-logger.ts').Logger): Promise<void> {
   const redis = openRedis(url, 'worker', logger);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    await scanKeys(redis, `${prefix}:*`, deleteKeys, 500);
   } finally {
     redis.disconnect();
   }

@@ -3,7 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../../libs/queue/open-redis.ts';
 import { BatonError, ERROR_CATALOG } from '../../../../libs/domain/errors.ts';
 import { authenticate, type Caller } from '../../../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
@@ -29,7 +29,7 @@ export interface AdminQueuesOptions {
   readonly browser: BrowserSessions | undefined;
   readonly limiter: RequestLimiter | undefined;
   /** The Redis the delivery queues live in (the API's producer connection). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly names: RedisNames;
   /** Every delivery queue the deployment uses now (each provider and pool with agents, every shard). */
   readonly queueNames: () => Promise<readonly string[]>;

@@ -27,6 +27,16 @@ interface WakeUp {
   opts: { jobId: string; deduplication?: { id: string; ttl: number } };
 }
 
+/**
+ * What the delivery workers keep of finished jobs (BullMQ worker options, not stored in each
+ * job): nothing of a completed one (its deterministic id can be added again for a later cause),
+ * failed ones for a day, at most 1,000 per queue (to read in Bull Board).
+ */
+export const DELIVERY_JOBS_KEPT = {
+  removeOnComplete: { count: 0 },
+  removeOnFail: { age: 24 * 3600, count: 1000 },
+} as const;
+
 /** How long a sweep job keeps the reconciler from adding another for the same agent. */
 export const SWEEP_DEDUP_MS = 5_000;
 
@@ -69,12 +79,9 @@ export class DeliveryQueues {
       q = new Queue(name, {
         connection: this.opts.connection,
         prefix: this.opts.names.bullPrefix,
-        defaultJobOptions: {
-          removeOnComplete: true,
-          removeOnFail: { age: 24 * 3600, count: 1000 },
-          attempts: 5,
-          backoff: { type: 'exponential', delay: 200 },
-        },
+        // Retries are per job (kept in its hash); what is removed when, the workers decide for
+        // the whole queue (DELIVERY_JOBS_KEPT), so each queued job's hash stays small.
+        defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 200 } },
       });
       q.on('error', (err) => this.opts.logger.warn({ err, queue: name }, 'delivery queue error'));
       this.queues.set(name, q);

@@ -11,7 +11,7 @@ import { createProviderStatusCheck, type ProviderStatusCheck } from '../../libs/
 import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-reader.ts';
 import { UnsentReservations } from '../../libs/handoffs/unsent-reservations.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
-import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
+import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob } from '../../libs/queue/dispatch-job.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 
@@ -129,6 +129,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
         maxStalledCount: 10,
         drainDelay: 5,
         autorun: true,
+        ...DELIVERY_JOBS_KEPT,
       },
     );
     worker.on('failed', (job, err) => opts.logger.warn({ err, jobId: job?.id, queue: queueName }, 'dispatch job failed'));

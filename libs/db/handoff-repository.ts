@@ -183,6 +183,11 @@ export interface TransitionStep {
 export interface TransitionWritten {
   revision: number;
   eventIds: string[];
+  /**
+   * With `thenNextWork`: the head of the recipient's queue as the statement found it, the moved
+   * handoff left out (null: nothing dispatchable or live). Undefined without it.
+   */
+  nextWork?: WorkItem | null;
 }
 
 export interface TransitionWrite {
@@ -201,6 +206,11 @@ export interface TransitionWrite {
    * (each with its own event row): the handoffs queued behind a turn that is starting.
    */
   alsoMoveQueued?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
+  /**
+   * In the same statement, reads the head of this recipient's queue (what `nextWork` would
+   * answer after the move): the end of one turn and the choice of the next in one round trip.
+   */
+  thenNextWork?: { recipientId: string; now: Date; deployment: string };
   /**
    * In the same statement, moves the handoff's work when it is in one of `from` (and only
    * then), with its own event row: a push turn that returned a result returns the work; a
@@ -258,18 +268,25 @@ const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${s
  */
 const OWNED_BY = `EXISTS (SELECT 1 FROM agents o WHERE o.id = $1 AND o.deployment = $3)`;
 
-const NEXT_WORK_SQL = `WITH head AS (
+/**
+ * The head of an agent's queue with everything a turn needs, as SQL over the given parameter
+ * placeholders (recipient, now, deployment), leaving out `exclude` (a handoff the same
+ * statement just moved: its old row is what this statement's snapshot still sees).
+ */
+function nextWorkSql(recipient: string, now: string, deployment: string, exclude?: string): string {
+  const notExcluded = exclude ? ` AND id <> ${exclude}` : '';
+  return `WITH head AS (
     SELECT c.id, c.live FROM (
       ${[
         ...LIVE_TURN_STATES.map(
-          (st) => `(SELECT id, seq, true AS live FROM handoffs WHERE recipient_id = $1 AND delivery_state = '${st}' AND attempt_count > 0 ORDER BY seq LIMIT 1)`,
+          (st) => `(SELECT id, seq, true AS live FROM handoffs WHERE recipient_id = ${recipient} AND delivery_state = '${st}' AND attempt_count > 0${notExcluded} ORDER BY seq LIMIT 1)`,
         ),
         ...DISPATCHABLE_STATES.map(
           (st) =>
-            `(SELECT id, seq, false AS live FROM handoffs WHERE recipient_id = $1 AND delivery_state = '${st}' AND (not_before IS NULL OR not_before <= $2) ORDER BY seq LIMIT 1)`,
+            `(SELECT id, seq, false AS live FROM handoffs WHERE recipient_id = ${recipient} AND delivery_state = '${st}' AND (not_before IS NULL OR not_before <= ${now})${notExcluded} ORDER BY seq LIMIT 1)`,
         ),
       ].join('\n      UNION ALL ')}
-    ) c WHERE ${OWNED_BY} ORDER BY c.live DESC, c.seq LIMIT 1
+    ) c WHERE EXISTS (SELECT 1 FROM agents o WHERE o.id = ${recipient} AND o.deployment = ${deployment}) ORDER BY c.live DESC, c.seq LIMIT 1
   )
   SELECT ${H('h')}, c.rule AS "connectionRule", head.live,
     s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",
@@ -284,6 +301,32 @@ const NEXT_WORK_SQL = `WITH head AS (
     SELECT d.id, d.request_id, d.started_at, d.accepted_at FROM delivery_attempts d
     WHERE d.handoff_id = h.id AND head.live ORDER BY d.number DESC LIMIT 1
   ) a ON true`;
+}
+
+const NEXT_WORK_SQL = nextWorkSql('$1', '$2', '$3');
+
+type WorkRow = DispatchCandidate & {
+  live: boolean;
+  senderHandle: string;
+  recipientHandle: string | null;
+  recipientSettings: Record<string, unknown> | null;
+  recipientCurrent: boolean | null;
+  attemptId: string | null;
+  attemptRequestId: string | null;
+  attemptStartedAt: Date | null;
+  attemptAcceptedAt: Date | null;
+};
+
+function toWorkItem(row: WorkRow): WorkItem {
+  const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, ...handoff } = row;
+  return {
+    handoff,
+    live,
+    senderHandle,
+    recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
+    attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,
+  };
+}
 
 /**
  * Whether the agent has work now (two probes that stop at their first row), else the earliest
@@ -527,9 +570,21 @@ export class HandoffRepository {
       )`;
     }
     const queuedIds = w.alsoMoveQueued ? ' UNION ALL SELECT id FROM queued_ev' : '';
-    sql += ` SELECT revision, ARRAY(SELECT id::text FROM (SELECT id FROM ev${queuedIds}) x ORDER BY id) AS "eventIds" FROM moved`;
-    const { rows } = await this.q<TransitionWritten>(sql, params);
-    return rows[0] ?? null;
+    const eventIds = `ARRAY(SELECT id::text FROM (SELECT id FROM ev${queuedIds}) x ORDER BY id)`;
+    if (!w.thenNextWork) {
+      sql += ` SELECT revision, ${eventIds} AS "eventIds" FROM moved`;
+      const { rows } = await this.q<TransitionWritten>(sql, params);
+      return rows[0] ?? null;
+    }
+    const then = w.thenNextWork;
+    // Named apart from the next handoff's own columns (`revision` among them).
+    sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.* FROM moved
+      LEFT JOIN (${nextWorkSql(`${p(then.recipientId)}::uuid`, `${p(then.now)}::timestamptz`, p(then.deployment), '$1')}) nw ON true`;
+    const { rows } = await this.q<Partial<WorkRow> & { movedRevision: number; movedEventIds: string[] }>(sql, params);
+    const row = rows[0];
+    if (!row) return null;
+    const { movedRevision, movedEventIds, ...next } = row;
+    return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow) : null };
   }
 
   async findById(id: string): Promise<HandoffRecord | null> {
@@ -634,28 +689,9 @@ export class HandoffRepository {
    * that deployment's Redis, so no lock this caller holds entitles it to the agent's turns.
    */
   async nextWork(recipientId: string, now: Date, deployment: string): Promise<WorkItem | null> {
-    type Row = DispatchCandidate & {
-      live: boolean;
-      senderHandle: string;
-      recipientHandle: string | null;
-      recipientSettings: Record<string, unknown> | null;
-      recipientCurrent: boolean | null;
-      attemptId: string | null;
-      attemptRequestId: string | null;
-      attemptStartedAt: Date | null;
-      attemptAcceptedAt: Date | null;
-    };
-    const { rows } = await this.q<Row>(NEXT_WORK_SQL, [recipientId, now, deployment]);
+    const { rows } = await this.q<WorkRow>(NEXT_WORK_SQL, [recipientId, now, deployment]);
     const row = rows[0];
-    if (!row) return null;
-    const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, ...handoff } = row;
-    return {
-      handoff,
-      live,
-      senderHandle,
-      recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
-      attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,
-    };
+    return row ? toWorkItem(row) : null;
   }
 
   /**

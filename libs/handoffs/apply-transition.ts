@@ -3,7 +3,7 @@ import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
 import { WORK_TRANSITIONS, planWorkMove, workMoveWhenDeliverySettles, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
-import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite } from '../db/handoff-repository.ts';
+import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite, WorkItem } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor, EventPublisher } from './ports.ts';
 
@@ -16,6 +16,15 @@ export interface Moveable {
   readonly refusals: number;
   readonly errorResends: number;
   readonly interruptResends: number;
+}
+
+/**
+ * How an applied transition can also answer "what is next for this recipient?" in the same
+ * statement (TransitionWrite.thenNextWork): `nextWork` is then set on the result.
+ */
+export interface TransitionGuard {
+  readonly anyRevision?: boolean;
+  readonly thenNextWork?: { readonly recipientId: string; readonly deployment: string };
 }
 
 export interface TransitionOptions {
@@ -79,8 +88,8 @@ export async function applyTransitions(
   h: Moveable,
   moves: ReadonlyArray<readonly [DeliveryEvent, TransitionOptions?]>,
   actor: Actor,
-  guard: { anyRevision?: boolean } = {},
-): Promise<Moveable> {
+  guard: TransitionGuard = {},
+): Promise<Moveable & { readonly nextWork?: WorkItem | null }> {
   const at = deps.clock.now();
   const steps: TransitionStep[] = [];
   const patch: HandoffPatch = {};
@@ -151,6 +160,7 @@ export async function applyTransitions(
     ...(updateAttempt ? { updateAttempt } : {}),
     ...(alsoMoveQueued ? { alsoMoveQueued } : {}),
     ...(alsoWork ? { alsoWork } : {}),
+    ...(guard.thenNextWork ? { thenNextWork: { ...guard.thenNextWork, now: at } } : {}),
   });
   if (written === null) {
     if (guard.anyRevision) throw new BatonError('stale_revision', `handoff ${h.id} is no longer ${h.deliveryState}`);
@@ -173,5 +183,6 @@ export async function applyTransitions(
     refusals: h.refusals + bumps('refusals'),
     errorResends: h.errorResends + bumps('errorResends'),
     interruptResends: h.interruptResends + bumps('interruptResends'),
+    ...(written.nextWork !== undefined ? { nextWork: written.nextWork } : {}),
   };
 }

@@ -8,7 +8,7 @@ import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnE
 import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
-import { applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
+import { applyTransitions, type Moveable, type TransitionGuard, type TransitionOptions } from './apply-transition.ts';
 import type { DispatchDeps, TurnLockHandle } from './dispatch-agent.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
@@ -16,7 +16,16 @@ import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 
 /** Result of handling one piece of work: go on with the queue, pause it, or stop. */
-export type Step = { kind: 'next' } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+/**
+ * What the dispatch loop does after a step. `next` may carry the head of the queue as the
+ * statement that ended the turn found it (`null`: nothing more; absent: look it up).
+ */
+export type Step = { kind: 'next'; next?: WorkItem | null } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+
+/** Asks the statement that ends a turn to read the recipient's next work too. */
+function andThenNext(deps: DispatchDeps, record: { readonly recipientId: string | null }): TransitionGuard {
+  return record.recipientId ? { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment } } : {};
+}
 
 type Move = readonly [DeliveryEvent, TransitionOptions?];
 
@@ -39,7 +48,7 @@ export function moveable(h: HandoffRecord): Moveable {
  * else moved the handoff first (a release by a person, a reconciler): not an error here, the
  * caller simply moves on.
  */
-export async function move(deps: DispatchDeps, h: Moveable, moves: readonly Move[], guard: { anyRevision?: boolean } = {}): Promise<Moveable | null> {
+export async function move(deps: DispatchDeps, h: Moveable, moves: readonly Move[], guard: TransitionGuard = {}): Promise<(Moveable & { readonly nextWork?: WorkItem | null }) | null> {
   try {
     return await applyTransitions(deps, h, moves, { ...SYSTEM_ACTOR, id: deps.workerId }, guard);
   } catch (err) {
@@ -324,8 +333,9 @@ async function sendReserved(
       const end = seen ? endOfObservation(seen) : null;
       if (end) {
         const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
-        await move(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended]);
-        return { kind: 'next' };
+        // The end of the turn and the choice of the next one: one statement.
+        const moved = await move(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], andThenNext(deps, record));
+        return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
@@ -487,6 +497,6 @@ async function watch(
     clearInterval(recheck);
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
-  await move(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves);
-  return { kind: 'next' };
+  const moved = await move(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, andThenNext(deps, record));
+  return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
 }

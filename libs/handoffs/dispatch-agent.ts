@@ -4,6 +4,7 @@ import type { OutageGuardSpec, RuntimeSettings } from '../domain/runtime-setting
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { deliver, resumeTurn, type Step } from './deliver-turn.ts';
+import type { WorkItem } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import type { UnsentReservations } from './unsent-reservations.ts';
 
@@ -103,8 +104,11 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let outcome: DispatchOutcome = 'idle';
   let retryInMs = 0;
   try {
+    // The head of the queue as the statement that ended the last turn found it, when it did.
+    let carried: WorkItem | null | undefined;
     while (!stopStarting.aborted) {
-      const item = await deps.handoffs.nextWork(job.agentId, deps.clock.now(), deps.deployment);
+      const item = carried !== undefined ? carried : await deps.handoffs.nextWork(job.agentId, deps.clock.now(), deps.deployment);
+      carried = undefined;
       if (!item) break;
       const step: Step = item.live ? await resumeTurn(deps, item, stopWatching, lock) : await deliver(deps, item, stopWatching, lock);
       if (step.kind === 'stopped') {
@@ -117,6 +121,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
         break;
       }
       moved++;
+      carried = step.next;
     }
     if (stopStarting.aborted && outcome === 'idle') outcome = 'stopped';
   } finally {

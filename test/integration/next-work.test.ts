@@ -114,4 +114,49 @@ describe('the head of an agent queue', () => {
     expect(await baton.repos.handoffs.nextWorkAt(agentId, new Date(), mine)).toBeInstanceOf(Date);
     expect(await baton.repos.handoffs.nextWorkAt(agentId, new Date(), `${mine}-other`)).toBeNull();
   });
+
+  it('is read by the statement that ends a turn, leaving that handoff out, exactly as a look-up after it would find it', async () => {
+    const { agentId, ids } = await agentWith(3);
+    // ids[0] is the live turn that ends; ids[1] waits behind it; ids[2] is not due yet.
+    await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);
+    await set([ids[2]!], `not_before = $2`, new Date(Date.now() + 60_000));
+    const before = (await baton.repos.handoffs.findById(ids[0]!))!;
+    const ended = await baton.repos.handoffs.transition({
+      handoffId: ids[0]!,
+      steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
+      expectRevision: before.revision,
+      at: new Date(),
+      thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine },
+    });
+    expect(ended?.revision).toBe(before.revision + 1);
+    expect(ended?.eventIds).toHaveLength(1);
+    // The ended turn is not "live" any more for the loop, although the statement's snapshot still sees it so.
+    expect(ended?.nextWork?.handoff.id).toBe(ids[1]);
+    expect(ended?.nextWork?.live).toBe(false);
+    expect(ended?.nextWork).toEqual(await baton.repos.handoffs.nextWork(agentId, new Date(), mine));
+
+    // The last one due ends: nothing more now (the delayed one is not due), as a look-up says too.
+    const second = (await baton.repos.handoffs.findById(ids[1]!))!;
+    const last = await baton.repos.handoffs.transition({
+      handoffId: ids[1]!,
+      steps: [{ from: 'WAITING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
+      expectRevision: second.revision,
+      at: new Date(),
+      thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine },
+    });
+    expect(last?.nextWork).toBeNull();
+    expect(await baton.repos.handoffs.nextWork(agentId, new Date(), mine)).toBeNull();
+    // Another deployment's worker learns nothing from it either, though work is due.
+    const foreign = await agentWith(2);
+    const head = (await baton.repos.handoffs.findById(foreign.ids[0]!))!;
+    const other = await baton.repos.handoffs.transition({
+      handoffId: foreign.ids[0]!,
+      steps: [{ from: 'WAITING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
+      expectRevision: head.revision,
+      at: new Date(),
+      thenNextWork: { recipientId: foreign.agentId, now: new Date(), deployment: `${mine}-other` },
+    });
+    expect(other?.revision).toBe(head.revision + 1);
+    expect(other?.nextWork).toBeNull();
+  });
 });

@@ -1,3 +1,5 @@
+import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
+
 /**
  * A process command could not start: what is wrong and what to do, as one line. The CLI prints
  * `cannot start: <message>` (no stack: a busy port or a missing database is the user's setup,
@@ -26,7 +28,9 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOU
 export function isPostgresFailure(err: unknown): boolean {
   const e = err as { code?: unknown; name?: unknown };
   if (e?.name === 'MigrationError') return true;
-  return typeof e?.code === 'string' && (/^[0-9A-Z]{5}$/.test(e.code) || UNREACHABLE.has(e.code));
+  // A server that goes away mid-start (a restart) ends the connection with no code at all
+  // ("Connection terminated unexpectedly"): the shared classifier knows those.
+  return (typeof e?.code === 'string' && (/^[0-9A-Z]{5}$/.test(e.code) || UNREACHABLE.has(e.code))) || isDatabaseUnavailable(err);
 }
 
 /**
@@ -59,6 +63,9 @@ export function postgresStartupError(err: unknown, url: string): StartupError {
   }
   if (e?.code && UNREACHABLE.has(e.code)) {
     return new StartupError(`cannot reach Postgres at ${where} (${e.code}): is it running? Check DATABASE_URL`, { cause: err });
+  }
+  if (!e?.code && isDatabaseUnavailable(err)) {
+    return new StartupError(`Postgres at ${where} went away during the start (${String(e?.message ?? err).split('\n')[0]}): is it restarting? Start again once it is up`, { cause: err });
   }
   return new StartupError(`Postgres at ${where} failed: ${String(e?.message ?? err).split('\n')[0]}`, { cause: err });
 }

@@ -263,6 +263,13 @@ async function settleReservation(
         deps.logger.info({ handoffId, requestId }, 'the attempt reservation did not commit');
         return { kind: 'settled', step: { kind: 'next' } };
       }
+      if (row.deliveryState === 'UNCERTAIN') {
+        // A new lock holder took the reservation (committed, its reply lost) for an abandoned
+        // write; this process never handed it to an adapter, so it can prove it unsent.
+        deps.unsent.handOver(requestId);
+        await recordUnwritten(deps, null, latest.id, requestId, 'the reservation committed but its reply was lost, and the write was never started', handoffId);
+        return { kind: 'settled', step: { kind: 'next' } };
+      }
       if (row.deliveryState !== 'SENDING' || latest.status !== 'sending') return { kind: 'settled', step: { kind: 'next' } };
       deps.logger.info({ handoffId, requestId }, 'the attempt reservation committed although its reply was lost; sending it');
       return { kind: 'reserved', h: moveable(row) };
@@ -308,9 +315,7 @@ async function sendReserved(
   await deps.hooks?.beforeWrite?.(record.recipientId ?? '');
   if (!(await lock.stillHeld())) {
     deps.unsent.handOver(requestId);
-    const reason = 'the turn lock was lost before the write; nothing was written';
-    const moved = await move(deps, h, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
-    if (!moved) await proveUnsent(deps, record.id, attemptId, requestId, reason);
+    await recordUnwritten(deps, h, attemptId, requestId, 'the turn lock was lost before the write; nothing was written');
     return { kind: 'stopped' };
   }
   // The write itself is never aborted: once started, its outcome must be recorded.
@@ -384,24 +389,52 @@ async function sendReserved(
 }
 
 /**
- * This worker reserved an attempt and never handed it to an adapter, but a new lock holder got
- * there first and marked it UNCERTAIN ("its writer stopped mid-send"). Only this worker can prove
- * the write never happened, so it settles it now (UNCERTAIN -> WAITING, a new request id next
- * time) instead of leaving it to an hour of history scans. Best effort: if anything moved on,
- * the normal reconciliation stands.
+ * This worker reserved an attempt and will not write it (it lost the turn lock first): only it
+ * can prove the write never happened, so it records that itself. Normally `lock_lost` (SENDING ->
+ * WAITING). If a new lock holder got there first and marked the attempt UNCERTAIN ("its writer
+ * stopped mid-send"), `unsent_proven` (UNCERTAIN -> WAITING) instead of leaving it to the history
+ * scans, which would end it CANCELLED; the handoff goes out again under a new request id.
+ * Postgres may be away right then (the fault that cost the lock often cuts it off too), and
+ * nobody else can ever make this proof: it is retried, bounded as a lost reservation's read-back
+ * is (SETTLE_TRIES, `timing.unreachableRetryMs` apart), whether or not the worker is stopping.
+ * Whatever else moved the handoff stands.
+ * `h` null: start from the proof (the reservation's reply was lost; its row is re-read).
  */
-async function proveUnsent(deps: DispatchDeps, handoffId: string, attemptId: string, requestId: string, reason: string): Promise<void> {
-  try {
-    const [row, latest] = await Promise.all([deps.handoffs.findById(handoffId), deps.handoffs.latestAttempt(handoffId)]);
-    if (!row || row.deliveryState !== 'UNCERTAIN' || latest?.requestId !== requestId) return;
-    const moved = await move(deps, moveable(row), [
-      ['unsent_proven', { reason: `the worker that reserved attempt ${latest.number} proves it never wrote it: ${reason}`, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }],
-    ]);
-    if (moved && row.recipientId && row.provider) {
-      await deps.scheduler.enqueue({ ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due', handoffId }, JOB_IDS.unsentProven(handoffId, moved.revision));
+async function recordUnwritten(deps: DispatchDeps, h: Moveable | null, attemptId: string, requestId: string, reason: string, handoffId = h?.id ?? ''): Promise<void> {
+  let current = h;
+  for (let attempt = 1; attempt <= SETTLE_TRIES; attempt++) {
+    try {
+      if (current) {
+        const moved = await move(deps, current, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
+        if (moved) return;
+        current = null;
+      }
+      const [row, latest] = await Promise.all([deps.handoffs.findById(handoffId), deps.handoffs.latestAttempt(handoffId)]);
+      if (!row || latest?.requestId !== requestId) return;
+      if (row.deliveryState === 'SENDING' && latest.status === 'sending') {
+        // Our lock_lost committed nowhere yet (its reply was lost before it ran): try it again.
+        current = moveable(row);
+        continue;
+      }
+      if (row.deliveryState !== 'UNCERTAIN') return;
+      const moved = await move(deps, moveable(row), [
+        ['unsent_proven', { reason: `the worker that reserved attempt ${latest.number} proves it never wrote it: ${reason}`, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }],
+      ]);
+      if (moved && row.recipientId && row.provider) {
+        await deps.scheduler.enqueue({ ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due', handoffId }, JOB_IDS.unsentProven(handoffId, moved.revision)).catch((err: unknown) => {
+          deps.logger.warn({ err, handoffId }, 'could not queue the proven-unsent handoff; the sweep will');
+        });
+      }
+      return;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) || attempt >= SETTLE_TRIES) {
+        deps.logger.warn({ err, handoffId }, 'could not record an attempt this worker never wrote; reconciliation will');
+        return;
+      }
+      // Not cut short by the lost lock (that is why we are here) nor by a shutdown: bounded,
+      // and the only chance this handoff has not to end CANCELLED.
+      await sleep(deps.timing.unreachableRetryMs);
     }
-  } catch (err) {
-    deps.logger.warn({ err, handoffId }, 'could not settle an unsent attempt a new lock holder marked UNCERTAIN; reconciliation will');
   }
 }
 

@@ -8,6 +8,10 @@ import { createRepositories } from '../../libs/db/repositories.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
+import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -20,6 +24,8 @@ let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let workerDb: Database;
 let workerRedis: RedisClient;
 let worker: RunningDeliveryWorker;
+/** Set by a test to act right before the worker's write. */
+const hooks: WorkerHooks = {};
 
 beforeAll(async () => {
   baton = await startTestBaton();
@@ -49,6 +55,7 @@ beforeAll(async () => {
     recheckMs: 100,
     settingsMaxAgeMs: 0,
     outage: createProviderStatusCheck({ cacheMs: 0 }),
+    hooks,
   });
   expect((await baton.post('/v1/agents', { id: 'origin', provider: 'demo' })).status).toBe(201);
 }, 60_000);
@@ -102,5 +109,38 @@ describe('a worker whose attempt reservation committed but whose reply was lost'
     expect(h.events.map((e: any) => e.event)).not.toContain('reply_lost');
     expect(h.attempts).toHaveLength(1);
     expect(baton.host.writesByHandoff().get(sent.body.id)).toHaveLength(1);
+  });
+});
+
+describe('a worker that lost its lock before the write, while Postgres is away', () => {
+  it('still proves the attempt unsent once Postgres answers (a new holder marked it UNCERTAIN): sent again, RETURNED, one write, never CANCELLED', async () => {
+    await agentWithSession('proofblip');
+    const { rows } = await baton.db.pool.query<{ id: string }>("SELECT id FROM agents WHERE handle = 'proofblip' AND removed_at IS NULL");
+    const agentId = rows[0]!.id;
+    hooks.beforeWrite = async (agent) => {
+      if (agent !== agentId) return;
+      hooks.beforeWrite = undefined;
+      // A new holder takes the lock and marks the reserved attempt UNCERTAIN (straight to
+      // Postgres, not through the worker's proxy) ...
+      await baton.redis.set(new RedisNames(baton.prefix).turnLock(agentId), 'new-holder', 'PX', 300);
+      const h = (await baton.db.pool.query<{ id: string; revision: number; attempt_count: number }>("SELECT id, revision, attempt_count FROM handoffs WHERE recipient_id = $1 AND delivery_state = 'SENDING'", [agentId])).rows[0]!;
+      await applyTransition(baton.core, { id: h.id, deliveryState: 'SENDING', revision: h.revision, attemptCount: h.attempt_count, refusals: 0, errorResends: 0, interruptResends: 0 }, 'reply_lost', { ...SYSTEM_ACTOR, id: 'new-holder' }, { reason: 'the worker that was writing this turn stopped before recording the outcome' });
+      // ... and the reserving worker's Postgres goes away for a while, as the same fault often does.
+      await proxy.cut();
+      setTimeout(() => void proxy.restore(), 800);
+    };
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'proofblip', message: 'lose the lock, then Postgres', title: 'proof through a blip' });
+    expect(sent.status).toBe(201);
+    const h = await eventually(
+      async () => {
+        const now = (await baton.get(`/v1/handoffs/${sent.body.id}`)).body;
+        expect(now.state).toBe('RETURNED');
+        return now;
+      },
+      { what: 'proven unsent, sent again and returned', timeoutMs: 20_000 },
+    );
+    expect(h.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['reply_lost', 'unsent_proven']));
+    expect(h.attempts.map((a: any) => a.status)).toEqual(['not_sent', 'returned']);
+    expect(baton.host.writesByHandoff().get(sent.body.id)).toEqual([h.attempts[1].requestId]);
   });
 });

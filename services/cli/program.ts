@@ -4,6 +4,7 @@ import { ApiError, ApiUnreachable } from './api-client.ts';
 import { UsageError, createCliContext, readProcessStdin } from './cli-context.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerBenchCommand } from './commands/bench.ts';
+import { registerChaosCommand } from './commands/chaos.ts';
 import { registerAgentCommands } from './commands/agent.ts';
 import { registerProcessCommands } from './commands/processes.ts';
 import { registerSendCommand } from './commands/send.ts';
@@ -55,6 +56,7 @@ export function buildProgram(
   registerProcessCommands(program, ctx);
   registerDemoCommand(program, ctx);
   registerBenchCommand(program, ctx);
+  registerChaosCommand(program, ctx);
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerWatchCommand(program, ctx);

@@ -1,22 +1,18 @@
-import net from 'node:net';
+import { FaultProxy, type ProxyLink } from '../../services/chaos/fault-proxy.ts';
 
 /** Postgres backend message type of ReadyForQuery: the statement (and its implicit commit) is over. */
 const READY_FOR_QUERY = 0x5a;
 
-interface Link {
-  readonly client: net.Socket;
-  readonly upstream: net.Socket;
-  /** Bytes held back while frozen, per direction. */
-  readonly heldUp: Buffer[];
-  readonly heldDown: Buffer[];
-  /** Set once this connection carried the marked statement: its reply is swallowed, then the link is cut. */
-  cutting: { reply: Buffer; done: () => void } | null;
-  drop(): void;
+/** A connection that carried the marked statement: its reply is swallowed, then the link is cut. */
+interface Cutting {
+  reply: Buffer;
+  done: () => void;
 }
 
 /**
  * A TCP proxy on a fixed loopback port that can take a server (Postgres) away from Baton and
- * give it back without touching the server itself:
+ * give it back without touching the server itself (the chaos run's FaultProxy, with the names
+ * the tests use, plus one Postgres-specific fault):
  * - `cut()` / `restore()`: refuse connections and break the open ones (a server that is gone);
  * - `freeze()` / `thaw()`: keep every connection, old and new, open but forward nothing in
  *   either direction (a frozen server, a partition); thawing delivers what was held back;
@@ -26,15 +22,10 @@ interface Link {
  *   after the commit).
  */
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1') {
-  const links = new Set<Link>();
-  let server: net.Server | null = null;
-  let port = 0;
-  let frozen = false;
-  let accepted = 0;
+  const cutting = new WeakMap<ProxyLink, Cutting>();
   let marked: { marker: Buffer; done: () => void } | null = null;
 
-  const swallowUntilReady = (link: Link, chunk: Buffer) => {
-    const cut = link.cutting!;
+  const swallowUntilReady = (link: ProxyLink, cut: Cutting, chunk: Buffer) => {
     cut.reply = Buffer.concat([cut.reply, chunk]);
     // Backend messages: a type byte and an int32 length that counts itself.
     let at = 0;
@@ -51,80 +42,45 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     }
   };
 
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      server = net.createServer((client) => {
-        accepted++;
-        const upstream = net.connect(targetPort, targetHost);
-        const link: Link = {
-          client,
-          upstream,
-          heldUp: [],
-          heldDown: [],
-          cutting: null,
-          drop() {
-            client.destroy();
-            upstream.destroy();
-            links.delete(link);
-          },
-        };
-        links.add(link);
-        client.on('error', link.drop).on('close', link.drop);
-        upstream.on('error', link.drop).on('close', link.drop);
-        client.on('data', (chunk: Buffer) => {
-          if (frozen) return void link.heldUp.push(chunk);
-          if (marked && chunk.includes(marked.marker)) {
-            link.cutting = { reply: Buffer.alloc(0), done: marked.done };
-            marked = null;
-          }
-          upstream.write(chunk);
-        });
-        upstream.on('data', (chunk: Buffer) => {
-          if (link.cutting) return swallowUntilReady(link, chunk);
-          if (frozen) return void link.heldDown.push(chunk);
-          client.write(chunk);
-        });
-      });
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        port = (server!.address() as net.AddressInfo).port;
-        resolve();
-      });
-    });
-  await listen();
+  const proxy = await FaultProxy.start({
+    targetPort,
+    targetHost,
+    taps: {
+      toServer(link, chunk) {
+        if (marked && chunk.includes(marked.marker)) {
+          cutting.set(link, { reply: Buffer.alloc(0), done: marked.done });
+          marked = null;
+        }
+        return false;
+      },
+      toClient(link, chunk) {
+        const cut = cutting.get(link);
+        if (!cut) return false;
+        swallowUntilReady(link, cut, chunk);
+        return true;
+      },
+    },
+  });
   return {
     get port() {
-      return port;
+      return proxy.port;
     },
     /** Connections open through the proxy right now. */
     get connections() {
-      return links.size;
+      return proxy.connections;
     },
     /** Connections accepted since the start (to wait for a client's reconnect attempts). */
     get accepted() {
-      return accepted;
+      return proxy.accepted;
     },
     /** Refuses new connections and breaks the open ones. */
-    async cut(): Promise<void> {
-      const s = server;
-      server = null;
-      for (const link of [...links]) link.drop();
-      if (s) await new Promise<void>((r) => s.close(() => r()));
-    },
+    cut: (): Promise<void> => proxy.refuse(),
     /** Listens again on the same port. */
-    restore: listen,
+    restore: (): Promise<void> => proxy.accept(),
     /** Holds every connection (open and new) open and forwards nothing, until thaw(). */
-    freeze(): void {
-      frozen = true;
-    },
+    freeze: (): void => proxy.stall(),
     /** Forwards again, first what was held back. */
-    thaw(): void {
-      frozen = false;
-      for (const link of links) {
-        for (const chunk of link.heldUp.splice(0)) link.upstream.write(chunk);
-        for (const chunk of link.heldDown.splice(0)) link.client.write(chunk);
-      }
-    },
+    thaw: (): void => proxy.resume(),
     /**
      * Arms a lost reply: the next statement containing `marker` runs on the server, its reply is
      * swallowed and its connection broken. Resolves once that happened.
@@ -134,8 +90,6 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
         marked = { marker: Buffer.from(marker, 'utf8'), done };
       });
     },
-    close(): Promise<void> {
-      return this.cut();
-    },
+    close: (): Promise<void> => proxy.close(),
   };
 }

@@ -1,0 +1,293 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { migrate } from '../../libs/db/migrate.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis, type EmbeddedPostgres, type Started } from '../cli/embedded-infra.ts';
+import { spawnBaton, type BatonProcess } from '../cli/spawn-baton.ts';
+import { FaultProxy } from './fault-proxy.ts';
+
+/**
+ * The settings every chaos process runs with, through the same environment variables an
+ * operator sets: short lock, stall and reconcile intervals so that recovery from a fault takes
+ * seconds, and UNCERTAIN deliveries settled by two history scans two seconds apart instead of
+ * three over an hour, so the run can wait for every handoff to end.
+ */
+export const CHAOS_PROCESS_SETTINGS = {
+  BATON_QUEUE_SHARDS: '4',
+  BATON_DB_POOL_SIZE: '6',
+  BATON_DB_QUERY_TIMEOUT_MS: '3000',
+  BATON_DB_CONNECT_TIMEOUT_MS: '2000',
+  BATON_TURN_LOCK_TTL_MS: '1500',
+  BATON_JOB_LOCK_MS: '1500',
+  BATON_STALLED_INTERVAL_MS: '500',
+  BATON_RECONCILE_INTERVAL_MS: '500',
+  BATON_SHUTDOWN_GRACE_MS: '2000',
+  BATON_UNOBSERVABLE_AFTER_MS: '15000',
+  BATON_UNCERTAIN_SCANS: '2',
+  BATON_UNCERTAIN_SCAN_WINDOW_MS: '2000',
+  BATON_RATE_LIMIT_PER_SEC: '0',
+  BATON_WORKER_PROVIDERS: 'demo',
+} as const;
+
+/**
+ * How long a worker may take from reading an agent's head of queue to reserving the attempt:
+ * the head read itself and a runtime-settings read, each a Postgres statement bounded by the
+ * connect and query timeouts (the order invariant allows for it, see invariants.ts).
+ */
+export const HEAD_READ_TO_RESERVE_MS = 2 * (Number(CHAOS_PROCESS_SETTINGS.BATON_DB_QUERY_TIMEOUT_MS) + Number(CHAOS_PROCESS_SETTINGS.BATON_DB_CONNECT_TIMEOUT_MS));
+
+export type Role = 'api' | 'worker';
+
+/** A place for one Baton process: its own proxies to Postgres and Redis, and the process in it (or none, after a kill). */
+export interface ProcessSlot {
+  readonly role: Role;
+  readonly name: string;
+  readonly postgresProxy: FaultProxy;
+  readonly redisProxy: FaultProxy;
+  /** The API's URL (api slots). */
+  readonly apiUrl: string | null;
+  process: BatonProcess | null;
+  /** Processes started in this slot so far. */
+  starts: number;
+  /** Set while the run itself stops the process (a SIGKILL fault, the end): its exit is expected. */
+  stopping: boolean;
+}
+
+/** A process that exited although the run did not stop it; the run restarts it, as a supervisor would. */
+export interface UnexpectedExit {
+  readonly slot: string;
+  readonly at: number;
+  readonly code: number | null;
+  readonly signal: string | null;
+  /** Whether it had started serving (its start line was printed): false is a failed start. */
+  readonly wasServing: boolean;
+  /** The first line of what it printed last that looks like the reason. */
+  readonly reason: string;
+}
+
+/** How long the run waits before restarting a process that exited by itself (a supervisor's restart delay). */
+const RESTART_DELAY_MS = 500;
+
+/** The processes' output, kept to a file per slot when the run keeps its logs. */
+const MAX_LOG_CHARS = 1_000_000;
+
+/**
+ * Everything a chaos run needs, all on 127.0.0.1 and all its own: an embedded Postgres and a
+ * private redis-server (restartable in place, on the same port and data directory), a shared
+ * demo-session host, and one slot per Baton process, each reaching Postgres and Redis through
+ * proxies of its own so faults can hit one process's connections or all of them. The run's own
+ * reads and writes (set-up, progress, the final checks) go straight to Postgres.
+ * `close()` stops every process and server and deletes every temp directory.
+ */
+export class ChaosEnvironment {
+  readonly home = mkdtempSync(join(tmpdir(), 'baton-chaos-'));
+  readonly slots: ProcessSlot[] = [];
+  readonly pool: pg.Pool;
+  demoHostUrl = '';
+  adminToken = '';
+  /** Exits the run did not cause, in order; each was followed by a restart. */
+  readonly unexpectedExits: UnexpectedExit[] = [];
+  private demoHost: BatonProcess | null = null;
+  private readonly logs = new Map<string, string>();
+  private closing = false;
+
+  private constructor(
+    readonly postgres: EmbeddedPostgres,
+    private redis: Started,
+    readonly redisPort: number,
+  ) {
+    this.pool = new pg.Pool({ connectionString: postgres.url, max: 4, application_name: 'baton-chaos', connectionTimeoutMillis: 5_000 });
+    // A restart of Postgres breaks idle clients: the pool drops them and opens new ones.
+    this.pool.on('error', () => undefined);
+  }
+
+  get postgresPort(): number {
+    return Number(new URL(this.postgres.url).port);
+  }
+
+  /** Starts the servers, migrates, and lays out `apis` + `workers` slots with their proxies (no processes yet). */
+  static async start(opts: { apis: number; workers: number }): Promise<ChaosEnvironment> {
+    const postgres = await startEmbeddedPostgres();
+    let redis: Started;
+    try {
+      redis = await startPrivateRedis();
+    } catch (err) {
+      await postgres.stop();
+      throw err;
+    }
+    const env = new ChaosEnvironment(postgres, redis, Number(new URL(redis.url).port));
+    try {
+      await migrate(postgres.url);
+      await env.recordNotBefore();
+      for (let i = 0; i < opts.apis; i++) await env.addSlot('api', `api-${i + 1}`);
+      for (let i = 0; i < opts.workers; i++) await env.addSlot('worker', `worker-${i + 1}`);
+      const port = await freePort();
+      env.demoHost = spawnBaton(['demo-host', '--port', String(port)], { BATON_HOME: env.home, BATON_LOG_LEVEL: 'warn' });
+      await env.demoHost.waitFor(/demo sessions on/, 30_000);
+      env.demoHostUrl = `http://127.0.0.1:${port}`;
+    } catch (err) {
+      await env.close();
+      throw err;
+    }
+    return env;
+  }
+
+  /**
+   * The order invariant needs every value `not_before` took and when; Baton keeps only the
+   * current one. A trigger of the run's own (schema `chaos`, outside Baton's) writes each change
+   * down. It changes nothing Baton reads.
+   */
+  private async recordNotBefore(): Promise<void> {
+    await this.pool.query(`
+      CREATE SCHEMA IF NOT EXISTS chaos;
+      CREATE TABLE IF NOT EXISTS chaos.not_before_log (handoff_id uuid NOT NULL, not_before timestamptz(3), at timestamptz(3) NOT NULL);
+      CREATE OR REPLACE FUNCTION chaos.log_not_before() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' OR NEW.not_before IS DISTINCT FROM OLD.not_before THEN
+          INSERT INTO chaos.not_before_log (handoff_id, not_before, at) VALUES (NEW.id, NEW.not_before, NEW.updated_at);
+        END IF;
+        RETURN NULL;
+      END $$;
+      DROP TRIGGER IF EXISTS chaos_not_before ON public.handoffs;
+      CREATE TRIGGER chaos_not_before AFTER INSERT OR UPDATE ON public.handoffs FOR EACH ROW EXECUTE FUNCTION chaos.log_not_before();
+    `);
+  }
+
+  private async addSlot(role: Role, name: string): Promise<void> {
+    const postgresProxy = await FaultProxy.start({ targetPort: this.postgresPort });
+    const redisProxy = await FaultProxy.start({ targetPort: this.redisPort });
+    const apiUrl = role === 'api' ? `http://127.0.0.1:${await freePort()}` : null;
+    this.slots.push({ role, name, postgresProxy, redisProxy, apiUrl, process: null, starts: 0, stopping: false });
+  }
+
+  get apis(): ProcessSlot[] {
+    return this.slots.filter((s) => s.role === 'api');
+  }
+
+  get workers(): ProcessSlot[] {
+    return this.slots.filter((s) => s.role === 'worker');
+  }
+
+  private processEnv(slot: ProcessSlot): Record<string, string> {
+    return {
+      ...CHAOS_PROCESS_SETTINGS,
+      DATABASE_URL: `postgresql://postgres@127.0.0.1:${slot.postgresProxy.port}/baton`,
+      REDIS_URL: `redis://127.0.0.1:${slot.redisProxy.port}`,
+      BATON_REDIS_PREFIX: 'chaos',
+      BATON_HOME: this.home,
+      BATON_DEMO_HOST_URL: this.demoHostUrl,
+      // info: the start line a worker prints is what start() waits for; warnings are what a fault causes.
+      BATON_LOG_LEVEL: 'info',
+      ...(slot.apiUrl ? { BATON_API_PORT: new URL(slot.apiUrl).port } : {}),
+    };
+  }
+
+  /**
+   * Starts the slot's process; with `wait`, resolves once it serves (the API listens, the worker
+   * consumes). Like a supervisor, the run restarts a process that exits by itself (a start that
+   * failed while Postgres was down, a crash) after RESTART_DELAY_MS, and records the exit.
+   */
+  async start(slot: ProcessSlot, wait: boolean): Promise<void> {
+    if (slot.process) return;
+    const p = spawnBaton([slot.role], this.processEnv(slot));
+    const serving = slot.role === 'api' ? /Baton API on/ : /delivery worker started/;
+    slot.process = p;
+    slot.stopping = false;
+    slot.starts++;
+    void p.exited().then((code) => {
+      this.keepLog(slot, p);
+      if (slot.process !== p) return;
+      slot.process = null;
+      if (slot.stopping || this.closing) return;
+      const output = p.output();
+      this.unexpectedExits.push({
+        slot: slot.name,
+        at: Date.now(),
+        code,
+        signal: p.child.signalCode,
+        wasServing: serving.test(output),
+        reason: exitReason(output),
+      });
+      setTimeout(() => {
+        if (!this.closing && slot.process === null) void this.start(slot, false);
+      }, RESTART_DELAY_MS);
+    });
+    if (wait) await p.waitFor(serving, 60_000);
+  }
+
+  /** The first API writes the admin token on its first start; read it once that is done. */
+  readAdminToken(): string {
+    this.adminToken = readFileSync(join(this.home, 'admin.token'), 'utf8').trim();
+    return this.adminToken;
+  }
+
+  /** SIGKILL: no shutdown, no hand-back; resolves once the process is gone. */
+  async kill(slot: ProcessSlot): Promise<void> {
+    const p = slot.process;
+    if (!p) return;
+    slot.stopping = true;
+    p.child.kill('SIGKILL');
+    await p.exited();
+  }
+
+  /** Stops redis-server and starts it again on the same port, empty (it keeps nothing on disk). */
+  async restartRedis(downMs: number): Promise<void> {
+    await this.redis.stop();
+    await new Promise((r) => setTimeout(r, downMs));
+    this.redis = await startPrivateRedis({ port: this.redisPort });
+  }
+
+  private keepLog(slot: ProcessSlot, p: BatonProcess): void {
+    const text = `${this.logs.get(slot.name) ?? ''}\n===== ${slot.name} start ${slot.starts} (pid ${p.pid}, exit ${p.child.exitCode ?? p.child.signalCode}) =====\n${p.output()}`;
+    this.logs.set(slot.name, text.length > MAX_LOG_CHARS ? text.slice(-MAX_LOG_CHARS) : text);
+  }
+
+  /** Writes every process's output to `dir` (one file per slot); returns the files. */
+  writeLogs(dir: string): string[] {
+    for (const slot of this.slots) if (slot.process) this.keepLog(slot, slot.process);
+    const files: string[] = [];
+    for (const [name, text] of this.logs) {
+      const file = join(dir, `${name}.log`);
+      writeFileSync(file, text);
+      files.push(file);
+    }
+    return files;
+  }
+
+  /**
+   * From now on an exiting process is not restarted (a Ctrl+C in the terminal reaches the
+   * processes too, and they stop by themselves).
+   */
+  stopRestarting(): void {
+    this.closing = true;
+  }
+
+  /** Stops everything this run started and deletes its temp directories; never throws. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const slot of this.slots) {
+      slot.postgresProxy.resume();
+      slot.redisProxy.resume();
+    }
+    await Promise.all(this.slots.map((s) => s.process?.stop('SIGTERM', 5_000).catch(() => undefined)));
+    await this.demoHost?.stop('SIGKILL').catch(() => undefined);
+    await Promise.all(this.slots.flatMap((s) => [s.postgresProxy.close(), s.redisProxy.close()]));
+    await this.pool.end().catch(() => undefined);
+    await this.redis.stop().catch(() => undefined);
+    await this.postgres.stop().catch(() => undefined);
+    rmSync(this.home, { recursive: true, force: true });
+  }
+
+  /** For the logs of a failed run: where they would go unless removed. */
+  describe(): string {
+    return `home ${this.home}, Postgres ${this.postgres.url}, Redis redis://127.0.0.1:${this.redisPort}, demo host ${this.demoHostUrl}`;
+  }
+}
+
+/** The line of a process's last output that says why it stopped: an error line, or the last line. */
+function exitReason(output: string): string {
+  const lines = output.trim().split('\n').filter(Boolean);
+  const error = lines.findLast((l) => /^(error|cannot start)/i.test(l) || /"level":(50|60)/.test(l));
+  return (error ?? lines.at(-1) ?? '(no output)').slice(0, 300);
+}

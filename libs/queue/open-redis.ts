@@ -120,3 +120,40 @@ export async function scanKeys(client: RedisClient, pattern: string, onBatch: (k
 export async function deleteKeys(keys: readonly string[], server: Redis): Promise<void> {
   await Promise.all(keys.map((k) => server.unlink(k)));
 }
+
+/**
+ * For a `redis+cluster://` URL: asks its seed nodes, once and briefly, whether they are nodes of
+ * a Redis Cluster. Returns what is wrong when one answers that it is not (a single server given
+ * as a cluster: the cluster client would retry forever, logging), else null; a seed that does
+ * not answer is not judged here (Redis may be starting: the clients wait for it).
+ */
+export async function misconfiguredCluster(url: string, timeoutMs = 2_000): Promise<string | null> {
+  const target = parseRedisTarget(url);
+  if (target.kind !== 'cluster') return null;
+  for (const node of target.nodes) {
+    const probe = new Redis(node.port, node.host, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      ...(target.username !== undefined ? { username: target.username } : {}),
+      ...(target.password !== undefined ? { password: target.password } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+    });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      await probe.call('CLUSTER', 'INFO');
+    } catch (err) {
+      const message = (err as Error).message ?? String(err);
+      if (/cluster support disabled/i.test(message)) {
+        return `REDIS_URL names a Redis Cluster (redis+cluster://) but ${node.host}:${node.port} is a single Redis server (cluster support disabled): use redis://${node.host}:${node.port} for one server, or give the nodes of a cluster`;
+      }
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return null;
+}
+

@@ -9,7 +9,7 @@ import { migrate } from '../../libs/db/migrate.ts';
 import { openDatabase, type Database } from '../../libs/db/open-database.ts';
 import { createRepositories } from '../../libs/db/repositories.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
-import { openRedis } from '../../libs/queue/open-redis.ts';
+import { misconfiguredCluster, openRedis } from '../../libs/queue/open-redis.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
 import { bootstrapAdminToken } from './admin-token.ts';
 import { isPostgresFailure, listenStartupError, postgresStartupError, StartupError } from './startup-error.ts';
@@ -60,6 +60,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const databaseUrl = config.databaseUrl;
   const redisUrl = config.redisUrl;
   const clock = opts.clock ?? systemClock;
+  const clusterProblem = await misconfiguredCluster(redisUrl);
+  if (clusterProblem) throw new StartupError(clusterProblem);
   try {
     const applied = await migrate(databaseUrl);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');

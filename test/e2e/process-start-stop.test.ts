@@ -63,6 +63,14 @@ describe('starting `baton serve` where it cannot run', () => {
     expect(p.output()).toMatch(new RegExp(`cannot start: cannot reach Postgres at postgres@127\\.0\\.0\\.1:${port}/baton .*DATABASE_URL`));
     expect(p.output(), 'no stack trace').not.toMatch(STACK);
   }, 30_000);
+
+  it('a redis+cluster:// URL naming a single Redis server: exit 1, one line saying to use redis://', async () => {
+    const single = new URL(TEST_REDIS_URL);
+    const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis+cluster://${single.host}`, BATON_API_PORT: String(await freePort()) });
+    expect(await exitWithin(p, 20_000), p.output()).toBe(1);
+    expect(p.output()).toMatch(/cannot start: REDIS_URL names a Redis Cluster \(redis\+cluster:\/\/\) but .* is a single Redis server .*use redis:\/\//);
+    expect(p.output(), 'no stack trace').not.toMatch(STACK);
+  }, 30_000);
 });
 
 describe('stopping `baton serve`', () => {

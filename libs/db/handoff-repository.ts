@@ -266,7 +266,8 @@ const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${s
  * Nothing at all when the agent belongs to another deployment than $3 (`OWNED_BY`: a one-time
  * primary-key probe before the rest runs).
  */
-const OWNED_BY = `EXISTS (SELECT 1 FROM agents o WHERE o.id = $1 AND o.deployment = $3)`;
+const ownedBy = (recipient: string, deployment: string) => `EXISTS (SELECT 1 FROM agents o WHERE o.id = ${recipient} AND o.deployment = ${deployment})`;
+const OWNED_BY = ownedBy('$1', '$3');
 
 /**
  * The head of an agent's queue with everything a turn needs, as SQL over the given parameter
@@ -286,7 +287,7 @@ function nextWorkSql(recipient: string, now: string, deployment: string, exclude
             `(SELECT id, seq, false AS live FROM handoffs WHERE recipient_id = ${recipient} AND delivery_state = '${st}' AND (not_before IS NULL OR not_before <= ${now})${notExcluded} ORDER BY seq LIMIT 1)`,
         ),
       ].join('\n      UNION ALL ')}
-    ) c WHERE EXISTS (SELECT 1 FROM agents o WHERE o.id = ${recipient} AND o.deployment = ${deployment}) ORDER BY c.live DESC, c.seq LIMIT 1
+    ) c WHERE ${ownedBy(recipient, deployment)} ORDER BY c.live DESC, c.seq LIMIT 1
   )
   SELECT ${H('h')}, c.rule AS "connectionRule", head.live,
     s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",

@@ -15,12 +15,17 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 
-/** Result of handling one piece of work: go on with the queue, pause it, or stop. */
 /**
- * What the dispatch loop does after a step. `next` may carry the head of the queue as the
- * statement that ended the turn found it (`null`: nothing more; absent: look it up).
+ * Result of handling one piece of work: go on with the queue, pause it, or stop. `next` may
+ * carry the head of the queue as the statement that ended the turn found it (`null`: nothing
+ * more; absent: look it up).
  */
 export type Step = { kind: 'next'; next?: WorkItem | null } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+
+/** Going on, with the head of the queue when the statement that ended the turn read it. */
+function nextStep(moved: { readonly nextWork?: WorkItem | null } | null): Step {
+  return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+}
 
 /** Asks the statement that ends a turn to read the recipient's next work too. */
 function andThenNext(deps: DispatchDeps, record: { readonly recipientId: string | null }): TransitionGuard {
@@ -340,7 +345,7 @@ async function sendReserved(
         const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
         // The end of the turn and the choice of the next one: one statement.
         const moved = await move(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], andThenNext(deps, record));
-        return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+        return nextStep(moved);
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
@@ -531,5 +536,5 @@ async function watch(
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
   const moved = await move(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, andThenNext(deps, record));
-  return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+  return nextStep(moved);
 }

@@ -804,13 +804,14 @@ export class HandoffRepository {
 
   /**
    * Recipients of `deployment` with open push work (the reconciler's sweep): dispatchable now,
-   * or with a turn that may be live. Bounded by `limit`, oldest work first; agents of other
+   * or with a turn that may be live (`live`). Bounded by `limit`, oldest work first; agents of other
    * deployments neither appear nor use up the batch.
    */
-  async recipientsWithOpenWork(now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string }>> {
-    const { rows } = await this.q<{ recipientId: string; provider: ProviderName; pool: string }>(
-      `SELECT open.recipient_id AS "recipientId", open.provider, open.pool FROM (
-         SELECT recipient_id, provider, pool, min(seq) AS first_seq FROM handoffs
+  async recipientsWithOpenWork(now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
+    const { rows } = await this.q<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>(
+      `SELECT open.recipient_id AS "recipientId", open.provider, open.pool, open.live FROM (
+         SELECT recipient_id, provider, pool, min(seq) AS first_seq,
+           bool_or(delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0) AS live FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
            AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0)
              OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))

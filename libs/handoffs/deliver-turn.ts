@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
+import { DISPATCHABLE_STATES } from '../domain/delivery-states.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
@@ -18,13 +19,22 @@ import { contextPacketFor } from './manage-sessions.ts';
 /**
  * Result of handling one piece of work: go on with the queue, pause it, or stop. `next` may
  * carry the head of the queue as the statement that ended the turn found it (`null`: nothing
- * more; absent: look it up).
+ * more; absent: look it up). `dueInMs`: the moves made the handoff wait before it goes out
+ * again (a resend delay, a busy session's back-off), so a wake-up is due then.
  */
-export type Step = { kind: 'next'; next?: WorkItem | null } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+export type Step = { kind: 'next'; next?: WorkItem | null; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
 
-/** Going on, with the head of the queue when the statement that ended the turn read it. */
-function nextStep(moved: { readonly nextWork?: WorkItem | null } | null): Step {
-  return moved?.nextWork !== undefined ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+/**
+ * Going on after `moves` were written (`moved` null: someone else moved the handoff first),
+ * with the head of the queue when the statement that ended the turn read it. That head leaves
+ * the moved handoff out, so when the moves made it dispatchable again (a failed turn resent),
+ * the head is looked up anew: the resend may be next.
+ */
+function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
+  const again = moved !== null && DISPATCHABLE_STATES.includes(moved.deliveryState);
+  const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+  const delays = moved ? moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : [])) : [];
+  return delays.length > 0 ? { ...step, dueInMs: Math.min(...delays) } : step;
 }
 
 /** Asks the statement that ends a turn to read the recipient's next work too. */
@@ -344,8 +354,8 @@ async function sendReserved(
       if (end) {
         const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
         // The end of the turn and the choice of the next one: one statement.
-        const moved = await move(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], andThenNext(deps, record));
-        return nextStep(moved);
+        const moves = didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended];
+        return nextStep(await move(deps, h, moves, andThenNext(deps, record)), moves);
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
@@ -535,6 +545,6 @@ async function watch(
     clearInterval(recheck);
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
-  const moved = await move(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, andThenNext(deps, record));
-  return nextStep(moved);
+  const all = h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves;
+  return nextStep(await move(deps, h, all, andThenNext(deps, record)), all);
 }

@@ -7,6 +7,7 @@ import { deliver, resumeTurn, type Step } from './deliver-turn.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import type { UnsentReservations } from './unsent-reservations.ts';
+import type { LockRelease } from '../locks/turn-locks.ts';
 
 /** A held per-agent turn lock; `signal` aborts when ownership is lost. */
 export interface TurnLockHandle {
@@ -16,7 +17,8 @@ export interface TurnLockHandle {
   readonly signal: AbortSignal;
   /** Proves ownership within a bounded time; false means: do not write. */
   stillHeld(): Promise<boolean>;
-  release(): Promise<boolean>;
+  /** `recheck`: while the lock was held, work was committed that this run may not have seen. */
+  release(): Promise<LockRelease>;
 }
 
 /**
@@ -103,6 +105,8 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let moved = 0;
   let outcome: DispatchOutcome = 'idle';
   let retryInMs = 0;
+  // The earliest time a handoff this run made wait (a resend delay) goes out again.
+  let dueAt: number | null = null;
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
@@ -122,25 +126,47 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
       }
       moved++;
       carried = step.next;
+      if (step.dueInMs !== undefined) {
+        const at = deps.clock.now().getTime() + step.dueInMs;
+        dueAt = dueAt === null ? at : Math.min(dueAt, at);
+      }
     }
     if (stopStarting.aborted && outcome === 'idle') outcome = 'stopped';
   } finally {
-    await lock.release();
-    await scheduleFollowUp(deps, job, lock.token, outcome, retryInMs);
+    const released = await lock.release();
+    await scheduleFollowUp(deps, job, lock.token, { outcome, retryInMs, released, dueAt });
   }
   return { outcome, moved };
 }
 
-/** After the lock is released: queue whatever is (or becomes) due, so nothing waits forever. */
-async function scheduleFollowUp(deps: DispatchDeps, job: DispatchJob, token: string, outcome: DispatchOutcome, retryInMs: number): Promise<void> {
+/**
+ * After the lock is released: queue whatever is (or becomes) due, so nothing waits forever.
+ * A run that ended idle and released its lock cleanly knows its queue without asking Postgres:
+ * its last look found nothing to start now, it made due (`dueAt`) what it made wait, and
+ * whoever committed work for the agent after that look found the lock held and left the
+ * recheck note (`released` is then `recheck`), or found it free and queued a job of its own.
+ * Every other end (a note, a lost lock, a stop) asks Postgres when the next work is due.
+ */
+async function scheduleFollowUp(
+  deps: DispatchDeps,
+  job: DispatchJob,
+  token: string,
+  end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null },
+): Promise<void> {
   const base = { agentId: job.agentId, provider: job.provider, ...(job.pool !== undefined ? { pool: job.pool } : {}) };
   try {
     // Due-job ids carry this run's lock token: a run woken by a due job must not have its own
     // follow-up swallowed as a duplicate of the job it is still running.
-    if (outcome === 'paused') {
-      await deps.locks.backOff(job.agentId, retryInMs);
-      const at = deps.clock.now().getTime() + retryInMs;
-      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), retryInMs);
+    if (end.outcome === 'paused') {
+      await deps.locks.backOff(job.agentId, end.retryInMs);
+      const at = deps.clock.now().getTime() + end.retryInMs;
+      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), end.retryInMs);
+      return;
+    }
+    if (end.outcome === 'idle' && end.released === 'released') {
+      if (end.dueAt === null) return;
+      const delay = Math.max(0, end.dueAt - deps.clock.now().getTime());
+      await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, end.dueAt, token), delay);
       return;
     }
     const next = await deps.handoffs.nextWorkAt(job.agentId, deps.clock.now(), deps.deployment);

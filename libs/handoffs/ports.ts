@@ -24,6 +24,13 @@ export const SYSTEM_ACTOR: Actor = { kind: 'system', id: null };
 /** Puts dispatch jobs on the delivery queues. Called only after the Postgres commit. */
 export interface DispatchScheduler {
   enqueue(job: DispatchJob, jobId: string, delayMs?: number): Promise<void>;
+  /**
+   * Per route (agent, provider, pool), whether the queue its jobs go to has wake-ups waiting
+   * to be taken and kept its keys since it was last asked (DeliveryQueues.backlogged). The
+   * reconciler's sweep holds back re-queuing such agents: a wake-up that is still waiting
+   * there is taken before a new one would be. Absent: the sweep never holds back.
+   */
+  backlogged?(routes: ReadonlyArray<Pick<DispatchJob, 'agentId' | 'provider' | 'pool'>>): Promise<boolean[]>;
 }
 
 /**

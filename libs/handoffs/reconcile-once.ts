@@ -3,7 +3,7 @@ import { liftHolds } from './lift-holds.ts';
 import { expireLeases } from './expire-leases.ts';
 import { reconcileUncertain } from './reconcile-uncertain.ts';
 import { sendReminders } from './send-reminders.ts';
-import { sweepOpenWork } from './sweep-open-work.ts';
+import { sweepOpenWork, type SweepMemory } from './sweep-open-work.ts';
 
 export interface ReconcileReport {
   liftedHolds: number;
@@ -22,11 +22,13 @@ export interface ReconcileReport {
 export async function reconcileOnce(
   deps: DispatchDeps & { locks: DispatchDeps['locks'] & { busy(agentIds: readonly string[]): Promise<boolean[]> } },
   intervalMs: number,
+  /** The leading process's memory between sweeps (sweep-open-work.ts); absent: none kept. */
+  sweepMemory?: SweepMemory,
 ): Promise<ReconcileReport> {
   const liftedHolds = await liftHolds(deps);
   const reminders = (await sendReminders(deps)).length;
   const uncertain = await reconcileUncertain(deps);
   const expiredClaims = await expireLeases(deps);
-  const queuedAgents = await sweepOpenWork(deps, intervalMs);
+  const queuedAgents = await sweepOpenWork(deps, intervalMs, sweepMemory);
   return { liftedHolds, reminders, uncertain, expiredClaims, queuedAgents };
 }

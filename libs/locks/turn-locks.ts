@@ -9,12 +9,28 @@ const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, i
 const ACQUIRE = script('acquire-turn-lock');
 const EXTEND = script('extend-turn-lock');
 const RELEASE = script('release-turn-lock');
+const NOTE_IF_HELD = script('note-if-held');
+
+/**
+ * How long a recheck note lives. A turn may hold its lock for an hour, and the note must last
+ * until the holder releases; the next acquisition deletes it anyway, so the expiry only
+ * bounds what an agent that never gets another turn leaves behind.
+ */
+const RECHECK_NOTE_MS = 24 * 3600 * 1000;
 
 type LockCommands = {
-  batonAcquireTurnLock(key: string, fenceKey: string, token: string, ttlMs: number): Promise<[number, string | null, (number | string)?]>;
+  batonAcquireTurnLock(key: string, fenceKey: string, recheckKey: string, token: string, ttlMs: number, noteMs: number): Promise<[number, string | null, (number | string)?]>;
   batonExtendTurnLock(key: string, token: string, ttlMs: number): Promise<number>;
-  batonReleaseTurnLock(key: string, token: string): Promise<number>;
+  batonReleaseTurnLock(key: string, recheckKey: string, token: string): Promise<number>;
+  batonNoteIfHeld(key: string, recheckKey: string, noteMs: number): Promise<number>;
 };
+
+/**
+ * How a release went: `released`; `recheck` (released, and while it was held someone committed
+ * work for the agent and found the lock taken: look at Postgres again); `not_held` (the lock
+ * was lost or had expired: nothing deleted, and nothing is known about notes).
+ */
+export type LockRelease = 'released' | 'recheck' | 'not_held';
 
 /** A held turn lock. `signal` aborts the moment ownership can no longer be proven. */
 export interface TurnLock {
@@ -33,7 +49,7 @@ export interface TurnLock {
    */
   stillHeld(): Promise<boolean>;
   /** Stops extending and deletes the lock if this holder still owns it. */
-  release(): Promise<boolean>;
+  release(): Promise<LockRelease>;
 }
 
 export interface TurnLocksOptions {
@@ -81,9 +97,10 @@ export class TurnLocks {
     this.commandTimeoutMs = opts.commandTimeoutMs ?? Math.max(50, Math.floor(opts.ttlMs / 3));
     const r = redis as RedisClient & Partial<LockCommands>;
     if (typeof r.batonAcquireTurnLock !== 'function') {
-      redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 2, lua: ACQUIRE });
+      redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 3, lua: ACQUIRE });
       redis.defineCommand('batonExtendTurnLock', { numberOfKeys: 1, lua: EXTEND });
-      redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 1, lua: RELEASE });
+      redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 2, lua: RELEASE });
+      redis.defineCommand('batonNoteIfHeld', { numberOfKeys: 2, lua: NOTE_IF_HELD });
     }
     this.redis = redis as RedisClient & LockCommands;
   }
@@ -97,12 +114,16 @@ export class TurnLocks {
     return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
   }
 
-  /** Tries once; never waits longer than one bounded command. Throws when Redis cannot answer. */
+  /**
+   * Tries once; never waits longer than one bounded command. Throws when Redis cannot answer.
+   * When the lock is held, leaves the holder a recheck note (see LockRelease): whatever the
+   * caller was woken for is then looked at by the holder after its release.
+   */
   async acquire(agentId: string): Promise<AcquireResult> {
     const key = this.names.turnLock(agentId);
     const token = randomUUID();
     const sentAt = Date.now();
-    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), token, this.opts.ttlMs));
+    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.turnRecheck(agentId), token, this.opts.ttlMs, RECHECK_NOTE_MS));
     if (ok !== 1) {
       // pttl -1/-2: no expiry or just vanished; retry soon either way.
       const retryInMs = typeof third === 'number' && third > 0 ? third : 50;
@@ -172,17 +193,18 @@ export class TurnLocks {
           return false;
         }
       },
-      release: async () => {
-        if (released) return false;
+      release: async (): Promise<LockRelease> => {
+        if (released) return 'not_held';
         released = true;
         clearInterval(timer);
-        if (controller.signal.aborted) return false;
+        if (controller.signal.aborted) return 'not_held';
         try {
-          return (await this.bounded(this.redis.batonReleaseTurnLock(key, token))) === 1;
+          const n = await this.bounded(this.redis.batonReleaseTurnLock(key, this.names.turnRecheck(agentId), token));
+          return n === 2 ? 'recheck' : n === 1 ? 'released' : 'not_held';
         } catch (err) {
           // The key expires on its own within ttl; nothing else to do.
           logger.warn({ err, agentId }, 'turn lock release failed; it will expire');
-          return false;
+          return 'not_held';
         }
       },
     };
@@ -191,6 +213,22 @@ export class TurnLocks {
   /** Which of the agents have a turn lock held right now (see existsEach). */
   async held(agentIds: readonly string[]): Promise<boolean[]> {
     return this.existsEach(agentIds.map((id) => [this.names.turnLock(id)]));
+  }
+
+  /**
+   * Which of the agents have a turn lock held right now, leaving each holder a recheck note in
+   * the same atomic step (note-if-held.lua). For a producer that has just committed work for
+   * the agents and adds no wake-up for those whose turn is held: their holder looks at Postgres
+   * again after releasing. Bounded like every lock command; on a cluster, one call per agent.
+   */
+  async noteIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
+    if (agentIds.length === 0) return [];
+    const note = (id: string) => this.redis.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS);
+    if (this.redis instanceof Cluster) return this.bounded(Promise.all(agentIds.map((id) => note(id).then((n) => n === 1))));
+    const pipeline = this.redis.pipeline() as unknown as { batonNoteIfHeld(k: string, r: string, ms: number): void; exec(): Promise<Array<[Error | null, unknown]> | null> };
+    for (const id of agentIds) pipeline.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS);
+    const results = (await this.bounded(pipeline.exec())) ?? [];
+    return results.map(([err, n]) => !err && n === 1);
   }
 
   /**

@@ -11,10 +11,11 @@ export interface DeliveryQueueOptions {
   shards: number;
   logger: Logger;
   /**
-   * Which agents' turn locks are held right now. A `sent` wake-up for such an agent is not
-   * added: its lock holder looks at Postgres again after releasing the lock (after this
-   * handoff's commit, since the lock was still held when we looked), and a holder that dies is
-   * replaced by the reconciler's sweep.
+   * Which agents' turn locks are held right now, leaving each holder a recheck note
+   * (TurnLocks.noteIfHeld). A `sent` wake-up for such an agent is not added: its lock holder
+   * takes the note when releasing and looks at Postgres again (after this handoff's commit,
+   * since the lock was still held when we looked), and a holder that dies is replaced by the
+   * reconciler's sweep.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
   /** At most one sweep job per agent in this window (default SWEEP_DEDUP_MS). */
@@ -143,6 +144,27 @@ export class DeliveryQueues {
       byQueue.set(name, list);
     }
     await Promise.all([...byQueue].map(([name, jobs]) => this.queue(name).addBulk(jobs)));
+  }
+
+  /**
+   * Per route, whether its queue has jobs waiting to be taken and kept its keys since this
+   * was last asked (DispatchScheduler.backlogged). One count per distinct queue, plus a mark in
+   * the queue's slot (RedisNames.queueMark): when the mark was missing, the queue's keys may
+   * have been lost with wake-ups in them, so the answer is false for that queue this time.
+   */
+  async backlogged(routes: ReadonlyArray<Pick<DispatchJob, 'agentId' | 'provider' | 'pool'>>): Promise<boolean[]> {
+    const names = routes.map((r) => this.queueName(r.provider, r.agentId, r.pool));
+    const answers = new Map<string, boolean>();
+    await Promise.all(
+      [...new Set(names)].map(async (name) => {
+        const [counts, fresh] = await Promise.all([
+          this.queue(name).getJobCounts('wait', 'prioritized'),
+          this.opts.connection.set(this.opts.names.queueMark(name), '1', 'NX'),
+        ]);
+        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) > 0);
+      }),
+    );
+    return names.map((name) => answers.get(name) ?? false);
   }
 
   /** Every queue name a worker for `provider` in `pool` must consume. */

@@ -38,6 +38,15 @@ export class RedisNames {
     return pool === '' ? `{delivery-${provider}-${shard}}` : `{delivery-${provider}.${pool}-${shard}}`;
   }
 
+  /**
+   * A mark the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
+   * queue's keys were lost (a wipe, a restarted node), so its waiting list says nothing about
+   * which wake-ups survived.
+   */
+  queueMark(queue: string): string {
+    return `${this.prefix}:${queue}:sweep-mark`;
+  }
+
   /** The shard an agent's jobs go to: stable for the agent's lifetime (FNV-1a of its id). */
   shardOf(agentId: string, shards: number): number {
     let hash = 0x811c9dc5;
@@ -56,6 +65,15 @@ export class RedisNames {
   /** The agent's last fencing number (kept without expiry; same slot as its turn lock). */
   turnFence(agentId: string): string {
     return `${this.prefix}:turn-fence:{${agentId}}`;
+  }
+
+  /**
+   * Left for an agent's turn-lock holder by whoever found the lock held after committing work
+   * for the agent (a send, a wake-up job): the holder takes it when releasing and looks at
+   * Postgres again (libs/locks/scripts). Same slot as the turn lock.
+   */
+  turnRecheck(agentId: string): string {
+    return `${this.prefix}:turn-recheck:{${agentId}}`;
   }
 
   /** Set while an agent backs off (busy session, unreachable or down provider): sweeps skip it. */

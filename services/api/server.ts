@@ -55,7 +55,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     names,
     shards: opts.queueShards,
     logger: opts.logger,
-    heldLocks: (ids) => locks.held(ids),
+    heldLocks: (ids) => locks.noteIfHeld(ids),
   });
   const repos = createRepositories(opts.db);
   const metrics = opts.metrics ?? createBatonMetrics();

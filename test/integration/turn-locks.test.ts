@@ -60,7 +60,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       }, { what: 'four extensions', timeoutMs: 3_000, intervalMs: 10 });
       expect(lock.signal.aborted).toBe(false);
       expect(await redis.get(names.turnLock('agent-long'))).toBe(lock.token);
-      expect(await lock.release()).toBe(true);
+      expect(await lock.release()).toBe('released');
       expect(await redis.exists(names.turnLock('agent-long'))).toBe(0);
       expect((await locks.acquire('agent-long')).acquired).toBe(true);
     });
@@ -69,7 +69,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       const lock = await take('agent-stolen');
       await redis.set(names.turnLock('agent-stolen'), 'someone-else', 'PX', 5_000);
       await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
-      expect(await lock.release()).toBe(false);
+      expect(await lock.release()).toBe('not_held');
       expect(await redis.get(names.turnLock('agent-stolen'))).toBe('someone-else');
     });
 
@@ -101,6 +101,21 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       expect(lock.signal.aborted).toBe(true);
     });
 
+    it('tells the holder on release to look again when someone found its lock held, and only then', async () => {
+      const lock = await take('agent-noted');
+      // A job that lost the race for the lock leaves the note (acquire), as does a producer
+      // that committed work and added no job because the turn was held (noteIfHeld).
+      expect((await locks.acquire('agent-noted')).acquired).toBe(false);
+      expect(await lock.release()).toBe('recheck');
+      const quiet = await take('agent-noted');
+      expect(await quiet.release()).toBe('released');
+      const held = await take('agent-noted');
+      expect(await locks.noteIfHeld(['agent-noted', 'agent-not-held'])).toEqual([true, false]);
+      expect(await held.release()).toBe('recheck');
+      // Nothing is noted for a free agent.
+      expect(await redis.exists(names.turnRecheck('agent-not-held'))).toBe(0);
+    });
+
     it('reports which agents are held in one round trip', async () => {
       const lock = await take('agent-held');
       expect(await locks.held(['agent-held', 'agent-free'])).toEqual([true, false]);
@@ -113,7 +128,8 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       await Promise.all(ids.filter((_, i) => i % 3 === 1).map((id) => locks.backOff(id, 5_000)));
       expect(await locks.held(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
       expect(await locks.busy(ids)).toEqual(ids.map((_, i) => i % 3 !== 2));
-      await Promise.all(taken.map((l) => l.release()));
+      expect(await locks.noteIfHeld(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
+      expect(await Promise.all(taken.map((l) => l.release()))).toEqual(taken.map(() => 'recheck'));
     });
   });
 });

@@ -22,6 +22,7 @@ import { TEST_REDIS_URL } from './env.ts';
 import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
 import type { DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
+import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { createTestDatabase } from './test-database.ts';
 import { createToken } from '../../libs/handoffs/manage-tokens.ts';
@@ -99,6 +100,8 @@ export async function startTestBaton(
   await Promise.all([producer.ping(), redis.ping()]);
   const clock = opts.clock ?? systemClock;
   const queueShards = opts.queueShards ?? 2;
+  // The reconciler's memory between sweeps, as the leading worker process keeps it.
+  const sweepMemory = new SweepMemory();
   const queues = new DeliveryQueues({ connection: producer, names: new RedisNames(prefix), shards: queueShards, logger });
   // A token cache as the API process has one (its announcements go nowhere: one process).
   const core: CoreDeps = { ...repos, tokenCache: new TokenCache(), deployment: new RedisNames(prefix).deployment, scheduler: queues, events: new EventStreamPublisher(producer, new RedisNames(prefix), logger), clock, logger };
@@ -179,7 +182,7 @@ export async function startTestBaton(
       // The newest worker: an older one may have been stopped by the test.
       const w = workers[workers.length - 1];
       if (!w) throw new Error('start a worker before reconciling');
-      return reconcileOnce(w.deps, 1_000).then((report) => {
+      return reconcileOnce(w.deps, 1_000, sweepMemory).then((report) => {
         metrics.reconcilerPass(report);
         return report;
       });

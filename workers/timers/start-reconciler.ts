@@ -1,5 +1,6 @@
 import type { DispatchDeps } from '../../libs/handoffs/dispatch-agent.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
+import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
 
 /**
  * Runs the reconciler (libs/handoffs/reconcile-once.ts) every `intervalMs`, never two passes
@@ -22,6 +23,7 @@ export function startReconciler(
 ): { stop(): Promise<void> } {
   let running: Promise<void> | null = null;
   let failures = 0;
+  const sweepMemory = new SweepMemory();
   const tick = () => {
     if (running) return;
     // One process leads each interval; the others skip it (every step is safe in parallel, but
@@ -29,7 +31,7 @@ export function startReconciler(
     running = deps.locks
       .tryLeadReconciler(group, deps.workerId, intervalMs)
       .then(async (leading) => {
-        if (leading) onPass?.(await reconcileOnce(deps, intervalMs));
+        if (leading) onPass?.(await reconcileOnce(deps, intervalMs, sweepMemory));
       })
       .then(() => {
         if (failures > 0) deps.logger.info({ failures }, 'reconciler recovered');

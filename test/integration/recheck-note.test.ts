@@ -1,0 +1,176 @@
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
+import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
+import { dispatchAgent, type DispatchDeps, type TurnLockHandle } from '../../libs/handoffs/dispatch-agent.ts';
+import type { LockRelease } from '../../libs/locks/turn-locks.ts';
+import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
+import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
+import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * After its turns, a dispatch run asks Postgres again only when it must: when someone committed
+ * work for the agent while its turn lock was held and found the lock taken (the recheck note
+ * the holder takes on release), when it lost the lock, or when it was stopped. A run that
+ * released cleanly with no note queues nothing and asks nothing. The worker here serves another
+ * pool, so only the runs the test starts touch the agent, and no reconciler runs: whatever is
+ * delivered, the run's own follow-up delivered it.
+ */
+let baton: TestBaton;
+let worker: RunningDeliveryWorker;
+let names: RedisNames;
+/** As the API adds wake-ups: none for an agent whose turn is held, which gets a note instead. */
+let apiQueues: DeliveryQueues;
+let n = 0;
+
+beforeAll(async () => {
+  baton = await startTestBaton({ queueShards: 1 });
+  names = new RedisNames(baton.prefix);
+  worker = baton.startWorker({ pools: ['elsewhere'] });
+  apiQueues = new DeliveryQueues({ connection: baton.redis, names, shards: 1, logger: baton.logger, heldLocks: (ids) => worker.locks.noteIfHeld(ids) });
+  await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
+});
+
+afterAll(async () => {
+  await apiQueues?.close();
+  await baton?.stop();
+});
+
+const signals = () => ({ draining: new AbortController().signal, handBack: new AbortController().signal });
+
+async function recipient(): Promise<{ handle: string; agentId: string }> {
+  const handle = `r${++n}`;
+  const agent = await registerAgent(baton.core, { project: 'default', handle, provider: 'demo', providerSettings: { thinkMs: 0 } });
+  return { handle, agentId: agent.id };
+}
+
+/** The worker's dependencies, with a turn lock that runs `beforeRelease` while still held and records how the release went. */
+function withLockHook(beforeRelease: () => Promise<void>, releases: LockRelease[]): DispatchDeps {
+  const deps = worker.deps;
+  return {
+    ...deps,
+    locks: {
+      ...deps.locks,
+      backOff: (id, ms) => deps.locks.backOff(id, ms),
+      acquire: async (agentId) => {
+        const attempt = await deps.locks.acquire(agentId);
+        if (!attempt.acquired) return attempt;
+        const lock: TurnLockHandle = {
+          token: attempt.lock.token,
+          fence: attempt.lock.fence,
+          signal: attempt.lock.signal,
+          stillHeld: () => attempt.lock.stillHeld(),
+          release: async () => {
+            await beforeRelease();
+            const r = await attempt.lock.release();
+            releases.push(r);
+            return r;
+          },
+        };
+        return { acquired: true, lock };
+      },
+    },
+  };
+}
+
+async function stateOf(id: string): Promise<string> {
+  return (await baton.repos.handoffs.findById(id))!.deliveryState;
+}
+
+async function jobIds(): Promise<string[]> {
+  const q = new Queue(apiQueues.queueName('demo', 'x'), { connection: baton.redis, prefix: names.bullPrefix });
+  try {
+    return (await q.getJobs(['wait', 'delayed', 'prioritized'])).map((j) => j.id ?? '');
+  } finally {
+    await q.close();
+  }
+}
+
+describe('after a dispatch run', () => {
+  it('a handoff committed after the holder last looked, while it still held the lock, is queued on release (the note), with no job of its own', async () => {
+    const r = await recipient();
+    const first = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;
+    let second = '';
+    const releases: LockRelease[] = [];
+    const deps = withLockHook(async () => {
+      if (second) return;
+      second = (await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })).handoff.id;
+      // The send answers before its wake-up goes out; the turn is held until that happened.
+      await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+    }, releases);
+    const summary = await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    expect(summary).toEqual({ outcome: 'idle', moved: 1 });
+    expect(await stateOf(first.id)).toBe('RETURNED');
+    // Committed after the run's last look: not delivered by it, and no wake-up was added for it
+    // (the lock was held), but the holder took the note and queued the agent.
+    expect(await stateOf(second)).toBe('WAITING');
+    expect(releases).toEqual(['recheck']);
+    const queued = await jobIds();
+    expect(queued).not.toContain(JOB_IDS.sent(second));
+    expect(queued.filter((id) => id.startsWith(`after-${r.agentId}-`))).toHaveLength(1);
+    // That job's run delivers it.
+    await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'after_turn' }, signals());
+    expect(await stateOf(second)).toBe('RETURNED');
+  });
+
+  it('a wake-up that finds the lock held leaves the note too, so its work is looked at after the release', async () => {
+    const r = await recipient();
+    await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' });
+    const releases: LockRelease[] = [];
+    let lost: string | undefined;
+    const deps = withLockHook(async () => {
+      if (lost !== undefined) return;
+      lost = (await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'due' }, signals())).outcome;
+    }, releases);
+    await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    expect(lost).toBe('locked');
+    expect(releases).toEqual(['recheck']);
+  });
+
+  it('a handoff the run made wait (an interrupted turn resent later) gets a wake-up for when it is due, without asking Postgres', async () => {
+    const r = await recipient();
+    baton.host.script(r.handle, ['interrupt']);
+    const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'interrupted once' })).handoff;
+    const releases: LockRelease[] = [];
+    const deps = { ...withLockHook(async () => undefined, releases), windows: { ...worker.deps.windows, interruptResendDelayMs: 60_000 } };
+    const startedAt = Date.now();
+    await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    expect(releases).toEqual(['released']);
+    const row = await baton.repos.handoffs.findById(one.id);
+    expect(row?.deliveryState).toBe('WAITING');
+    const due = (await jobIds()).filter((id) => id.startsWith(`due-${r.agentId}-`));
+    expect(due).toHaveLength(1);
+    const at = Number(due[0]!.split('-').at(-6));
+    expect(at).toBeGreaterThanOrEqual(startedAt + 60_000);
+    expect(Math.abs(at - row!.notBefore!.getTime())).toBeLessThan(1_000);
+  });
+
+  it('a run that released cleanly with nothing left queues nothing and asks Postgres nothing more', async () => {
+    const r = await recipient();
+    const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;
+    const before = (await jobIds()).filter((id) => id.includes(r.agentId)).length;
+    const releases: LockRelease[] = [];
+    let asked = 0;
+    const deps = withLockHook(async () => undefined, releases);
+    const counted: DispatchDeps = {
+      ...deps,
+      handoffs: new Proxy(deps.handoffs, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop !== 'nextWorkAt' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+          return (...args: unknown[]) => {
+            asked++;
+            return value.apply(target, args);
+          };
+        },
+      }),
+    };
+    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({ outcome: 'idle', moved: 1 });
+    expect(await stateOf(one.id)).toBe('RETURNED');
+    expect(releases).toEqual(['released']);
+    expect(asked).toBe(0);
+    expect((await jobIds()).filter((id) => id.includes(r.agentId)).length).toBe(before);
+  });
+});

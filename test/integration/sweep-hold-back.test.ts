@@ -1,0 +1,112 @@
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
+import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
+import { SWEEP_HOLD_BACK_MS, SweepMemory, sweepOpenWork } from '../../libs/handoffs/sweep-open-work.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
+import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+
+/**
+ * The reconciler's sweep during a backlog: an agent with only waiting work whose queue has
+ * wake-ups waiting is held back (its own wake-up is most likely among them), for at most
+ * SWEEP_HOLD_BACK_MS; a turn that may be live, an empty queue, or a queue whose keys were lost
+ * gets the agent queued at once. One queue shard, and a worker that serves another pool, so
+ * every job stays where the test can see it.
+ */
+let baton: TestBaton;
+let worker: RunningDeliveryWorker;
+let names: RedisNames;
+let queue: Queue;
+let n = 0;
+
+beforeAll(async () => {
+  baton = await startTestBaton({ queueShards: 1 });
+  names = new RedisNames(baton.prefix);
+  worker = baton.startWorker({ pools: ['elsewhere'] });
+  queue = new Queue(worker.queues.queueName('demo', 'x'), { connection: baton.redis, prefix: names.bullPrefix });
+  await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
+});
+
+afterAll(async () => {
+  await queue?.close();
+  await baton?.stop();
+});
+
+/** An agent with one WAITING handoff whose wake-up was lost. */
+async function agentWithLostWakeUp(): Promise<{ agentId: string; handoffId: string }> {
+  const handle = `s${++n}`;
+  const agent = await registerAgent(baton.core, { project: 'default', handle, provider: 'demo' });
+  const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'sender', to: handle, message: 'lost wake-up' });
+  // The send answers before its wake-up is added: wait for it, then lose it.
+  await eventually(async () => (await queue.getJob(`sent-${handoff.id}`)) !== undefined, { what: 'the wake-up' });
+  await queue.remove(`sent-${handoff.id}`);
+  return { agentId: agent.id, handoffId: handoff.id };
+}
+
+/** Some other agent's wake-up waiting in the same queue: the backlog. */
+async function backlog(): Promise<void> {
+  await queue.add('dispatch', { agentId: '00000000-0000-4000-8000-000000000000', provider: 'demo', cause: 'sent' }, { jobId: `backlog-${++n}` });
+}
+
+async function sweepJobsFor(agentId: string): Promise<number> {
+  return (await queue.getJobs(['wait'])).filter((j) => j.id?.startsWith(`sweep-${agentId}-`)).length;
+}
+
+/** No open work left from earlier tests, an empty queue, and the queue's mark set (as by an earlier sweep). */
+async function fresh(): Promise<void> {
+  await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE settled_at IS NULL`);
+  await queue.obliterate({ force: true });
+  await worker.queues.backlogged([{ agentId: 'x', provider: 'demo' }]);
+}
+
+const at = (offsetMs: number) => ({ ...worker.deps, clock: { now: () => new Date(Date.now() + offsetMs) } });
+
+describe('the sweep during a backlog', () => {
+  it('holds back an agent whose queue has wake-ups waiting, then queues it once it waited SWEEP_HOLD_BACK_MS', async () => {
+    await fresh();
+    const memory = new SweepMemory();
+    const { agentId } = await agentWithLostWakeUp();
+    await backlog();
+    await sweepOpenWork(worker.deps, 1_000, memory);
+    expect(await sweepJobsFor(agentId)).toBe(0);
+    await sweepOpenWork(at(SWEEP_HOLD_BACK_MS / 2), 1_000, memory);
+    expect(await sweepJobsFor(agentId)).toBe(0);
+    await sweepOpenWork(at(SWEEP_HOLD_BACK_MS + 1_000), 1_000, memory);
+    expect(await sweepJobsFor(agentId)).toBe(1);
+  });
+
+  it('queues at once when the queue has nothing waiting, or when its keys were lost (the mark is gone)', async () => {
+    await fresh();
+    const memory = new SweepMemory();
+    const empty = await agentWithLostWakeUp();
+    await sweepOpenWork(worker.deps, 1_000, memory);
+    expect(await sweepJobsFor(empty.agentId)).toBe(1);
+
+    await fresh();
+    const wiped = await agentWithLostWakeUp();
+    await backlog();
+    await baton.redis.del(names.queueMark(queue.name));
+    await sweepOpenWork(at(1_000), 1_000, memory);
+    expect(await sweepJobsFor(wiped.agentId)).toBe(1);
+  });
+
+  it('always queues an agent whose turn may be live (a killed writer), backlog or not', async () => {
+    await fresh();
+    const memory = new SweepMemory();
+    const { agentId, handoffId } = await agentWithLostWakeUp();
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'SENDING', attempt_count = 1 WHERE id = $1`, [handoffId]);
+    await backlog();
+    await sweepOpenWork(worker.deps, 1_000, memory);
+    expect(await sweepJobsFor(agentId)).toBe(1);
+  });
+
+  it('without a memory (one-off passes) it holds nothing back', async () => {
+    await fresh();
+    const { agentId } = await agentWithLostWakeUp();
+    await backlog();
+    await sweepOpenWork(worker.deps, 1_000);
+    expect(await sweepJobsFor(agentId)).toBe(1);
+  });
+});

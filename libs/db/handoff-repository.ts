@@ -24,6 +24,35 @@ export interface WorkItem {
   recipient: { handle: string; settings: Record<string, unknown>; current: boolean } | null;
   /** The newest attempt, for a live turn. */
   attempt: Pick<AttemptRecord, 'id' | 'requestId' | 'startedAt' | 'acceptedAt'> | null;
+  /**
+   * Set when the statement that read this head also reserved its attempt (HeadReservation):
+   * `handoff` is as it was before; the handoff is now SENDING at `revision`, with the attempt
+   * of the reservation's ids. `eventIds`: the event rows the reservation appended.
+   */
+  reserved?: { revision: number; attemptId: string; requestId: string; eventIds: string[] };
+}
+
+/**
+ * Asks a statement that reads the head of an agent's queue to reserve its attempt too (the
+ * `attempt_reserved` move, exactly as a separate reservation writes it: SENDING, the attempt row
+ * with the turn lock's fence, what waits behind it made BUSY), but only for a head that needs no
+ * check in between: not live, addressed to the recipient's current registration, of
+ * `provider`, not held by the connection policy (`restricted`: only an explicit allow passes),
+ * and WAITING or BUSY only because it queued behind an earlier turn (no `not_before`: it never
+ * got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
+ * not down, and its adapter answers "busy" on the write itself.
+ */
+export interface HeadReservation {
+  attemptId: string;
+  requestId: string;
+  workerId: string;
+  fence: bigint;
+  provider: string;
+  restricted: boolean;
+  /** Where `attempt_reserved` takes the head (from WAITING or BUSY), as the transition table planned it. */
+  to: DeliveryState;
+  /** The recipient's other WAITING handoffs: moved with `queued.event` to `queued.to`. */
+  queued: { to: DeliveryState; event: string; reason: string };
 }
 
 /** An UNCERTAIN handoff due for a history scan, with the attempt whose write is in doubt. */
@@ -210,7 +239,7 @@ export interface TransitionWrite {
    * In the same statement, reads the head of this recipient's queue (what `nextWork` would
    * answer after the move): the end of one turn and the choice of the next in one round trip.
    */
-  thenNextWork?: { recipientId: string; now: Date; deployment: string };
+  thenNextWork?: { recipientId: string; now: Date; deployment: string; reserve?: HeadReservation };
   /**
    * In the same statement, moves the handoff's work when it is in one of `from` (and only
    * then), with its own event row: a push turn that returned a result returns the work; a
@@ -306,6 +335,54 @@ function nextWorkSql(recipient: string, now: string, deployment: string, exclude
 
 const NEXT_WORK_SQL = nextWorkSql('$1', '$2', '$3');
 
+/**
+ * CTEs that reserve the attempt of the head read by CTE `nw` (nextWorkSql's columns), as
+ * HeadReservation says; `p` adds parameters, `at` is the statement's time parameter, and
+ * `requires` is a further condition (the end of the previous turn committed). The final SELECT
+ * reads "reservedRevision" and "reservedEventIds" from `reservedColumns`.
+ */
+function reserveHeadSql(r: HeadReservation, p: (value: unknown) => string, at: string, requires: string): string {
+  const worker = p(r.workerId);
+  const attemptId = p(r.attemptId);
+  const fence = p(r.fence.toString());
+  return `r_head AS (
+      SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id FROM nw
+      WHERE NOT nw.live AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
+        AND (nw."deliveryState" = 'WAITING' OR (nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
+        AND nw."connectionRule" IS DISTINCT FROM 'block' AND (NOT ${p(r.restricted)}::boolean OR nw."connectionRule" = 'allow')${requires}
+    ), r_fenced AS (
+      INSERT INTO agent_turn_fences AS f (agent_id, fence)
+      SELECT recipient_id, ${fence}::bigint FROM r_head
+      ON CONFLICT (agent_id) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
+      RETURNING agent_id
+    ), r_moved AS (
+      UPDATE handoffs h SET delivery_state = ${p(r.to)}::delivery_state, revision = h.revision + 1, updated_at = ${at}, attempt_count = h.attempt_count + 1,
+        delivery_detail = NULL, not_before = NULL
+      FROM r_head WHERE h.id = r_head.id AND h.revision = r_head.revision AND h.delivery_state = r_head.from_state AND EXISTS (SELECT 1 FROM r_fenced)
+      RETURNING h.id, h.revision, h.attempt_count, h.delivery_target, h.recipient_id, r_head.from_state
+    ), r_att AS (
+      INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
+      SELECT ${attemptId}::uuid, id, attempt_count, ${p(r.requestId)}::uuid, 'sending', ${worker}, delivery_target, ${at}, ${fence}::bigint FROM r_moved
+    ), r_ev AS (
+      INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
+        revision, attempt_id, created_at)
+      SELECT id, from_state, ${p(r.to)}::delivery_state, NULL, NULL, 'attempt_reserved', 'system', ${worker}, NULL, 'attempt ' || attempt_count,
+        ${p(JSON.stringify({ requestId: r.requestId }))}::jsonb, revision, ${attemptId}::uuid, ${at} FROM r_moved
+      RETURNING id
+    ), r_queued AS (
+      UPDATE handoffs SET delivery_state = ${p(r.queued.to)}::delivery_state, revision = revision + 1, updated_at = ${at}
+      WHERE recipient_id = (SELECT recipient_id FROM r_moved) AND delivery_state = 'WAITING' AND id <> (SELECT id FROM r_moved)
+      RETURNING id, revision
+    ), r_queued_ev AS (
+      INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
+      SELECT id, 'WAITING', ${p(r.queued.to)}::delivery_state, ${p(r.queued.event)}, 'system', ${worker}, ${p(r.queued.reason)}, revision, ${at} FROM r_queued
+      RETURNING id
+    )`;
+}
+
+const reservedColumns = `(SELECT revision FROM r_moved) AS "reservedRevision",
+  ARRAY(SELECT id::text FROM (SELECT id FROM r_ev UNION ALL SELECT id FROM r_queued_ev) x ORDER BY id) AS "reservedEventIds"`;
+
 type WorkRow = DispatchCandidate & {
   live: boolean;
   senderHandle: string;
@@ -318,14 +395,19 @@ type WorkRow = DispatchCandidate & {
   attemptAcceptedAt: Date | null;
 };
 
-function toWorkItem(row: WorkRow): WorkItem {
-  const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, ...handoff } = row;
+type ReservedRow = { reservedRevision?: number | null; reservedEventIds?: string[] };
+
+function toWorkItem(row: WorkRow & ReservedRow, reservation?: HeadReservation): WorkItem {
+  const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, reservedRevision, reservedEventIds, ...handoff } = row;
   return {
     handoff,
     live,
     senderHandle,
     recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
     attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,
+    ...(reservation && reservedRevision !== null && reservedRevision !== undefined
+      ? { reserved: { revision: reservedRevision, attemptId: reservation.attemptId, requestId: reservation.requestId, eventIds: reservedEventIds ?? [] } }
+      : {}),
   };
 }
 
@@ -578,14 +660,16 @@ export class HandoffRepository {
       return rows[0] ?? null;
     }
     const then = w.thenNextWork;
+    sql += `, nw AS (${nextWorkSql(`${p(then.recipientId)}::uuid`, `${p(then.now)}::timestamptz`, p(then.deployment), '$1')})`;
+    // The next head is reserved only when this turn's end committed (and is never the ended one).
+    if (then.reserve) sql += `, ${reserveHeadSql(then.reserve, p, '$5', ' AND EXISTS (SELECT 1 FROM moved) AND nw.id <> $1')}`;
     // Named apart from the next handoff's own columns (`revision` among them).
-    sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.* FROM moved
-      LEFT JOIN (${nextWorkSql(`${p(then.recipientId)}::uuid`, `${p(then.now)}::timestamptz`, p(then.deployment), '$1')}) nw ON true`;
-    const { rows } = await this.q<Partial<WorkRow> & { movedRevision: number; movedEventIds: string[] }>(sql, params);
+    sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''} FROM moved LEFT JOIN nw ON true`;
+    const { rows } = await this.q<Partial<WorkRow> & ReservedRow & { movedRevision: number; movedEventIds: string[] }>(sql, params);
     const row = rows[0];
     if (!row) return null;
     const { movedRevision, movedEventIds, ...next } = row;
-    return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow) : null };
+    return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow & ReservedRow, then.reserve) : null };
   }
 
   async findById(id: string): Promise<HandoffRecord | null> {
@@ -689,10 +773,21 @@ export class HandoffRepository {
    * null when the agent belongs to another deployment than `deployment`: its turn lock lives in
    * that deployment's Redis, so no lock this caller holds entitles it to the agent's turns.
    */
-  async nextWork(recipientId: string, now: Date, deployment: string): Promise<WorkItem | null> {
-    const { rows } = await this.q<WorkRow>(NEXT_WORK_SQL, [recipientId, now, deployment]);
+  async nextWork(recipientId: string, now: Date, deployment: string, reserve?: HeadReservation): Promise<WorkItem | null> {
+    if (!reserve) {
+      const { rows } = await this.q<WorkRow>(NEXT_WORK_SQL, [recipientId, now, deployment]);
+      const row = rows[0];
+      return row ? toWorkItem(row) : null;
+    }
+    const params: unknown[] = [recipientId, now, deployment];
+    const p = (value: unknown) => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    const sql = `WITH nw AS (${NEXT_WORK_SQL}), ${reserveHeadSql(reserve, p, '$2::timestamptz', '')} SELECT nw.*, ${reservedColumns} FROM nw`;
+    const { rows } = await this.q<WorkRow & ReservedRow>(sql, params);
     const row = rows[0];
-    return row ? toWorkItem(row) : null;
+    return row ? toWorkItem(row, reserve) : null;
   }
 
   /**

@@ -3,7 +3,7 @@ import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
 import { WORK_TRANSITIONS, planWorkMove, workMoveWhenDeliverySettles, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
-import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, TransitionStep, TransitionWrite, WorkItem } from '../db/handoff-repository.ts';
+import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, HeadReservation, TransitionStep, TransitionWrite, WorkItem } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor, EventPublisher } from './ports.ts';
 
@@ -24,7 +24,8 @@ export interface Moveable {
  */
 export interface TransitionGuard {
   readonly anyRevision?: boolean;
-  readonly thenNextWork?: { readonly recipientId: string; readonly deployment: string };
+  /** `reserve`: the statement also reserves that head's attempt when it may (HeadReservation). */
+  readonly thenNextWork?: { readonly recipientId: string; readonly deployment: string; readonly reserve?: HeadReservation };
 }
 
 export interface TransitionOptions {

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
-import { DISPATCHABLE_STATES } from '../domain/delivery-states.ts';
+import { DISPATCHABLE_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { planTransition } from '../domain/transitions.ts';
+import { QUEUED_BEHIND_REASON, SETTLE_TRIES, type HeadReserver } from './reserve-head.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
@@ -37,9 +39,20 @@ function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | 
   return delays.length > 0 ? { ...step, dueInMs: Math.min(...delays) } : step;
 }
 
-/** Asks the statement that ends a turn to read the recipient's next work too. */
-function andThenNext(deps: DispatchDeps, record: { readonly recipientId: string | null }): TransitionGuard {
-  return record.recipientId ? { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment } } : {};
+/**
+ * Ends a turn with `moves` in one statement that also reads the recipient's next work and,
+ * when the run's HeadReserver may, reserves it (the end of one turn, the choice of the next and
+ * its reservation: one round trip). Not when the moves make this handoff dispatchable again (a
+ * resend): the statement's head leaves it out, so it is looked up anew.
+ */
+async function endTurn(deps: DispatchDeps, h: Moveable, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
+  if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
+  const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
+  const reserve = DISPATCHABLE_STATES.includes(final) ? undefined : await lock.heads?.plan();
+  const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
+  const moved = await move(deps, h, moves, guard);
+  lock.heads?.settled(reserve, moved?.nextWork);
+  return nextStep(moved, moves);
 }
 
 type Move = readonly [DeliveryEvent, TransitionOptions?];
@@ -163,12 +176,27 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
 
 const started = (attemptId: string): Move => ['turn_started', { updateAttempt: { id: attemptId, status: 'running', observed: true } }];
 
-/** One new turn for the head of the agent's queue. */
-/** The turn lock a delivery runs under, as far as a write needs it. */
-export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'>;
+/**
+ * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations
+ * made together with a look at the head (absent: none; every reservation is its own statement).
+ */
+export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly heads?: HeadReserver };
 
+/** One new turn for the head of the agent's queue. */
 export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
+  if (item.reserved) {
+    // The statement that read this head reserved its attempt (HeadReserver made the checks).
+    const adapter = deps.adapters.get(record.provider ?? '');
+    if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
+    const reserved: Moveable = {
+      ...moveable(record),
+      deliveryState: planTransition(record.deliveryState, 'attempt_reserved', 'system'),
+      revision: item.reserved.revision,
+      attemptCount: record.attemptCount + 1,
+    };
+    return sendReserved(deps, item, reserved, item.reserved.attemptId, item.reserved.requestId, adapter, targetOf(item), stop, lock);
+  }
   let h = moveable(record);
   if (!item.recipient?.current) {
     await move(deps, h, [['recipient_gone', { reason: 'the recipient (or the session it had when the handoff was sent) no longer exists', patch: { deliveryDetail: 'recipient gone; not redirected' } }]]);
@@ -230,7 +258,7 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
       insertAttempt: { id: attemptId, number: h.attemptCount + 1, requestId, workerId: deps.workerId, deliveryTarget: record.deliveryTarget, fence: lock.fence },
       patch: { deliveryDetail: null, notBefore: null },
       // What is queued behind this turn now waits for it, visibly.
-      ...(record.recipientId ? { alsoQueued: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: 'another turn of the recipient is in progress' } } : {}),
+      ...(record.recipientId ? { alsoQueued: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: QUEUED_BEHIND_REASON } } : {}),
     },
   ];
   deps.unsent.add(requestId);
@@ -253,8 +281,6 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
   return sendReserved(deps, item, reserved, attemptId, requestId, adapter, target, stop, lock);
 }
 
-/** Reads back a lost reservation at most this many times (spaced by `timing.unreachableRetryMs`). */
-const SETTLE_TRIES = 30;
 
 /**
  * The reservation statement failed with its connection (reply lost, or Postgres away): it may
@@ -354,13 +380,12 @@ async function sendReserved(
       if (end) {
         const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
         // The end of the turn and the choice of the next one: one statement.
-        const moves = didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended];
-        return nextStep(await move(deps, h, moves, andThenNext(deps, record)), moves);
+        return endTurn(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], record, lock);
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
       if (!now) return { kind: 'next' };
-      return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null);
+      return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null, lock);
     }
     case 'busy': {
       // The recipient's own Retry-After wins over the default back-off (bounded to an hour).
@@ -486,7 +511,7 @@ export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: Abort
   }
   const adapter = deps.adapters.get(record.provider ?? '');
   if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
-  return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, record, item.attempt.acceptedAt ?? item.attempt.startedAt);
+  return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, record, item.attempt.acceptedAt ?? item.attempt.startedAt, lock);
 }
 
 /** Follows an accepted turn to its end and records how it ended. */
@@ -501,6 +526,7 @@ async function watch(
   record: HandoffRecord,
   /** When the turn was last known to be accepted (for the unobservable rule). */
   since: Date | null,
+  lock: WriteLock,
 ): Promise<Step> {
   let h = start;
   let end: TurnEnd;
@@ -545,6 +571,5 @@ async function watch(
     clearInterval(recheck);
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
-  const all = h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves;
-  return nextStep(await move(deps, h, all, andThenNext(deps, record)), all);
+  return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);
 }

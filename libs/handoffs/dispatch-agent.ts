@@ -3,7 +3,9 @@ import type { DeliveryWindows } from '../domain/delivery-policy.ts';
 import type { OutageGuardSpec, RuntimeSettings } from '../domain/runtime-settings.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { deliver, resumeTurn, type Step } from './deliver-turn.ts';
+import { deliver, resumeTurn, type Step, type WriteLock } from './deliver-turn.ts';
+import { HeadReserver, readHead, readHeadAgain } from './reserve-head.ts';
+import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import type { UnsentReservations } from './unsent-reservations.ts';
@@ -107,14 +109,26 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let retryInMs = 0;
   // The earliest time a handoff this run made wait (a resend delay) goes out again.
   let dueAt: number | null = null;
+  // Reservations made by the statements that look at the head (reserve-head.ts).
+  const heads = new HeadReserver(deps, job.provider, lock.fence, stopStarting);
+  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads };
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
     while (!stopStarting.aborted) {
-      const item = carried !== undefined ? carried : await deps.handoffs.nextWork(job.agentId, deps.clock.now(), deps.deployment);
+      const item = carried !== undefined ? carried : await readHead(deps, job.agentId, heads);
       carried = undefined;
       if (!item) break;
-      const step: Step = item.live ? await resumeTurn(deps, item, stopWatching, lock) : await deliver(deps, item, stopWatching, lock);
+      let step: Step;
+      try {
+        step = item.live ? await resumeTurn(deps, item, stopWatching, runLock) : await deliver(deps, item, stopWatching, runLock);
+      } catch (err) {
+        // The statement that ended a turn lost its reply with the next head's reservation in
+        // it: look again under the lock (our attempt, if it committed, is the live head now).
+        if (!heads.inDoubt || !isDatabaseUnavailable(err)) throw err;
+        carried = await readHeadAgain(deps, job.agentId, heads, err);
+        continue;
+      }
       if (step.kind === 'stopped') {
         outcome = 'stopped';
         break;

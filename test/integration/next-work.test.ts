@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HeadReservation } from '../../libs/db/handoff-repository.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -158,5 +160,114 @@ describe('the head of an agent queue', () => {
     });
     expect(other?.revision).toBe(head.revision + 1);
     expect(other?.nextWork).toBeNull();
+  });
+});
+
+/**
+ * The statement that reads the head of an agent's queue reserving its attempt too
+ * (HeadReservation): exactly what a separate reservation writes, and only for a head that needs
+ * no check in between.
+ */
+const row = async (id: string) => (await baton.db.pool.query(`SELECT delivery_state, revision, attempt_count, not_before, delivery_detail FROM handoffs WHERE id = $1`, [id])).rows[0];
+
+function spec(over: Partial<HeadReservation> = {}): HeadReservation {
+  return {
+    attemptId: randomUUID(),
+    requestId: randomUUID(),
+    workerId: 'test-worker',
+    fence: 1_000n + BigInt(++n),
+    provider: 'manual',
+    restricted: false,
+    to: 'SENDING',
+    queued: { to: 'BUSY', event: 'recipient_busy', reason: 'another turn of the recipient is in progress' },
+    ...over,
+  };
+}
+
+describe('the look-up of the head, reserving it', () => {
+  it('reserves a WAITING head exactly as the reservation move does: SENDING, the attempt with its fence, the event, the rest made BUSY', async () => {
+    const { agentId, ids } = await agentWith(3);
+    await set([ids[0]!], `not_before = now() - interval '1 minute', delivery_detail = 'was waiting'`);
+    const before = await row(ids[0]!);
+    const r = spec();
+    const head = await baton.repos.handoffs.nextWork(agentId, new Date(), mine, r);
+    expect(head?.handoff.id).toBe(ids[0]);
+    expect(head?.handoff.deliveryState).toBe('WAITING');
+    expect(head?.reserved).toMatchObject({ revision: before.revision + 1, attemptId: r.attemptId, requestId: r.requestId });
+    expect(await row(ids[0]!)).toMatchObject({ delivery_state: 'SENDING', revision: before.revision + 1, attempt_count: 1, not_before: null, delivery_detail: null });
+    const attempts = (await baton.db.pool.query(`SELECT id, number, request_id, status, worker_id, fence FROM delivery_attempts WHERE handoff_id = $1`, [ids[0]])).rows;
+    expect(attempts).toEqual([{ id: r.attemptId, number: 1, request_id: r.requestId, status: 'sending', worker_id: 'test-worker', fence: r.fence }]);
+    expect((await baton.db.pool.query(`SELECT fence FROM agent_turn_fences WHERE agent_id = $1`, [agentId])).rows[0]?.fence).toBe(r.fence);
+    const events = (await baton.db.pool.query(`SELECT id::text, handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, detail, attempt_id FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled' ORDER BY id`, [ids])).rows;
+    expect(events.map((e) => [e.handoff_id, e.from_state, e.to_state, e.event])).toEqual([
+      [ids[0], 'WAITING', 'SENDING', 'attempt_reserved'],
+      [ids[1], 'WAITING', 'BUSY', 'recipient_busy'],
+      [ids[2], 'WAITING', 'BUSY', 'recipient_busy'],
+    ]);
+    expect(events[0]).toMatchObject({ actor_kind: 'system', actor_id: 'test-worker', reason: 'attempt 1', detail: { requestId: r.requestId }, attempt_id: r.attemptId });
+    expect(events[1]).toMatchObject({ actor_id: 'test-worker', reason: 'another turn of the recipient is in progress' });
+    expect([...head!.reserved!.eventIds].sort()).toEqual(events.map((e) => e.id).sort());
+  });
+
+  it('reserves a head that is BUSY only because it queued behind an earlier turn, not one that got a busy answer', async () => {
+    const queued = await agentWith(1);
+    await set(queued.ids, `delivery_state = 'BUSY'`);
+    expect((await baton.repos.handoffs.nextWork(queued.agentId, new Date(), mine, spec()))?.reserved).toBeDefined();
+    const answered = await agentWith(1);
+    await set(answered.ids, `delivery_state = 'BUSY', not_before = now() - interval '1 second'`);
+    const head = await baton.repos.handoffs.nextWork(answered.agentId, new Date(), mine, spec());
+    expect(head?.handoff.id).toBe(answered.ids[0]);
+    expect(head?.reserved).toBeUndefined();
+    expect((await row(answered.ids[0]!)).delivery_state).toBe('BUSY');
+  });
+
+  it('leaves every head that needs a check alone, writing nothing: live, refused before, another registration or provider, a held connection, an older fence', async () => {
+    const cases: Array<[string, (a: { agentId: string; ids: string[] }) => Promise<unknown>, Partial<HeadReservation>?]> = [
+      ['a live turn', (a) => set([a.ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`)],
+      ['refused before', (a) => set([a.ids[0]!], `delivery_state = 'OWNER_REJECTED'`)],
+      ['another registration', (a) => baton.db.pool.query(`UPDATE agents SET generation = generation + 1 WHERE id = $1`, [a.agentId])],
+      ['another provider', async () => undefined, { provider: 'demo' }],
+      ['a blocked connection', (a) => baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'block', now() FROM handoffs WHERE id = $1`, [a.ids[0]])],
+      ['restricted, no allow', async () => undefined, { restricted: true }],
+      ['an older fence', (a) => baton.db.pool.query(`INSERT INTO agent_turn_fences (agent_id, fence) VALUES ($1, 9000000000000000000)`, [a.agentId])],
+    ];
+    for (const [what, arrange, over] of cases) {
+      const a = await agentWith(2);
+      await arrange(a);
+      const before = await row(a.ids[0]!);
+      const head = await baton.repos.handoffs.nextWork(a.agentId, new Date(), mine, spec(over));
+      expect(head?.reserved, what).toBeUndefined();
+      expect(await row(a.ids[0]!), what).toEqual(before);
+      expect((await row(a.ids[1]!)).delivery_state, what).toBe('WAITING');
+    }
+    // An explicit allow passes a restricted project.
+    const allowed = await agentWith(1);
+    await baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'allow', now() FROM handoffs WHERE id = $1`, [allowed.ids[0]]);
+    expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ restricted: true })))?.reserved).toBeDefined();
+  });
+
+  it('is done by the statement that ends a turn, for the next head, only when that end commits', async () => {
+    const { agentId, ids } = await agentWith(3);
+    await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);
+    await set([ids[1]!, ids[2]!], `delivery_state = 'BUSY'`);
+    const before = (await baton.repos.handoffs.findById(ids[0]!))!;
+    const end = (expectRevision: number, r: HeadReservation) =>
+      baton.repos.handoffs.transition({
+        handoffId: ids[0]!,
+        steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
+        expectRevision,
+        at: new Date(),
+        thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, reserve: r },
+      });
+    // A stale end writes nothing at all: no end, no reservation.
+    expect(await end(before.revision - 1, spec())).toBeNull();
+    expect((await row(ids[1]!)).delivery_state).toBe('BUSY');
+    const r = spec();
+    const ended = await end(before.revision, r);
+    expect(ended?.nextWork?.handoff.id).toBe(ids[1]);
+    expect(ended?.nextWork?.reserved?.requestId).toBe(r.requestId);
+    expect((await row(ids[0]!)).delivery_state).toBe('RETURNED');
+    expect(await row(ids[1]!)).toMatchObject({ delivery_state: 'SENDING', attempt_count: 1 });
+    expect((await row(ids[2]!)).delivery_state).toBe('BUSY');
   });
 });

@@ -147,6 +147,37 @@ describe('after a dispatch run', () => {
     expect(Math.abs(at - row!.notBefore!.getTime())).toBeLessThan(1_000);
   });
 
+  it('a backlog costs one look-up per run and one statement per turn: the end of each turn reserves the next', async () => {
+    const r = await recipient();
+    const ids: string[] = [];
+    for (const m of ['one', 'two', 'three']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    const calls: Record<string, number> = {};
+    const reserving: boolean[] = [];
+    const deps = withLockHook(async () => undefined, []);
+    const counted: DispatchDeps = {
+      ...deps,
+      handoffs: new Proxy(deps.handoffs, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            calls[String(prop)] = (calls[String(prop)] ?? 0) + 1;
+            if (prop === 'nextWork') reserving.push(args[3] !== undefined);
+            if (prop === 'transition') reserving.push((args[0] as { thenNextWork?: { reserve?: unknown } }).thenNextWork?.reserve !== undefined);
+            return value.apply(target, args);
+          };
+        },
+      }),
+    };
+    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({ outcome: 'idle', moved: 3 });
+    for (const id of ids) expect(await stateOf(id)).toBe('RETURNED');
+    expect(calls).toEqual({ nextWork: 1, transition: 3 });
+    expect(reserving).toEqual([true, true, true, true]);
+    const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`, [ids]);
+    expect(rows[0]!.n).toBe(3);
+    expect(baton.host.writesByHandoff().get(ids[2]!)).toHaveLength(1);
+  });
+
   it('a run that released cleanly with nothing left queues nothing and asks Postgres nothing more', async () => {
     const r = await recipient();
     const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;

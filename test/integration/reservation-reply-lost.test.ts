@@ -1,6 +1,8 @@
 import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
+import { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
+import type { ProviderAdapter } from '../../libs/adapters/provider-adapter.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { systemClock } from '../../libs/domain/clock.ts';
 import { openDatabase, type Database } from '../../libs/db/open-database.ts';
@@ -27,6 +29,19 @@ let worker: RunningDeliveryWorker;
 /** Set by a test to act right before the worker's write. */
 const hooks: WorkerHooks = {};
 
+/**
+ * How the worker reserves: with the look-up of the head (one statement, HeadReserver: the demo
+ * adapter answers "busy" on its write), or apart after asking the session (as for an adapter
+ * that does not, such as codex's): the same adapter, told to ask first.
+ */
+const mode = { reserve: 'with the look-up' as 'with the look-up' | 'apart' };
+class Switchable extends AdapterRegistry {
+  override get(provider: string): ProviderAdapter | undefined {
+    const adapter = super.get(provider);
+    return adapter && mode.reserve === 'apart' ? { ...adapter, reportsBusyOnSend: false } : adapter;
+  }
+}
+
 beforeAll(async () => {
   baton = await startTestBaton();
   const target = new URL(baton.databaseUrl);
@@ -35,10 +50,11 @@ beforeAll(async () => {
   viaProxy.port = String(proxy.port);
   workerDb = openDatabase({ url: viaProxy.toString(), poolSize: 4, logger: baton.logger, timeouts: { queryMs: 500, connectMs: 500 } });
   workerRedis = openRedis(TEST_REDIS_URL, 'worker', baton.logger);
+  const demo = createAdapters(['demo'], { demoHost: baton.host });
   worker = startDeliveryWorker({
     repos: createRepositories(workerDb),
     redis: workerRedis,
-    adapters: createAdapters(['demo'], { demoHost: baton.host }),
+    adapters: new Switchable(demo.providers().map((p) => demo.get(p)!)),
     clock: systemClock,
     logger: baton.logger,
     workerId: 'proxied-worker',
@@ -69,18 +85,27 @@ afterAll(async () => {
   await baton?.stop();
 });
 
-/** An agent whose session name appears in exactly one worker statement: its attempt reservation. */
-async function agentWithSession(id: string): Promise<string> {
+/**
+ * An agent, and what marks the worker statement that reserves its first attempt: reserved
+ * apart, the session name (the attempt row's target; in no earlier worker statement); reserved
+ * with the look-up, the agent's id (the run's first statement).
+ */
+async function agentWithSession(id: string): Promise<{ session: string; reservation: string }> {
   const session = `session-of-${id}-${Date.now()}`;
   expect((await baton.post('/v1/agents', { id, provider: 'demo', target: session })).status).toBe(201);
-  return session;
+  const { rows } = await baton.db.pool.query<{ id: string }>('SELECT id FROM agents WHERE handle = $1 AND removed_at IS NULL', [id]);
+  return { session, reservation: mode.reserve === 'apart' ? session : rows[0]!.id };
 }
 
-describe('a worker whose attempt reservation committed but whose reply was lost', () => {
+describe.each(['with the look-up', 'apart'] as const)('a worker whose attempt reservation (%s) committed but whose reply was lost', (reserve) => {
+  beforeAll(() => {
+    mode.reserve = reserve;
+  });
+
   it('reads back what committed and sends the reserved attempt: one write, RETURNED, never UNCERTAIN', async () => {
-    const session = await agentWithSession('lostreply');
-    const cut = proxy.cutAfterReply(session);
-    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'lostreply', message: 'reserve, lose the reply', title: 'lost reservation reply' });
+    const { session, reservation } = await agentWithSession(`lostreply-${reserve.length}`);
+    const cut = proxy.cutAfterReply(reservation);
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: `lostreply-${reserve.length}`, message: 'reserve, lose the reply', title: 'lost reservation reply' });
     expect(sent.status).toBe(201);
     await cut;
     const h = await waitForState(baton, sent.body.id, 'RETURNED');
@@ -93,9 +118,9 @@ describe('a worker whose attempt reservation committed but whose reply was lost'
   });
 
   it('while Postgres stays away after the lost reply, keeps reading back under its turn lock and sends once Postgres answers', async () => {
-    const session = await agentWithSession('frozenafter');
-    const cut = proxy.cutAfterReply(session);
-    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'frozenafter', message: 'reserve, then Postgres freezes', title: 'frozen after reservation' });
+    const { reservation } = await agentWithSession(`frozenafter-${reserve.length}`);
+    const cut = proxy.cutAfterReply(reservation);
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: `frozenafter-${reserve.length}`, message: 'reserve, then Postgres freezes', title: 'frozen after reservation' });
     expect(sent.status).toBe(201);
     await cut;
     proxy.freeze();
@@ -112,10 +137,15 @@ describe('a worker whose attempt reservation committed but whose reply was lost'
   });
 });
 
-describe('a worker that lost its lock before the write, while Postgres is away', () => {
+describe.each(['with the look-up', 'apart'] as const)('a worker that lost its lock before the write (reserved %s), while Postgres is away', (reserve) => {
+  beforeAll(() => {
+    mode.reserve = reserve;
+  });
+
   it('still proves the attempt unsent once Postgres answers (a new holder marked it UNCERTAIN): sent again, RETURNED, one write, never CANCELLED', async () => {
-    await agentWithSession('proofblip');
-    const { rows } = await baton.db.pool.query<{ id: string }>("SELECT id FROM agents WHERE handle = 'proofblip' AND removed_at IS NULL");
+    const handle = `proofblip-${reserve.length}`;
+    await agentWithSession(handle);
+    const { rows } = await baton.db.pool.query<{ id: string }>('SELECT id FROM agents WHERE handle = $1 AND removed_at IS NULL', [handle]);
     const agentId = rows[0]!.id;
     hooks.beforeWrite = async (agent) => {
       if (agent !== agentId) return;
@@ -129,7 +159,7 @@ describe('a worker that lost its lock before the write, while Postgres is away',
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 800);
     };
-    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'proofblip', message: 'lose the lock, then Postgres', title: 'proof through a blip' });
+    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: handle, message: 'lose the lock, then Postgres', title: 'proof through a blip' });
     expect(sent.status).toBe(201);
     const h = await eventually(
       async () => {

@@ -6,11 +6,12 @@ import type { RedisNames } from './redis-names.ts';
 export const EVENT_STREAM_MAXLEN = 10_000;
 
 /**
- * The writers' side of the event stream (`<prefix>:{events}:stream`): after a statement that
- * appended handoff events committed, one XADD with the highest new event id (`top`) and how
- * many rows it wrote. It never throws and nobody awaits it: the stream only wakes the API
- * processes, which read the events themselves from Postgres, so a lost append delays a
- * follower until the next append (or its periodic check) and loses nothing.
+ * The writers' side of the event stream (`<prefix>:{events}:stream`): after statements that
+ * appended handoff events committed, one XADD per turn of the event loop with the highest new
+ * event id (`top`) and how many rows they wrote. It never throws and nobody awaits it: the
+ * stream only wakes the API processes, which read the events themselves from Postgres, so a
+ * lost append delays a follower until the next append (or its periodic check) and loses
+ * nothing.
  */
 export class EventStreamPublisher {
   private readonly key: string;
@@ -24,14 +25,36 @@ export class EventStreamPublisher {
     this.key = names.eventStream();
   }
 
+  /** What was published in this turn of the event loop and is not appended yet. */
+  private pending: { top: bigint; n: number } | null = null;
+
+  /**
+   * Appends after the current turn of the event loop, one entry for everything published in
+   * it: a worker's many turns ending together (and a turn's end with the next one's
+   * reservation, whose events the statement returns apart) cost one XADD.
+   */
   published(eventIds: readonly string[]): void {
     if (eventIds.length === 0) return;
     let top = 0n;
     for (const id of eventIds) if (BigInt(id) > top) top = BigInt(id);
-    this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxLen), '*', 'top', top.toString(), 'n', String(eventIds.length)).catch((err: unknown) => {
+    if (this.pending) {
+      if (top > this.pending.top) this.pending.top = top;
+      this.pending.n += eventIds.length;
+      return;
+    }
+    this.pending = { top, n: eventIds.length };
+    setImmediate(() => this.append());
+  }
+
+  private append(): void {
+    const batch = this.pending;
+    this.pending = null;
+    if (!batch) return;
+    this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxLen), '*', 'top', batch.top.toString(), 'n', String(batch.n)).catch((err: unknown) => {
       this.logger.debug({ err }, 'event stream append failed; followers catch up from Postgres');
     });
   }
+
 }
 
 /** A blocking reader of the event stream: `onWake(top)` per batch of entries, `top` the highest event id they name. */

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
+import { eventually } from '../support/eventually.ts';
 import { runCli } from '../../services/cli/program.ts';
 import { openEvents } from '../support/sse-follower.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -198,6 +200,23 @@ describe('GET /v1/events', () => {
     await again.until((es) => es.some((e) => e.handoffId === trimmedAway && e.workTo === 'returned'), 'the trimmed events');
     await again.close();
     expect([...resumed.events, ...again.events].map((e) => e.id)).toEqual(await visibleIdsAfter('s', cut).then((ids) => ids.filter((i) => BigInt(i) <= BigInt(again.lastId()!))));
+  });
+
+  it('appends one stream entry for everything committed in one turn of the event loop, naming the highest event id', async () => {
+    const names = new RedisNames(`${baton.prefix}-batched`);
+    const publisher = new EventStreamPublisher(baton.redis, names, baton.logger);
+    publisher.published(['17', '9']);
+    publisher.published(['12']);
+    publisher.published([]);
+    await eventually(async () => (await baton.redis.xlen(names.eventStream())) === 1, { what: 'the append' });
+    publisher.published(['30']);
+    await eventually(async () => (await baton.redis.xlen(names.eventStream())) === 2, { what: 'the next turn\'s append' });
+    const entries = (await baton.redis.xrange(names.eventStream(), '-', '+')).map(([, fields]) => fields);
+    expect(entries).toEqual([
+      ['top', '17', 'n', '3'],
+      ['top', '30', 'n', '1'],
+    ]);
+    await baton.redis.del(names.eventStream());
   });
 
   it('carries an event written through one API process to a follower of another', async () => {

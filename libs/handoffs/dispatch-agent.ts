@@ -115,7 +115,11 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
-    while (!stopStarting.aborted) {
+    // An attempt this process reserved and never wrote is always taken on, even when the run is
+    // stopping: it is written only while the lock is proven, and otherwise recorded as never
+    // written (lock_lost), so none is left SENDING for the next holder to find UNCERTAIN.
+    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unsent.has(c.attempt.requestId));
+    while (!stopStarting.aborted || ours(carried)) {
       const item = carried !== undefined ? carried : await readHead(deps, job.agentId, heads);
       carried = undefined;
       if (!item) break;

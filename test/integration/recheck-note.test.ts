@@ -47,7 +47,7 @@ async function recipient(): Promise<{ handle: string; agentId: string }> {
 }
 
 /** The worker's dependencies, with a turn lock that runs `beforeRelease` while still held and records how the release went. */
-function withLockHook(beforeRelease: () => Promise<void>, releases: LockRelease[]): DispatchDeps {
+function withLockHook(beforeRelease: () => Promise<void>, releases: LockRelease[], lost?: AbortController): DispatchDeps {
   const deps = worker.deps;
   return {
     ...deps,
@@ -60,8 +60,9 @@ function withLockHook(beforeRelease: () => Promise<void>, releases: LockRelease[
         const lock: TurnLockHandle = {
           token: attempt.lock.token,
           fence: attempt.lock.fence,
-          signal: attempt.lock.signal,
-          stillHeld: () => attempt.lock.stillHeld(),
+          // `lost`: the test takes the lock away (the holder's signal aborts, proofs fail).
+          signal: lost ? AbortSignal.any([attempt.lock.signal, lost.signal]) : attempt.lock.signal,
+          stillHeld: async () => !lost?.signal.aborted && (await attempt.lock.stillHeld()),
           release: async () => {
             await beforeRelease();
             const r = await attempt.lock.release();
@@ -73,6 +74,22 @@ function withLockHook(beforeRelease: () => Promise<void>, releases: LockRelease[
       },
     },
   };
+}
+
+/** The worker's repository, running `then` right after a statement ended a turn and reserved the next head. */
+function afterReservingEnd(deps: DispatchDeps, then: () => void): DispatchDeps['handoffs'] {
+  return new Proxy(deps.handoffs, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      if (prop !== 'transition') return value.bind(target);
+      return async (...args: unknown[]) => {
+        const written = await value.apply(target, args);
+        if (written?.nextWork?.reserved) then();
+        return written;
+      };
+    },
+  });
 }
 
 async function stateOf(id: string): Promise<string> {
@@ -176,6 +193,36 @@ describe('after a dispatch run', () => {
     const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`, [ids]);
     expect(rows[0]!.n).toBe(3);
     expect(baton.host.writesByHandoff().get(ids[2]!)).toHaveLength(1);
+  });
+
+  it('a run that stops right after the end of a turn reserved the next one still takes that attempt on: writes it while it holds the lock (a shutdown), never leaves it SENDING', async () => {
+    const r = await recipient();
+    const ids: string[] = [];
+    for (const m of ['one', 'two', 'three']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    const draining = new AbortController();
+    const deps = withLockHook(async () => undefined, []);
+    const stopping: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => draining.abort()) };
+    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, handBack: new AbortController().signal });
+    expect(summary.outcome).toBe('stopped');
+    expect([await stateOf(ids[0]!), await stateOf(ids[1]!), await stateOf(ids[2]!)]).toEqual(['RETURNED', 'RETURNED', 'BUSY']);
+    expect(baton.host.writesByHandoff().get(ids[1]!)).toHaveLength(1);
+  });
+
+  it('... and records that it never wrote it when the lock was lost meanwhile (lock_lost: WAITING again, the attempt not_sent)', async () => {
+    const r = await recipient();
+    const ids: string[] = [];
+    for (const m of ['one', 'two']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    const lost = new AbortController();
+    const deps = withLockHook(async () => undefined, [], lost);
+    const losing: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => lost.abort()) };
+    const summary = await dispatchAgent(losing, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    expect(summary.outcome).toBe('stopped');
+    expect(await stateOf(ids[0]!)).toBe('RETURNED');
+    expect(await stateOf(ids[1]!)).toBe('WAITING');
+    const attempts = await baton.repos.handoffs.attempts(ids[1]!);
+    expect(attempts.map((a) => a.status)).toEqual(['not_sent']);
+    expect((await baton.repos.handoffs.events(ids[1]!)).map((e) => e.event)).toContain('lock_lost');
+    expect(baton.host.writesByHandoff().get(ids[1]!)).toBeUndefined();
   });
 
   it('a run that released cleanly with nothing left queues nothing and asks Postgres nothing more', async () => {

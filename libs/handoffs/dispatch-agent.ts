@@ -82,11 +82,12 @@ export interface DispatchSummary {
 /**
  * Delivers an agent's queue, one turn at a time, in send order. Tries the agent's turn lock
  * once; if another worker holds it, returns `locked` at once, moving nothing and scheduling
- * nothing (the holder looks at Postgres again after releasing; a dead holder's agent is
- * re-queued by the reconciler's sweep once its lock expires). While it holds the lock: first
+ * nothing (the failed acquisition left the holder a recheck note, so it looks at Postgres again
+ * after releasing; a dead holder's agent is re-queued by the reconciler's sweep once its lock
+ * expires). While it holds the lock: first
  * finishes any turn that an earlier holder left live, then delivers the oldest dispatchable
  * handoff, and repeats. The lock is held for whole turns. After releasing it, queues a
- * follow-up for whatever is (or becomes) due, so no wake-up is lost.
+ * follow-up for whatever is (or becomes) due, so no wake-up is lost (scheduleFollowUp).
  * A job for an agent of another deployment finds no work (`nextWork` and `nextWorkAt` read only
  * agents of `deps.deployment`): it ends `idle`, writing nothing and queuing nothing, because
  * the lock it took is not the one that agent's deployment holds during its turns.
@@ -94,8 +95,9 @@ export interface DispatchSummary {
 export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
-    // Another worker holds the agent's turn. Nothing to do: the holder looks at Postgres again
-    // after releasing the lock, and if it dies, the reconciler's sweep re-queues the agent once
+    // Another worker holds the agent's turn. Nothing to do: the acquisition left it a recheck
+    // note, so the holder looks at Postgres again after releasing the lock, and if it dies, the
+    // reconciler's sweep re-queues the agent once
     // its lock expires. Handoffs that wait behind the live turn were already made BUSY, not
     // here: at send (send-handoff.ts, when the recipient has a turn in flight) or when the
     // holder reserved its attempt (`alsoQueued` in deliver-turn.ts).

@@ -157,8 +157,14 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
   throw new Error(`could not enroll the handoff from ${from} to ${to} after 3 tries`);
 }
 
+/**
+ * The wake-up for a handoff just committed, WAITING or BUSY (enrolled behind a turn in flight):
+ * a BUSY one needs it as much, since that turn may have looked at the queue for the last time
+ * before this commit. The API's queues add no job while the recipient's turn lock is held and
+ * leave its holder a recheck note instead (DeliveryQueues `heldLocks`).
+ */
 async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
-  if (!h.recipientId || !h.provider || h.provider === 'manual' || h.deliveryState !== 'WAITING') return;
+  if (!h.recipientId || !h.provider || h.provider === 'manual' || (h.deliveryState !== 'WAITING' && h.deliveryState !== 'BUSY')) return;
   if (recipientDeployment !== deps.deployment) {
     // Another deployment owns the recipient: its reconciler's sweep finds the handoff in
     // Postgres and its workers deliver it. Our queues would only wake workers that may not.

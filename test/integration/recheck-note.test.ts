@@ -132,6 +132,24 @@ describe('after a dispatch run', () => {
     expect(await stateOf(second)).toBe('RETURNED');
   });
 
+  it('a handoff enrolled BUSY behind a turn in flight gets its wake-up too: the holder a note while its lock is held, else a job', async () => {
+    const r = await recipient();
+    const live = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'live' })).handoff;
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'RUNNING', attempt_count = 1 WHERE id = $1`, [live.id]);
+    const api = { ...baton.core, scheduler: apiQueues };
+    const held = await worker.locks.acquire(r.agentId);
+    if (!held.acquired) throw new Error('the test could not take the lock');
+    const behind = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind the held turn' })).handoff;
+    expect(await stateOf(behind.id)).toBe('BUSY');
+    await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+    expect(await held.lock.release()).toBe('recheck');
+    const after = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind a turn whose lock is gone' })).handoff;
+    expect(await stateOf(after.id)).toBe('BUSY');
+    await eventually(async () => (await jobIds()).includes(JOB_IDS.sent(after.id)), { what: 'the wake-up' });
+    expect(await jobIds()).not.toContain(JOB_IDS.sent(behind.id));
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE recipient_id = $1`, [r.agentId]);
+  });
+
   it('a wake-up that finds the lock held leaves the note too, so its work is looked at after the release', async () => {
     const r = await recipient();
     await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' });

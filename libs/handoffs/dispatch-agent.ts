@@ -97,10 +97,9 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   if (!attempt.acquired) {
     // Another worker holds the agent's turn. Nothing to do: the acquisition left it a recheck
     // note, so the holder looks at Postgres again after releasing the lock, and if it dies, the
-    // reconciler's sweep re-queues the agent once
-    // its lock expires. Handoffs that wait behind the live turn were already made BUSY, not
-    // here: at send (send-handoff.ts, when the recipient has a turn in flight) or when the
-    // holder reserved its attempt (`alsoQueued` in deliver-turn.ts).
+    // reconciler's sweep re-queues the agent once its lock expires. Handoffs that wait behind
+    // the live turn were already made BUSY, not here: at send (send-handoff.ts, when the
+    // recipient has a turn in flight) or when the holder reserved its attempt (`alsoQueued`).
     return { outcome: 'locked', moved: 0 };
   }
   const { lock } = attempt;

@@ -38,8 +38,8 @@ export interface WorkItem {
  * with the turn lock's fence, what waits behind it made BUSY), but only for a head that needs no
  * check in between: not live, addressed to the recipient's current registration, of
  * `provider`, not held by the connection policy (`restricted`: only an explicit allow passes),
- * and WAITING or BUSY only because it queued behind an earlier turn (no `not_before`: it never
- * got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
+ * and WAITING, or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no
+ * `not_before`: it never got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
  * not down, and its adapter answers "busy" on the write itself.
  */
 export interface HeadReservation {
@@ -53,6 +53,13 @@ export interface HeadReservation {
   to: DeliveryState;
   /** The recipient's other WAITING handoffs: moved with `queued.event` to `queued.to`. */
   queued: { to: DeliveryState; event: string; reason: string };
+  /**
+   * Whether a BUSY head that only queued behind an earlier turn may be reserved: right after
+   * that turn was seen to end (the session is between turns). Otherwise only a WAITING head is,
+   * and a BUSY one is left to `deliver`, which asks the session first (the turn before it may
+   * have been released by a person while the session is still in it).
+   */
+  queuedBusy: boolean;
 }
 
 /** An UNCERTAIN handoff due for a history scan, with the attempt whose write is in doubt. */
@@ -348,7 +355,7 @@ function reserveHeadSql(r: HeadReservation, p: (value: unknown) => string, at: s
   return `r_head AS (
       SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id FROM nw
       WHERE NOT nw.live AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
-        AND (nw."deliveryState" = 'WAITING' OR (nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
+        AND (nw."deliveryState" = 'WAITING' OR (${p(r.queuedBusy)}::boolean AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
         AND nw."connectionRule" IS DISTINCT FROM 'block' AND (NOT ${p(r.restricted)}::boolean OR nw."connectionRule" = 'allow')${requires}
     ), r_fenced AS (
       INSERT INTO agent_turn_fences AS f (agent_id, fence)

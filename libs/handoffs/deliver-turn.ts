@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
-import { DISPATCHABLE_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { DISPATCHABLE_STATES, isSettled, type DeliveryState } from '../domain/delivery-states.ts';
 import { planTransition } from '../domain/transitions.ts';
 import { QUEUED_BEHIND_REASON, SETTLE_TRIES, type HeadReserver } from './reserve-head.ts';
 import { newId } from '../domain/ids.ts';
@@ -48,7 +48,9 @@ function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | 
 async function endTurn(deps: DispatchDeps, h: Moveable, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
   if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
   const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
-  const reserve = DISPATCHABLE_STATES.includes(final) ? undefined : await lock.heads?.plan();
+  // Only after an end the session reported (settled): then it is between turns. A turn that
+  // became UNCERTAIN or goes out again reserves nothing here.
+  const reserve = isSettled(final) ? await lock.heads?.plan('turn-end') : undefined;
   const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
   const moved = await move(deps, h, moves, guard);
   lock.heads?.settled(reserve, moved?.nextWork);

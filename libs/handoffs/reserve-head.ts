@@ -36,8 +36,10 @@ export class HeadReserver {
   /**
    * A reservation for the next statement that reads the head, or undefined. Its request id is
    * registered as reserved-and-unwritten first (UnsentReservations), as every reservation's is.
+   * `turn-end`: the statement records a turn's end (seen by observation), so a head that only
+   * queued behind that turn may be reserved too; a plain `look-up` reserves only a WAITING head.
    */
-  async plan(): Promise<HeadReservation | undefined> {
+  async plan(after: 'look-up' | 'turn-end'): Promise<HeadReservation | undefined> {
     if (this.stop.aborted) return undefined;
     const adapter = this.deps.adapters.get(this.provider);
     if (!adapter?.reportsBusyOnSend) return undefined;
@@ -57,6 +59,7 @@ export class HeadReserver {
       restricted: settings.connections === 'restricted',
       to: planTransition('WAITING', 'attempt_reserved', 'system'),
       queued: { to: planTransition('WAITING', 'recipient_busy', 'system'), event: 'recipient_busy', reason: QUEUED_BEHIND_REASON },
+      queuedBusy: after === 'turn-end',
     };
     return this.outstanding;
   }
@@ -91,7 +94,7 @@ export class HeadReserver {
  * @throws the first error when Postgres stays away (the reservation, if any, stays in doubt).
  */
 export async function readHead(deps: DispatchDeps, agentId: string, heads: HeadReserver): Promise<WorkItem | null> {
-  const reserve = await heads.plan();
+  const reserve = await heads.plan('look-up');
   try {
     const head = await deps.handoffs.nextWork(agentId, deps.clock.now(), deps.deployment, reserve);
     heads.settled(reserve, head);

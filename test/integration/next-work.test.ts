@@ -180,6 +180,7 @@ function spec(over: Partial<HeadReservation> = {}): HeadReservation {
     restricted: false,
     to: 'SENDING',
     queued: { to: 'BUSY', event: 'recipient_busy', reason: 'another turn of the recipient is in progress' },
+    queuedBusy: false,
     ...over,
   };
 }
@@ -209,13 +210,16 @@ describe('the look-up of the head, reserving it', () => {
     expect([...head!.reserved!.eventIds].sort()).toEqual(events.map((e) => e.id).sort());
   });
 
-  it('reserves a head that is BUSY only because it queued behind an earlier turn, not one that got a busy answer', async () => {
+  it('reserves a head that is BUSY only because it queued behind an earlier turn right after that turn ended, never one that got a busy answer', async () => {
     const queued = await agentWith(1);
     await set(queued.ids, `delivery_state = 'BUSY'`);
-    expect((await baton.repos.handoffs.nextWork(queued.agentId, new Date(), mine, spec()))?.reserved).toBeDefined();
+    // A plain look-up leaves it to deliver, which asks the session first.
+    expect((await baton.repos.handoffs.nextWork(queued.agentId, new Date(), mine, spec()))?.reserved).toBeUndefined();
+    expect((await row(queued.ids[0]!)).delivery_state).toBe('BUSY');
+    expect((await baton.repos.handoffs.nextWork(queued.agentId, new Date(), mine, spec({ queuedBusy: true })))?.reserved).toBeDefined();
     const answered = await agentWith(1);
     await set(answered.ids, `delivery_state = 'BUSY', not_before = now() - interval '1 second'`);
-    const head = await baton.repos.handoffs.nextWork(answered.agentId, new Date(), mine, spec());
+    const head = await baton.repos.handoffs.nextWork(answered.agentId, new Date(), mine, spec({ queuedBusy: true }));
     expect(head?.handoff.id).toBe(answered.ids[0]);
     expect(head?.reserved).toBeUndefined();
     expect((await row(answered.ids[0]!)).delivery_state).toBe('BUSY');
@@ -262,7 +266,7 @@ describe('the look-up of the head, reserving it', () => {
     // A stale end writes nothing at all: no end, no reservation.
     expect(await end(before.revision - 1, spec())).toBeNull();
     expect((await row(ids[1]!)).delivery_state).toBe('BUSY');
-    const r = spec();
+    const r = spec({ queuedBusy: true });
     const ended = await end(before.revision, r);
     expect(ended?.nextWork?.handoff.id).toBe(ids[1]);
     expect(ended?.nextWork?.reserved?.requestId).toBe(r.requestId);

@@ -435,6 +435,33 @@ export class HandoffRepository {
   constructor(private readonly pool: Queryable) {}
 
   /**
+   * Runs `fn` with this repository bound to one connection inside a read-only REPEATABLE READ
+   * transaction: every read it makes sees the same snapshot (a handoff's row, attempts and
+   * timeline agree, whatever commits meanwhile). On a connection that is already a client, runs
+   * `fn` on it as it is.
+   */
+  async snapshot<T>(fn: (repo: HandoffRepository) => Promise<T>): Promise<T> {
+    const pool = this.pool as Partial<pg.Pool>;
+    if (typeof pool.connect !== 'function') return fn(this);
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const result = await fn(new HandoffRepository(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      // A connection that cannot even roll back is closed rather than reused.
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
    * Every query here runs as a named prepared statement: the hot-path statements are long CTEs
    * whose planning costs more than their execution when re-planned on every call.
    */

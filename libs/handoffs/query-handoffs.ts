@@ -15,13 +15,17 @@ export interface HandoffDetail {
 }
 
 /**
- * One handoff with its attempts and its event timeline (oldest first). One the viewer may not
- * see is reported exactly like one that does not exist.
+ * One handoff with its attempts and its event timeline (oldest first), read in one snapshot so
+ * that its state and its timeline agree. One the viewer may not see is reported exactly like
+ * one that does not exist.
  * @throws BatonError project_not_found, handoff_not_found
  */
 export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
-  const handoff = await loadVisible(deps, projectSlug, id, viewer);
-  const [attempts, events, notifications] = await Promise.all([deps.handoffs.attempts(id), deps.handoffs.events(id), deps.handoffs.notificationsFor(id)]);
+  const { handoff, attempts, events, notifications } = await deps.handoffs.snapshot(async (handoffs) => {
+    const found = await loadVisible({ agents: deps.agents, handoffs }, projectSlug, id, viewer);
+    const [attempts, events, notifications] = await Promise.all([handoffs.attempts(id), handoffs.events(id), handoffs.notificationsFor(id)]);
+    return { handoff: found, attempts, events, notifications };
+  });
   const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');
   return { handoff, attempts, events, notifications: notifications.map((n) => ({ ...n, agentHandle: handleOf(n.agentId) })) };
 }

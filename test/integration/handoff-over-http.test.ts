@@ -1,4 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HandoffRepository } from '../../libs/db/handoff-repository.ts';
+import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
+import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
+import { getHandoff } from '../../libs/handoffs/query-handoffs.ts';
+import { EVERYONE } from '../../libs/domain/visibility.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -88,6 +93,43 @@ describe('a handoff sent over HTTP', () => {
     expect(other.body.error.code).toBe('idempotency_conflict');
     const { rows } = await baton.db.pool.query(`SELECT count(*)::int AS n FROM handoffs WHERE idempotency_key = 'conflict-1'`);
     expect(rows[0].n).toBe(1);
+  });
+});
+
+describe('reading one handoff', () => {
+  it('shows its state and its timeline from one snapshot, even when a move commits between the reads', async () => {
+    expect((await baton.post('/v1/agents', { id: 'pull-only', provider: 'manual' })).status).toBe(201);
+    const sent = await baton.post('/v1/handoffs', { from: 'planner', to: 'pull-only', message: 'read me while I move' });
+    const id = sent.body.id as string;
+    const before = (await baton.repos.handoffs.findById(id))!;
+    // Right before the timeline is read, a move commits on another connection.
+    let moved = false;
+    const moveFirst = (repo: HandoffRepository): HandoffRepository =>
+      new Proxy(repo, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function') return value;
+          if (prop === 'snapshot') return (fn: (r: HandoffRepository) => Promise<unknown>) => target.snapshot((inner) => fn(moveFirst(inner)));
+          if (prop !== 'events') return value.bind(target);
+          return async (...args: unknown[]) => {
+            if (!moved) {
+              moved = true;
+              await applyTransition(baton.core, before, 'held', SYSTEM_ACTOR, { reason: 'moved between the reads' });
+            }
+            return value.apply(target, args);
+          };
+        },
+      });
+    const detail = await getHandoff({ ...baton.core, handoffs: moveFirst(baton.core.handoffs) }, 'default', id, EVERYONE);
+    expect(moved).toBe(true);
+    expect(detail.handoff.deliveryState).toBe('WAITING');
+    expect(detail.events.at(-1)?.toState).toBe('WAITING');
+    expect(detail.handoff.revision).toBe(before.revision);
+    // The move did commit: the next read shows it, row and timeline alike.
+    const after = await getHandoff(baton.core, 'default', id, EVERYONE);
+    expect([after.handoff.deliveryState, after.events.at(-1)?.toState]).toEqual(['HELD', 'HELD']);
+    // Settled, so the checks below that wait for no open handoff are not held up by it.
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE id = $1`, [id]);
   });
 });
 

@@ -20,6 +20,11 @@ export interface WorkItem {
   handoff: DispatchCandidate;
   /** A turn may be live (SENDING, ACCEPTED, RUNNING): follow it before starting anything new. */
   live: boolean;
+  /**
+   * Another handoff of the recipient is UNCERTAIN: its write may have landed and the session
+   * may still be in that turn, so the session is asked before anything new is written to it.
+   */
+  uncertainTurn: boolean;
   senderHandle: string;
   recipient: { handle: string; settings: Record<string, unknown>; current: boolean } | null;
   /** The newest attempt, for a live turn. */
@@ -38,7 +43,7 @@ export interface WorkItem {
  * with the turn lock's fence, what waits behind it made BUSY), but only for a head that needs no
  * check in between: not live, addressed to the recipient's current registration, of
  * `provider`, not held by the connection policy (`restricted`: only an explicit allow passes),
- * and WAITING, or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no
+ * with no other handoff of the recipient UNCERTAIN (its turn may still be running), and WAITING, or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no
  * `not_before`: it never got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
  * not down, and its adapter answers "busy" on the write itself.
  */
@@ -328,6 +333,7 @@ function nextWorkSql(recipient: string, now: string, deployment: string, exclude
   SELECT ${H('h')}, c.rule AS "connectionRule", head.live,
     s.handle AS "senderHandle", r.handle AS "recipientHandle", r.provider_settings AS "recipientSettings",
     (r.removed_at IS NULL AND r.generation = h.recipient_generation) AS "recipientCurrent",
+    EXISTS (SELECT 1 FROM handoffs u WHERE u.recipient_id = h.recipient_id AND u.delivery_state = 'UNCERTAIN') AS "uncertainTurn",
     a.id AS "attemptId", a.request_id AS "attemptRequestId", a.started_at AS "attemptStartedAt", a.accepted_at AS "attemptAcceptedAt"
   FROM head
   JOIN handoffs h ON h.id = head.id
@@ -354,7 +360,7 @@ function reserveHeadSql(r: HeadReservation, p: (value: unknown) => string, at: s
   const fence = p(r.fence.toString());
   return `r_head AS (
       SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id FROM nw
-      WHERE NOT nw.live AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
+      WHERE NOT nw.live AND NOT nw."uncertainTurn" AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
         AND (nw."deliveryState" = 'WAITING' OR (${p(r.queuedBusy)}::boolean AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
         AND nw."connectionRule" IS DISTINCT FROM 'block' AND (NOT ${p(r.restricted)}::boolean OR nw."connectionRule" = 'allow')${requires}
     ), r_fenced AS (
@@ -396,6 +402,7 @@ type WorkRow = DispatchCandidate & {
   recipientHandle: string | null;
   recipientSettings: Record<string, unknown> | null;
   recipientCurrent: boolean | null;
+  uncertainTurn: boolean;
   attemptId: string | null;
   attemptRequestId: string | null;
   attemptStartedAt: Date | null;
@@ -405,10 +412,11 @@ type WorkRow = DispatchCandidate & {
 type ReservedRow = { reservedRevision?: number | null; reservedEventIds?: string[] };
 
 function toWorkItem(row: WorkRow & ReservedRow, reservation?: HeadReservation): WorkItem {
-  const { live, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, reservedRevision, reservedEventIds, ...handoff } = row;
+  const { live, uncertainTurn, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, reservedRevision, reservedEventIds, ...handoff } = row;
   return {
     handoff,
     live,
+    uncertainTurn,
     senderHandle,
     recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
     attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,

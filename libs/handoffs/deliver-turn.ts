@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
-import { DISPATCHABLE_STATES, isSettled, type DeliveryState } from '../domain/delivery-states.ts';
+import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
 import { planTransition } from '../domain/transitions.ts';
 import { QUEUED_BEHIND_REASON, SETTLE_TRIES, type HeadReserver } from './reserve-head.ts';
 import { newId } from '../domain/ids.ts';
@@ -33,7 +33,9 @@ export type Step = { kind: 'next'; next?: WorkItem | null; dueInMs?: number } | 
  * the head is looked up anew: the resend may be next.
  */
 function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
-  const again = moved !== null && DISPATCHABLE_STATES.includes(moved.deliveryState);
+  // Only a settled end leaves the head as read: a resend may be next, and a turn that became
+  // UNCERTAIN is not in that statement's view of the recipient (its snapshot saw it live).
+  const again = moved !== null && !isSettled(moved.deliveryState);
   const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
   const delays = moved ? moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : [])) : [];
   return delays.length > 0 ? { ...step, dueInMs: Math.min(...delays) } : step;
@@ -231,7 +233,9 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
   // itself answers "busy" atomically is asked only for a handoff that already waited (BUSY):
   // a fresh one goes straight to the write, saving a round trip per turn, and a busy answer
   // then costs one attempt row, not one per retry.
-  if (!adapter.reportsBusyOnSend || h.deliveryState !== 'WAITING') {
+  // So is any handoff while another of the recipient is UNCERTAIN: that turn may still be
+  // running in the session, and a write would arrive in the middle of it.
+  if (!adapter.reportsBusyOnSend || h.deliveryState !== 'WAITING' || item.uncertainTurn) {
     let busy: boolean;
     try {
       busy = await adapter.isBusy(target, NEVER);

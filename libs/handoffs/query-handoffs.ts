@@ -22,8 +22,11 @@ export interface HandoffDetail {
  */
 export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
   const { handoff, attempts, events, notifications } = await deps.handoffs.snapshot(async (handoffs) => {
+    // One connection runs one statement at a time: the reads go one after the other.
     const found = await loadVisible({ agents: deps.agents, handoffs }, projectSlug, id, viewer);
-    const [attempts, events, notifications] = await Promise.all([handoffs.attempts(id), handoffs.events(id), handoffs.notificationsFor(id)]);
+    const attempts = await handoffs.attempts(id);
+    const events = await handoffs.events(id);
+    const notifications = await handoffs.notificationsFor(id);
     return { handoff: found, attempts, events, notifications };
   });
   const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');

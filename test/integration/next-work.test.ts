@@ -250,6 +250,17 @@ describe('the look-up of the head, reserving it', () => {
     expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ restricted: true })))?.reserved).toBeDefined();
   });
 
+  it('says when another handoff of the recipient is UNCERTAIN, and reserves nothing then (that turn may still be running)', async () => {
+    const { agentId, ids } = await agentWith(2);
+    expect((await baton.repos.handoffs.nextWork(agentId, new Date(), mine))?.uncertainTurn).toBe(false);
+    await set([ids[0]!], `delivery_state = 'UNCERTAIN', attempt_count = 1`);
+    const head = await baton.repos.handoffs.nextWork(agentId, new Date(), mine, spec());
+    expect(head?.handoff.id).toBe(ids[1]);
+    expect(head?.uncertainTurn).toBe(true);
+    expect(head?.reserved).toBeUndefined();
+    expect((await row(ids[1]!)).delivery_state).toBe('WAITING');
+  });
+
   it('is done by the statement that ends a turn, for the next head, only when that end commits', async () => {
     const { agentId, ids } = await agentWith(3);
     await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);

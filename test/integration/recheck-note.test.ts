@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
@@ -241,6 +242,23 @@ describe('after a dispatch run', () => {
     expect(attempts.map((a) => a.status)).toEqual(['not_sent']);
     expect((await baton.repos.handoffs.events(ids[1]!)).map((e) => e.event)).toContain('lock_lost');
     expect(baton.host.writesByHandoff().get(ids[1]!)).toBeUndefined();
+  });
+
+  it('while another turn of the agent is UNCERTAIN (it may still be running), asks the session before writing: nothing arrives in the middle of that turn', async () => {
+    const r = await recipient();
+    const uncertain = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'in doubt' })).handoff;
+    // Its write landed and the session is still in that turn; Postgres only knows it may have.
+    const turn = await baton.host.receiveTurn(r.handle, { requestId: randomUUID(), handoffId: uncertain.id, from: 'sender', title: null, message: 'in doubt' }, { behavior: 'hang' });
+    expect(turn.status).toBe('accepted');
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'UNCERTAIN', attempt_count = 1 WHERE id = $1`, [uncertain.id]);
+    const next = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'after it' })).handoff;
+    const overlapsBefore = baton.host.stats().find((st) => st.session === r.handle)?.overlapAttempts ?? 0;
+    const summary = await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    expect(summary.outcome).toBe('paused');
+    expect(await stateOf(next.id)).toBe('BUSY');
+    expect(baton.host.stats().find((st) => st.session === r.handle)?.overlapAttempts ?? 0).toBe(overlapsBefore);
+    expect(baton.host.writesByHandoff().get(next.id)).toBeUndefined();
+    await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE recipient_id = $1`, [r.agentId]);
   });
 
   it('a run that released cleanly with nothing left queues nothing and asks Postgres nothing more', async () => {

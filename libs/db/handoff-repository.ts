@@ -42,7 +42,7 @@ export interface WorkItem {
  * `attempt_reserved` move, exactly as a separate reservation writes it: SENDING, the attempt row
  * with the turn lock's fence, what waits behind it made BUSY), but only for a head that needs no
  * check in between: not live, addressed to the recipient's current registration, of
- * `provider`, not held by the connection policy (`restricted`: only an explicit allow passes),
+ * `provider`, whose connection rule is one of `passing`,
  * with no other handoff of the recipient UNCERTAIN (its turn may still be running), and WAITING, or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no
  * `not_before`: it never got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
  * not down, and its adapter answers "busy" on the write itself.
@@ -53,7 +53,11 @@ export interface HeadReservation {
   workerId: string;
   fence: bigint;
   provider: string;
-  restricted: boolean;
+  /**
+   * The sender-to-recipient connection rules under which the head may go out now, as the
+   * caller's hold rule decided them (`none`: no rule recorded for the pair).
+   */
+  passing: { none: boolean; rules: readonly string[] };
   /** Where `attempt_reserved` takes the head (from WAITING or BUSY), as the transition table planned it. */
   to: DeliveryState;
   /** The recipient's other WAITING handoffs: moved with `queued.event` to `queued.to`. */
@@ -362,7 +366,7 @@ function reserveHeadSql(r: HeadReservation, p: (value: unknown) => string, at: s
       SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id FROM nw
       WHERE NOT nw.live AND NOT nw."uncertainTurn" AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
         AND (nw."deliveryState" = 'WAITING' OR (${p(r.queuedBusy)}::boolean AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
-        AND nw."connectionRule" IS DISTINCT FROM 'block' AND (NOT ${p(r.restricted)}::boolean OR nw."connectionRule" = 'allow')${requires}
+        AND (nw."connectionRule" IS NULL AND ${p(r.passing.none)}::boolean OR nw."connectionRule"::text = ANY(${p(r.passing.rules)}::text[]))${requires}
     ), r_fenced AS (
       INSERT INTO agent_turn_fences AS f (agent_id, fence)
       SELECT recipient_id, ${fence}::bigint FROM r_head

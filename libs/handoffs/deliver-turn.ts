@@ -28,13 +28,11 @@ export type Step = { kind: 'next'; next?: WorkItem | null; dueInMs?: number } | 
 
 /**
  * Going on after `moves` were written (`moved` null: someone else moved the handoff first),
- * with the head of the queue when the statement that ended the turn read it. That head leaves
- * the moved handoff out, so when the moves made it dispatchable again (a failed turn resent),
- * the head is looked up anew: the resend may be next.
+ * with the head of the queue when the statement that ended the turn read it, but only after a
+ * settled end: that head leaves the moved handoff out, so a resend (which may be next) or a
+ * turn that became UNCERTAIN (which its snapshot still saw live) has it looked up anew.
  */
 function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
-  // Only a settled end leaves the head as read: a resend may be next, and a turn that became
-  // UNCERTAIN is not in that statement's view of the recipient (its snapshot saw it live).
   const again = moved !== null && !isSettled(moved.deliveryState);
   const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
   const delays = moved ? moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : [])) : [];
@@ -44,14 +42,12 @@ function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | 
 /**
  * Ends a turn with `moves` in one statement that also reads the recipient's next work and,
  * when the run's HeadReserver may, reserves it (the end of one turn, the choice of the next and
- * its reservation: one round trip). Not when the moves make this handoff dispatchable again (a
- * resend): the statement's head leaves it out, so it is looked up anew.
+ * its reservation: one round trip). It reserves only after a settled end: the session is then
+ * between turns, and only then is the head it read kept (nextStep).
  */
 async function endTurn(deps: DispatchDeps, h: Moveable, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
   if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
   const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
-  // Only after an end the session reported (settled): then it is between turns. A turn that
-  // became UNCERTAIN or goes out again reserves nothing here.
   const reserve = isSettled(final) ? await lock.heads?.plan('turn-end') : undefined;
   const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
   const moved = await move(deps, h, moves, guard);
@@ -286,7 +282,6 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
   }
   return sendReserved(deps, item, reserved, attemptId, requestId, adapter, target, stop, lock);
 }
-
 
 /**
  * The reservation statement failed with its connection (reply lost, or Postgres away): it may

@@ -9,6 +9,15 @@ import type { DispatchDeps } from './dispatch-agent.ts';
 /** Reads back a statement whose reply was lost at most this many times (spaced by `timing.unreachableRetryMs`). */
 export const SETTLE_TRIES = 30;
 
+const CONNECTION_RULES = ['allow', 'block'] as const;
+
+/** Where `attempt_reserved` takes a head the statement may reserve (WAITING or BUSY): one state. */
+const RESERVED_TO = (() => {
+  const [fromWaiting, fromBusy] = (['WAITING', 'BUSY'] as const).map((from) => planTransition(from, 'attempt_reserved', 'system'));
+  if (fromWaiting !== fromBusy) throw new Error('attempt_reserved leads WAITING and BUSY to different states');
+  return fromWaiting!;
+})();
+
 /** The reason the handoffs queued behind a starting turn are given. */
 export const QUEUED_BEHIND_REASON = 'another turn of the recipient is in progress';
 
@@ -45,8 +54,10 @@ export class HeadReserver {
     if (!adapter?.reportsBusyOnSend) return undefined;
     const settings = await this.deps.settingsReader.get();
     const now = this.deps.clock.now();
-    // An explicit allow passes every connection rule: what is left is a pause.
-    if (holdReason(settings, 'allow', now) !== null) return undefined;
+    // The connection rules under which a handoff may go out now, by the one rule `deliver`
+    // applies (holdReason): none while delivery is paused.
+    const passing = { none: holdReason(settings, null, now) === null, rules: CONNECTION_RULES.filter((rule) => holdReason(settings, rule, now) === null) };
+    if (!passing.none && passing.rules.length === 0) return undefined;
     if ((await this.deps.outage.check(adapter.provider, settings.outageGuard[adapter.provider])).down) return undefined;
     const requestId = newId(now.getTime());
     this.deps.unsent.add(requestId);
@@ -56,8 +67,8 @@ export class HeadReserver {
       workerId: this.deps.workerId,
       fence: this.fence,
       provider: this.provider,
-      restricted: settings.connections === 'restricted',
-      to: planTransition('WAITING', 'attempt_reserved', 'system'),
+      passing,
+      to: RESERVED_TO,
       queued: { to: planTransition('WAITING', 'recipient_busy', 'system'), event: 'recipient_busy', reason: QUEUED_BEHIND_REASON },
       queuedBusy: after === 'turn-end',
     };

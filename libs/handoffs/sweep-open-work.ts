@@ -39,10 +39,6 @@ export class SweepMemory {
   keepOnly(open: ReadonlySet<string>): void {
     for (const id of this.since.keys()) if (!open.has(id)) this.since.delete(id);
   }
-
-  get size(): number {
-    return this.since.size;
-  }
 }
 
 /**

@@ -13,8 +13,8 @@ const NOTE_IF_HELD = script('note-if-held');
 
 /**
  * How long a recheck note lives. A turn may hold its lock for an hour, and the note must last
- * until the holder releases; the next acquisition deletes it anyway, so the expiry only
- * bounds what an agent that never gets another turn leaves behind.
+ * until the holder releases and takes it; the expiry only bounds what is left by a holder that
+ * lost its lock (it costs the next holder one more look at Postgres).
  */
 const RECHECK_NOTE_MS = 24 * 3600 * 1000;
 
@@ -31,6 +31,9 @@ type LockCommands = {
  * was lost or had expired: nothing deleted, and nothing is known about notes).
  */
 export type LockRelease = 'released' | 'recheck' | 'not_held';
+
+/** The per-agent commands eachAnswer sends, on the client or inside a pipeline. */
+type OneSlotCommands = Pick<LockCommands, 'batonNoteIfHeld'> & { exists(...keys: string[]): unknown };
 
 /** A held turn lock. `signal` aborts the moment ownership can no longer be proven. */
 export interface TurnLock {
@@ -222,13 +225,8 @@ export class TurnLocks {
    * again after releasing. Bounded like every lock command; on a cluster, one call per agent.
    */
   async noteIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
-    if (agentIds.length === 0) return [];
-    const note = (id: string) => this.redis.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS);
-    if (this.redis instanceof Cluster) return this.bounded(Promise.all(agentIds.map((id) => note(id).then((n) => n === 1))));
-    const pipeline = this.redis.pipeline() as unknown as { batonNoteIfHeld(k: string, r: string, ms: number): void; exec(): Promise<Array<[Error | null, unknown]> | null> };
-    for (const id of agentIds) pipeline.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS);
-    const results = (await this.bounded(pipeline.exec())) ?? [];
-    return results.map(([err, n]) => !err && n === 1);
+    const answers = await this.eachAnswer(agentIds.map((id) => (r) => r.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS)));
+    return answers.map((n) => n === 1);
   }
 
   /**
@@ -239,20 +237,27 @@ export class TurnLocks {
     return this.existsEach(agentIds.map((id) => [this.names.turnLock(id), this.names.backoff(id)]));
   }
 
-  /**
-   * One EXISTS per group of keys (each group in one slot), answered in one bounded wait: on a
-   * single server as one pipeline (one round trip); on a cluster, where the groups lie in many
-   * slots and a pipeline may not span nodes, sent all at once, each to its node.
-   */
+  /** One EXISTS per group of keys (each group in one slot), answered as eachAnswer does. */
   private async existsEach(groups: ReadonlyArray<readonly string[]>): Promise<boolean[]> {
-    if (groups.length === 0) return [];
+    return (await this.eachAnswer(groups.map((keys) => (r) => r.exists(...keys)))).map((n) => n > 0);
+  }
+
+  /**
+   * One command per agent (each touching one slot), answered in one bounded wait: on a single
+   * server as one pipeline (one round trip); on a cluster, where the agents lie in many slots and
+   * a pipeline may not span nodes, sent all at once, each to its node. A command that failed
+   * inside the pipeline answers 0.
+   */
+  private async eachAnswer(commands: ReadonlyArray<(r: OneSlotCommands) => unknown>): Promise<number[]> {
+    if (commands.length === 0) return [];
     if (this.redis instanceof Cluster) {
-      return this.bounded(Promise.all(groups.map((keys) => this.redis.exists(...keys).then((n) => n > 0))));
+      const redis = this.redis;
+      return this.bounded(Promise.all(commands.map((command) => command(redis) as Promise<number>)));
     }
-    const pipeline = this.redis.pipeline();
-    for (const keys of groups) pipeline.exists(...keys);
+    const pipeline = this.redis.pipeline() as unknown as OneSlotCommands & { exec(): Promise<Array<[Error | null, unknown]> | null> };
+    for (const command of commands) command(pipeline);
     const results = (await this.bounded(pipeline.exec())) ?? [];
-    return results.map(([err, n]) => !err && typeof n === 'number' && n > 0);
+    return results.map(([err, n]) => (!err && typeof n === 'number' ? n : 0));
   }
 
   /**

@@ -37,6 +37,16 @@ async function agentWith(count: number): Promise<{ agentId: string; ids: string[
   return { agentId: rows[0]!.id, ids };
 }
 
+/** The statement that records a turn RETURNED and reads (and, with `reserve`, reserves) the recipient's next head. */
+const returnTurn = (agentId: string, id: string, from: 'RUNNING' | 'WAITING', expectRevision: number, reserve?: HeadReservation) =>
+  baton.repos.handoffs.transition({
+    handoffId: id,
+    steps: [{ from, to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
+    expectRevision,
+    at: new Date(),
+    thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, ...(reserve ? { reserve } : {}) },
+  });
+
 const set = (ids: string[], sql: string, ...params: unknown[]) => baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
 
 describe('the head of an agent queue', () => {
@@ -123,13 +133,7 @@ describe('the head of an agent queue', () => {
     await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);
     await set([ids[2]!], `not_before = $2`, new Date(Date.now() + 60_000));
     const before = (await baton.repos.handoffs.findById(ids[0]!))!;
-    const ended = await baton.repos.handoffs.transition({
-      handoffId: ids[0]!,
-      steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
-      expectRevision: before.revision,
-      at: new Date(),
-      thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine },
-    });
+    const ended = await returnTurn(agentId, ids[0]!, 'RUNNING', before.revision);
     expect(ended?.revision).toBe(before.revision + 1);
     expect(ended?.eventIds).toHaveLength(1);
     // The ended turn is not "live" any more for the loop, although the statement's snapshot still sees it so.
@@ -139,13 +143,7 @@ describe('the head of an agent queue', () => {
 
     // The last one due ends: nothing more now (the delayed one is not due), as a look-up says too.
     const second = (await baton.repos.handoffs.findById(ids[1]!))!;
-    const last = await baton.repos.handoffs.transition({
-      handoffId: ids[1]!,
-      steps: [{ from: 'WAITING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
-      expectRevision: second.revision,
-      at: new Date(),
-      thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine },
-    });
+    const last = await returnTurn(agentId, ids[1]!, 'WAITING', second.revision);
     expect(last?.nextWork).toBeNull();
     expect(await baton.repos.handoffs.nextWork(agentId, new Date(), mine)).toBeNull();
     // Another deployment's worker learns nothing from it either, though work is due.
@@ -170,6 +168,10 @@ describe('the head of an agent queue', () => {
  */
 const row = async (id: string) => (await baton.db.pool.query(`SELECT delivery_state, revision, attempt_count, not_before, delivery_detail FROM handoffs WHERE id = $1`, [id])).rows[0];
 
+/** What HeadReserver passes for an open and a restricted project (holdReason per rule). */
+const OPEN = { none: true, rules: ['allow'] };
+const RESTRICTED = { none: false, rules: ['allow'] };
+
 function spec(over: Partial<HeadReservation> = {}): HeadReservation {
   return {
     attemptId: randomUUID(),
@@ -177,7 +179,8 @@ function spec(over: Partial<HeadReservation> = {}): HeadReservation {
     workerId: 'test-worker',
     fence: 1_000n + BigInt(++n),
     provider: 'manual',
-    restricted: false,
+    // An open project: no rule or an allow passes, a block does not.
+    passing: OPEN,
     to: 'SENDING',
     queued: { to: 'BUSY', event: 'recipient_busy', reason: 'another turn of the recipient is in progress' },
     queuedBusy: false,
@@ -232,7 +235,7 @@ describe('the look-up of the head, reserving it', () => {
       ['another registration', (a) => baton.db.pool.query(`UPDATE agents SET generation = generation + 1 WHERE id = $1`, [a.agentId])],
       ['another provider', async () => undefined, { provider: 'demo' }],
       ['a blocked connection', (a) => baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'block', now() FROM handoffs WHERE id = $1`, [a.ids[0]])],
-      ['restricted, no allow', async () => undefined, { restricted: true }],
+      ['restricted, no allow', async () => undefined, { passing: RESTRICTED }],
       ['an older fence', (a) => baton.db.pool.query(`INSERT INTO agent_turn_fences (agent_id, fence) VALUES ($1, 9000000000000000000)`, [a.agentId])],
     ];
     for (const [what, arrange, over] of cases) {
@@ -247,7 +250,7 @@ describe('the look-up of the head, reserving it', () => {
     // An explicit allow passes a restricted project.
     const allowed = await agentWith(1);
     await baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'allow', now() FROM handoffs WHERE id = $1`, [allowed.ids[0]]);
-    expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ restricted: true })))?.reserved).toBeDefined();
+    expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ passing: RESTRICTED })))?.reserved).toBeDefined();
   });
 
   it('says when another handoff of the recipient is UNCERTAIN, and reserves nothing then (that turn may still be running)', async () => {
@@ -266,14 +269,7 @@ describe('the look-up of the head, reserving it', () => {
     await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);
     await set([ids[1]!, ids[2]!], `delivery_state = 'BUSY'`);
     const before = (await baton.repos.handoffs.findById(ids[0]!))!;
-    const end = (expectRevision: number, r: HeadReservation) =>
-      baton.repos.handoffs.transition({
-        handoffId: ids[0]!,
-        steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: 'test' } }],
-        expectRevision,
-        at: new Date(),
-        thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, reserve: r },
-      });
+    const end = (expectRevision: number, r: HeadReservation) => returnTurn(agentId, ids[0]!, 'RUNNING', expectRevision, r);
     // A stale end writes nothing at all: no end, no reservation.
     expect(await end(before.revision - 1, spec())).toBeNull();
     expect((await row(ids[1]!)).delivery_state).toBe('BUSY');

@@ -161,14 +161,8 @@ describe.each(['with the look-up', 'apart'] as const)('a worker that lost its lo
     };
     const sent = await baton.post('/v1/handoffs', { from: 'origin', to: handle, message: 'lose the lock, then Postgres', title: 'proof through a blip' });
     expect(sent.status).toBe(201);
-    const h = await eventually(
-      async () => {
-        const now = (await baton.get(`/v1/handoffs/${sent.body.id}`)).body;
-        expect(now.state).toBe('RETURNED');
-        return now;
-      },
-      { what: 'proven unsent, sent again and returned', timeoutMs: 20_000 },
-    );
+    // Proven unsent, sent again and returned.
+    const h = await waitForState(baton, sent.body.id, 'RETURNED', 20_000);
     expect(h.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['reply_lost', 'unsent_proven']));
     expect(h.attempts.map((a: any) => a.status)).toEqual(['not_sent', 'returned']);
     expect(baton.host.writesByHandoff().get(sent.body.id)).toEqual([h.attempts[1].requestId]);

@@ -119,7 +119,7 @@ export class ChaosEnvironment {
     const env = new ChaosEnvironment(postgres, redis, Number(new URL(redis.url).port));
     try {
       await migrate(postgres.url);
-      await env.recordNotBefore();
+      await env.recordHistory();
       for (let i = 0; i < opts.apis; i++) await env.addSlot('api', `api-${i + 1}`);
       for (let i = 0; i < opts.workers; i++) await env.addSlot('worker', `worker-${i + 1}`);
       const port = await freePort();
@@ -134,11 +134,13 @@ export class ChaosEnvironment {
   }
 
   /**
-   * The order invariant needs every value `not_before` took and when; Baton keeps only the
-   * current one. A trigger of the run's own (schema `chaos`, outside Baton's) writes each change
-   * down. It changes nothing Baton reads.
+   * The order invariant needs every value `not_before` took and when (Baton keeps only the
+   * current one), and when each event and attempt became visible to other statements (its
+   * transaction's commit, which on a slow connection can come well after the transition's own
+   * time). Triggers of the run's own (schema `chaos`, outside Baton's) write both down: the
+   * commit times from constraint triggers deferred to the commit. They change nothing Baton reads.
    */
-  private async recordNotBefore(): Promise<void> {
+  private async recordHistory(): Promise<void> {
     await this.pool.query(`
       CREATE SCHEMA IF NOT EXISTS chaos;
       CREATE TABLE IF NOT EXISTS chaos.not_before_log (handoff_id uuid NOT NULL, not_before timestamptz(3), at timestamptz(3) NOT NULL);
@@ -151,6 +153,18 @@ export class ChaosEnvironment {
       END $$;
       DROP TRIGGER IF EXISTS chaos_not_before ON public.handoffs;
       CREATE TRIGGER chaos_not_before AFTER INSERT OR UPDATE ON public.handoffs FOR EACH ROW EXECUTE FUNCTION chaos.log_not_before();
+      CREATE TABLE IF NOT EXISTS chaos.commit_log (kind text NOT NULL, ref text NOT NULL, at timestamptz NOT NULL);
+      CREATE OR REPLACE FUNCTION chaos.log_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO chaos.commit_log (kind, ref, at) VALUES (TG_ARGV[0], NEW.id::text, clock_timestamp());
+        RETURN NULL;
+      END $$;
+      DROP TRIGGER IF EXISTS chaos_event_commit ON public.handoff_events;
+      CREATE CONSTRAINT TRIGGER chaos_event_commit AFTER INSERT ON public.handoff_events DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION chaos.log_commit('event');
+      DROP TRIGGER IF EXISTS chaos_attempt_commit ON public.delivery_attempts;
+      CREATE CONSTRAINT TRIGGER chaos_attempt_commit AFTER INSERT ON public.delivery_attempts DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION chaos.log_commit('attempt');
     `);
   }
 

@@ -16,8 +16,8 @@ const ms = (d: Date | null) => (d === null ? null : d.getTime());
 
 /**
  * Reads the demo host's write log (every write attempt any worker made, in arrival order) and,
- * straight from Postgres, every handoff, attempt and event of the run, and the `not_before`
- * history the run's trigger kept.
+ * straight from Postgres, every handoff, attempt and event of the run, the `not_before`
+ * history and the commit times the run's triggers kept.
  */
 export async function collectObservations(pool: pg.Pool, demoHostUrl: string): Promise<Observations> {
   const demo = new DemoHostClient(demoHostUrl);
@@ -28,21 +28,28 @@ export async function collectObservations(pool: pg.Pool, demoHostUrl: string): P
         `SELECT h.id, h.seq::text AS seq, a.handle AS recipient, h.provider::text AS provider, h.delivery_state AS state
          FROM handoffs h LEFT JOIN agents a ON a.id = h.recipient_id ORDER BY h.seq`,
       ),
-      pool.query<{ handoffId: string; requestId: string; startedAt: Date; status: string }>(
-        'SELECT handoff_id AS "handoffId", request_id AS "requestId", started_at AS "startedAt", status::text AS status FROM delivery_attempts',
+      pool.query<{ handoffId: string; requestId: string; startedAt: Date; status: string; committedAt: Date | null }>(
+        `SELECT d.handoff_id AS "handoffId", d.request_id AS "requestId", d.started_at AS "startedAt", d.status::text AS status, c.at AS "committedAt"
+         FROM delivery_attempts d LEFT JOIN chaos.commit_log c ON c.kind = 'attempt' AND c.ref = d.id::text`,
       ),
-      pool.query<{ id: string; handoffId: string; to: EventRow['to']; event: string; actor: string | null; workFrom: string | null; workTo: string | null; at: Date }>(
-        `SELECT id::text AS id, handoff_id AS "handoffId", to_state AS "to", event, actor_id AS actor,
-           work_from_state::text AS "workFrom", work_to_state::text AS "workTo", created_at AS at
-         FROM handoff_events e ORDER BY e.id`,
+      pool.query<{ id: string; handoffId: string; to: EventRow['to']; event: string; actor: string | null; workFrom: string | null; workTo: string | null; at: Date; committedAt: Date | null }>(
+        `SELECT e.id::text AS id, e.handoff_id AS "handoffId", e.to_state AS "to", e.event, e.actor_id AS actor,
+           e.work_from_state::text AS "workFrom", e.work_to_state::text AS "workTo", e.created_at AS at, c.at AS "committedAt"
+         FROM handoff_events e LEFT JOIN chaos.commit_log c ON c.kind = 'event' AND c.ref = e.id::text ORDER BY e.id`,
       ),
       pool.query<{ handoffId: string; notBefore: Date | null; at: Date }>('SELECT handoff_id AS "handoffId", not_before AS "notBefore", at FROM chaos.not_before_log'),
     ]);
     return {
       writes,
       handoffs: handoffs.rows.map((r) => ({ ...r, seq: Number(r.seq) })),
-      attempts: attempts.rows.map((r) => ({ handoffId: r.handoffId, requestId: r.requestId, reservedAt: r.startedAt.getTime(), status: r.status })),
-      events: events.rows.map((r) => ({ ...r, id: Number(r.id), at: r.at.getTime() })),
+      attempts: attempts.rows.map((r) => ({
+        handoffId: r.handoffId,
+        requestId: r.requestId,
+        reservedAt: r.startedAt.getTime(),
+        status: r.status,
+        ...(r.committedAt ? { committedAt: r.committedAt.getTime() } : {}),
+      })),
+      events: events.rows.map(({ committedAt, ...r }) => ({ ...r, id: Number(r.id), at: r.at.getTime(), ...(committedAt ? { committedAt: committedAt.getTime() } : {}) })),
       notBefore: notBefore.rows.map((r) => ({ handoffId: r.handoffId, notBefore: ms(r.notBefore), at: r.at.getTime() })),
     };
   } finally {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +90,8 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     const stopSending = new AbortController();
     const stopClaiming = new AbortController();
     const sendSignal = AbortSignal.any([signal, stopSending.signal, AbortSignal.timeout(sendCapMs)]);
+    // Each of the 32 send lanes waits on it (its pacing and retry sleeps): not a leak.
+    setMaxListeners(64, sendSignal);
     const sending = sender.run(plan.sends.length / opts.durationSec, 32, sendSignal);
     const claiming = claimers.run(AbortSignal.any([signal, stopClaiming.signal]));
     const refresh = setInterval(() => void claimers.refresh(env.pool), 1_000);

@@ -130,6 +130,38 @@ describe('per-agent order', () => {
     expect(checkAgentOrder(handoffs, writes, attempts, events, over, opts).violations).toBe(1);
   });
 
+  it('judges the head by what had committed when the later one was chosen, not by the transitions\' own times', () => {
+    // A was UNCERTAIN; the move that settled it to BUSY was stamped before B's reservation but
+    // committed after it (a slow connection): the snapshot that chose B still saw A UNCERTAIN.
+    const slowCommit = { ...event('A', 'BUSY', 'session_busy', T + 900), committedAt: T + 1_400 };
+    const uncertain = [...enrolled, event('A', 'UNCERTAIN', 'reply_lost', T + 100), slowCommit];
+    const reservedB = { ...attempts[0]!, committedAt: T + 1_050 };
+    const r = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], uncertain, [], opts);
+    expect(r.violations).toBe(0);
+    expect(r.checked).toContain('head UNCERTAIN 1');
+    // The same move committed at once: A was BUSY, due, and B overtook it.
+    const quick = [...enrolled, event('A', 'UNCERTAIN', 'reply_lost', T + 100), event('A', 'BUSY', 'session_busy', T + 200)];
+    const v = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], quick, [], opts);
+    expect(v.violations).toBe(1);
+    expect(v.details[0]).toContain('A was BUSY when');
+  });
+
+  it('allows an overtake of a head whose send had not committed, but not of one the chooser saw', () => {
+    const reservedB = { ...attempts[0]!, committedAt: T + 1_020 };
+    const reserveEvent = () => event('B', 'SENDING', 'attempt_reserved', T + 1_000);
+    // A's send committed after B's reservation: no snapshot that chose B held A.
+    const lateA = [{ ...event('A', 'WAITING', 'enrolled', T), committedAt: T + 1_100 }, event('B', 'WAITING', 'enrolled', T + 10), reserveEvent()];
+    const r = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], lateA, [], opts);
+    expect(r.violations).toBe(0);
+    expect(r.checked).toContain('head not yet committed 1');
+    // A committed before B's own send did: the snapshot that chose B (it saw B) saw A too,
+    // even though both are within the head-read allowance of the reservation.
+    const seenA = [{ ...event('A', 'WAITING', 'enrolled', T + 800), committedAt: T + 850 }, { ...event('B', 'WAITING', 'enrolled', T + 900), committedAt: T + 950 }, reserveEvent()];
+    const v = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], seenA, [], opts);
+    expect(v.violations).toBe(1);
+    expect(v.details[0]).toContain('A was WAITING when');
+  });
+
   it('counts an overtake whose head only became UNCERTAIN after the later one was reserved', () => {
     const events = [...enrolled, event('A', 'UNCERTAIN', 'reply_lost', T + 2_000)];
     expect(checkAgentOrder(handoffs, writes, attempts, events, [], opts).violations).toBe(1);

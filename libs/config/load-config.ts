@@ -54,6 +54,11 @@ export interface BatonConfig {
   readonly reconcileIntervalMs: number;
   /** On SIGTERM, how long running turns may take to finish before they are handed back. */
   readonly shutdownGraceMs: number;
+  /**
+   * How far V8 lets the JavaScript heap grow past what the last full collection kept, in percent,
+   * in the long-running processes (api, worker, serve); 0 leaves V8's own factor (up to 4x).
+   */
+  readonly heapGrowthPercent: number;
   readonly dbPoolSize: number;
   /** Longest wait for a connection and for each statement's reply before `database_unavailable`. */
   readonly dbTimeouts: DatabaseTimeouts;
@@ -110,6 +115,7 @@ export const CONFIG_VARIABLES = [
   'BATON_STALLED_INTERVAL_MS',
   'BATON_RECONCILE_INTERVAL_MS',
   'BATON_SHUTDOWN_GRACE_MS',
+  'BATON_HEAP_GROWTH_PERCENT',
   'BATON_DB_POOL_SIZE',
   'BATON_DB_QUERY_TIMEOUT_MS',
   'BATON_DB_CONNECT_TIMEOUT_MS',
@@ -127,6 +133,9 @@ export const CONFIG_VARIABLES = [
   'BATON_RATE_LIMIT_BURST',
   'BATON_METRICS_PORT',
 ] as const;
+
+/** BATON_HEAP_GROWTH_PERCENT's default (docs/PERFORMANCE.md, "Memory"). */
+export const DEFAULT_HEAP_GROWTH_PERCENT = 30;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -281,6 +290,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_000, 200, 600_000),
     reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 1_000, 50, 3_600_000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
+    heapGrowthPercent: int(env, 'BATON_HEAP_GROWTH_PERCENT', DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
     dbTimeouts: Object.freeze({
       queryMs: int(env, 'BATON_DB_QUERY_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.queryMs, 100, 600_000),

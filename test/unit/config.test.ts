@@ -3,6 +3,7 @@ import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../libs/config/loa
 import { CODEX_ENV_NAMES, PROGRAM_ENV_NAMES } from '../../libs/domain/inherited-env.ts';
 import { INHERITED_ENV_NAMES } from '../../libs/adapters/command/command-settings.ts';
 import { CODEX_INHERITED_ENV_NAMES } from '../../libs/adapters/codex/codex-settings.ts';
+import { heapGrowthFlag } from '../../services/cli/tune-heap.ts';
 
 describe('loadConfig', () => {
   it('gives working defaults with nothing set (no database or Redis: the demo embeds them)', () => {
@@ -36,6 +37,16 @@ describe('loadConfig', () => {
     expect(c.workerProviders).toEqual(['demo', 'codex']);
     expect(c.turnLockTtlMs).toBe(3000);
     expect(c.defaultProject).toBe('alpha');
+  });
+
+  it('lets a long-running process\'s heap grow 30% past its live size unless told otherwise, and refuses a value V8 would not take', () => {
+    expect(loadConfig({}).heapGrowthPercent).toBe(30);
+    expect(heapGrowthFlag(loadConfig({}).heapGrowthPercent)).toBe('--heap-growing-percent=30');
+    expect(heapGrowthFlag(loadConfig({ BATON_HEAP_GROWTH_PERCENT: '75' }).heapGrowthPercent)).toBe('--heap-growing-percent=75');
+    // 0: V8's own growing factor, no flag set.
+    expect(heapGrowthFlag(loadConfig({ BATON_HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent)).toBeNull();
+    expect(() => loadConfig({ BATON_HEAP_GROWTH_PERCENT: '1.5' })).toThrow(/BATON_HEAP_GROWTH_PERCENT must be a whole number/);
+    expect(() => loadConfig({ BATON_HEAP_GROWTH_PERCENT: '301' })).toThrow(/BATON_HEAP_GROWTH_PERCENT must be between 0 and 300/);
   });
 
   it('bounds every database call and keeps the reconciliation windows at their documented defaults when unset', () => {

@@ -11,6 +11,7 @@ const serverSide = async () => ({
   ...(await import('../run-until-signal.ts')),
   ...(await import('../start-stack.ts')),
   ...(await import('../startup-error.ts')),
+  ...(await import('../tune-heap.ts')),
 });
 
 /** `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. */
@@ -47,7 +48,8 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
       .option('--json', 'JSON log lines even on a terminal, and the start line as JSON: { "api": url | null, "worker": boolean }')
       .action(async (opts: { json?: boolean }) => {
         const config = requireUrls();
-        const { createLogger, startStack, runUntilSignal } = await serverSide();
+        const { createLogger, startStack, runUntilSignal, tuneHeap } = await serverSide();
+        tuneHeap(config.heapGrowthPercent);
         const logger = createLogger({ level: config.logLevel, name: `baton-${name}`, json: opts.json === true });
         const stack = await startStack({ config, logger, ...roles });
         if (opts.json) ctx.json({ api: stack.api?.url ?? null, worker: stack.worker !== undefined });

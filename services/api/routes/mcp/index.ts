@@ -1,12 +1,10 @@
 import type { FastifyInstance, FastifyPluginAsync, InjectOptions } from 'fastify';
 import type { Response as InjectResponse } from 'light-my-request';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { authenticate } from '../../../../libs/handoffs/manage-tokens.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { ApiClient } from '../../../cli/api-client.ts';
-import { createMcpServer } from '../../../mcp/create-mcp-server.ts';
 import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
 import { projectOf } from '../../route-context.ts';
@@ -57,6 +55,22 @@ export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
   return f as typeof fetch;
 }
 
+/**
+ * The MCP SDK and Baton's tool definitions (~12 MiB of RSS), loaded by the first `POST /mcp`
+ * rather than at start: an API that never serves MCP never holds them.
+ */
+let mcpModules: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport; createMcpServer: typeof import('../../../mcp/create-mcp-server.ts').createMcpServer }> | undefined;
+function loadMcp() {
+  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../../../mcp/create-mcp-server.ts')]).then(
+    ([sdk, tools]) => ({ Transport: sdk.StreamableHTTPServerTransport, createMcpServer: tools.createMcpServer }),
+    (err: unknown) => {
+      mcpModules = undefined;
+      throw err;
+    },
+  );
+  return mcpModules;
+}
+
 const header = (value: string | string[] | undefined) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 /**
@@ -80,8 +94,9 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
     if (identity.admin) await getAgent(core, project, identity.agent);
     const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
     const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project'] as string | undefined) : undefined, token, undefined, injectFetch(inject));
+    const { Transport, createMcpServer } = await loadMcp();
     const server = createMcpServer({ api, identity });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.setHeader('cache-control', NO_STORE);
     reply.hijack();
     reply.raw.once('close', () => {

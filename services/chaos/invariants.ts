@@ -230,14 +230,14 @@ export function checkAgentOrder(
           continue;
         }
         const window = choiceWindow(eventsOf.get(b.id) ?? [], attemptB, opts);
-        const excuse = headExcuse(eventsOf.get(a.id) ?? [], notBeforeOf.get(a.id) ?? [], window, opts);
+        const seen = statesSeen(eventsOf.get(a.id) ?? [], window);
+        const excuse = headExcuse(seen, notBeforeOf.get(a.id) ?? [], window, opts);
         if (excuse) {
           excused.set(excuse, (excused.get(excuse) ?? 0) + 1);
           continue;
         }
-        const seen = statesSeen(eventsOf.get(a.id) ?? [], window).map((s) => s ?? 'not yet sent');
         problems.push(
-          `${agent}: ${b.id} (sent after ${a.id}) was written first; ${a.id} was ${seen.join(' or ')} when it was reserved at ${new Date(attemptB.reservedAt).toISOString()}`,
+          `${agent}: ${b.id} (sent after ${a.id}) was written first; ${a.id} was ${seen.map((s) => s ?? 'not yet sent').join(' or ')} when it was reserved at ${new Date(attemptB.reservedAt).toISOString()}`,
         );
       }
     }
@@ -287,8 +287,8 @@ function statesSeen(events: readonly EventRow[], w: ChoiceWindow): Array<Deliver
   return [before, ...inside];
 }
 
-function headExcuse(events: readonly EventRow[], notBefore: readonly NotBeforeRow[], w: ChoiceWindow, opts: OrderOptions): Excuse | null {
-  const seen = statesSeen(events, w);
+/** Why the head, seen in one of the states `seen` (statesSeen), could not start an attempt when B was chosen; null: it could. */
+function headExcuse(seen: ReadonlyArray<DeliveryState | null>, notBefore: readonly NotBeforeRow[], w: ChoiceWindow, opts: OrderOptions): Excuse | null {
   for (const state of seen) {
     if (state === null) return 'head not yet committed';
     if (state === 'UNCERTAIN') return 'head UNCERTAIN';

@@ -98,8 +98,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       const redis = openRedis(redisUrl, 'producer', logger);
       connections.push(redis);
       // The API's code (Fastify, its plug-ins, the pages) is loaded only by processes that serve
-      // it, and the worker's only by workers: each process holds what it runs (~24 MiB of RSS
-      // for the API's modules, ~10 MiB for the worker's).
+      // it, and the worker's only by workers: each process holds what it runs (~29 MiB of RSS
+      // for the API's modules, ~10 MiB for the worker's; docs/PERFORMANCE.md, "Memory").
       const { startApiServer } = await import('../api/server.ts');
       try {
         api = await startApiServer({

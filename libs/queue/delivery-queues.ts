@@ -1,8 +1,24 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import type { RedisClient } from './open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
-import { DISPATCH_JOB_NAME, type DispatchJob } from './dispatch-job.ts';
-import type { RedisNames } from './redis-names.ts';
+import { DISPATCH_JOB_NAME, WAKE_JOB_NAME, type DispatchJob, type WakeJob } from './dispatch-job.ts';
+import { JOB_IDS, type RedisNames } from './redis-names.ts';
+
+const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
+
+type WakeUpCommands = {
+  batonAddWakeUps(set: string, arm: string, armMs: number, ...agentIds: string[]): Promise<number>;
+  batonTakeWakeUps(set: string, arm: string, count: number, armMs: number, disarmIfEmpty: '0' | '1'): Promise<string[]>;
+};
+
+/**
+ * How long a queue stays armed (a wake job queued or draining) without its drainer taking
+ * agents. A drainer whose slots are all busy stops taking; after this long the next wake-up adds
+ * a job another worker can take. A drainer that died is replaced by BullMQ's stalled-job check.
+ */
+export const WAKE_ARM_MS = 2_000;
 
 export interface DeliveryQueueOptions {
   /** Shared by every queue of this process: producers never open a connection per agent. */
@@ -18,14 +34,6 @@ export interface DeliveryQueueOptions {
    * reconciler's sweep.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
-  /** At most one sweep job per agent in this window (default SWEEP_DEDUP_MS). */
-  sweepDedupMs?: number;
-}
-
-interface WakeUp {
-  name: string;
-  data: DispatchJob;
-  opts: { jobId: string; deduplication?: { id: string; ttl: number } };
 }
 
 /**
@@ -38,37 +46,30 @@ export const DELIVERY_JOBS_KEPT = {
   removeOnFail: { age: 24 * 3600, count: 1000 },
 } as const;
 
-/** How long a sweep job keeps the reconciler from adding another for the same agent. */
-export const SWEEP_DEDUP_MS = 5_000;
-
 /**
- * An immediate dispatch job. The reconciler's sweep jobs are deduplicated per agent for
- * `sweepDedupMs` (BullMQ deduplication with an expiring key): under a backlog, every sweep (once
- * a second) otherwise added one more job for each agent whose wake-up was simply still waiting,
- * each run costing a lock and two look-ups that found nothing (4-5 runs per handoff at 10,000
- * agents). The key expires by itself, so a job lost to a partial key deletion never blocks the
- * agent for longer than that. Wake-ups for a commit or a finished turn are never merged.
- */
-function wakeUp(job: DispatchJob, jobId: string, sweepDedupMs: number): WakeUp {
-  const deduplication = job.cause === 'sweep' ? { id: `sweep-${job.agentId}`, ttl: sweepDedupMs } : undefined;
-  return { name: DISPATCH_JOB_NAME, data: job, opts: deduplication ? { jobId, deduplication } : { jobId } };
-}
-
-/**
- * The producer side of delivery: adds dispatch jobs to the provider shard an agent hashes to.
- * Jobs are small, carry deterministic ids, and are removed on completion so the same id can
- * be added again for a later cause. Losing one is harmless: the reconciler rebuilds them from
- * Postgres.
+ * The delivery queues of one deployment. Two kinds of job go on them (libs/queue/README.md,
+ * "Wake-ups"):
+ * - an immediate wake-up (a commit, a finished turn, the sweep) adds the agent to its queue's
+ *   wake-up set; the first one that finds the queue unarmed also adds one wake job, and the
+ *   worker that takes it drains the set, many agents per job;
+ * - a wake-up for later (a resend delay, a back-off) is a delayed job for that agent, with a
+ *   deterministic id.
+ * Losing either is harmless: the reconciler rebuilds them from Postgres.
  */
 export class DeliveryQueues {
   private readonly queues = new Map<string, Queue>();
-  /** Jobs waiting for this tick's bulk add, per queue. */
-  private readonly pending = new Map<
-    string,
-    { jobs: WakeUp[]; agents: Set<string>; done: Promise<void> }
-  >();
+  private readonly redis: RedisClient & WakeUpCommands;
+  /** Agents woken in this tick, per queue: one script call per queue and tick. */
+  private readonly pending = new Map<string, { route: WakeJob; sent: Set<string>; other: Set<string>; done: Promise<void> }>();
 
-  constructor(private readonly opts: DeliveryQueueOptions) {}
+  constructor(private readonly opts: DeliveryQueueOptions) {
+    const r = opts.connection as RedisClient & Partial<WakeUpCommands>;
+    if (typeof r.batonAddWakeUps !== 'function') {
+      opts.connection.defineCommand('batonAddWakeUps', { numberOfKeys: 2, lua: script('add-wake-ups') });
+      opts.connection.defineCommand('batonTakeWakeUps', { numberOfKeys: 2, lua: script('take-wake-ups') });
+    }
+    this.redis = opts.connection as RedisClient & WakeUpCommands;
+  }
 
   queueName(provider: string, agentId: string, pool = ''): string {
     return this.opts.names.deliveryQueue(provider, this.opts.names.shardOf(agentId, this.opts.shards), pool);
@@ -91,8 +92,9 @@ export class DeliveryQueues {
   }
 
   /**
-   * Adds one dispatch job (immediate ones are batched per tick). Idempotent per `jobId` while a
-   * job with that id exists; sweep jobs also per agent for a few seconds (see wakeUp).
+   * Wakes the agent's queue: now (its wake-up set, batched per tick and queue; an agent already
+   * waiting keeps its place), or after `delayMs` (a delayed job with id `jobId`, idempotent
+   * while a job with that id exists).
    * @throws when Redis cannot be reached (callers decide: the API logs it, the reconciler retries).
    */
   async enqueue(job: DispatchJob, jobId: string, delayMs = 0): Promise<void> {
@@ -101,49 +103,75 @@ export class DeliveryQueues {
       await this.queue(name).add(DISPATCH_JOB_NAME, job, { jobId, delay: delayMs });
       return;
     }
-    // Immediate jobs added in the same tick go to Redis together (one round trip per queue),
-    // and an agent needs one wake-up per tick however many handoffs it got: the worker that
-    // takes its turn lock delivers everything Postgres says is next.
     let batch = this.pending.get(name);
     if (!batch) {
-      const jobs: WakeUp[] = [];
+      const sent = new Set<string>();
+      const other = new Set<string>();
       const done = new Promise<void>((resolve, reject) => {
         setImmediate(() => {
           this.pending.delete(name);
-          this.flush(name, jobs).then(resolve, reject);
+          this.flush(name, routeOfQueue(job), sent, other).then(resolve, reject);
         });
       });
-      batch = { jobs, agents: new Set(), done };
+      batch = { route: routeOfQueue(job), sent, other, done };
       this.pending.set(name, batch);
     }
-    if (!batch.agents.has(job.agentId)) {
-      batch.agents.add(job.agentId);
-      batch.jobs.push(wakeUp(job, jobId, this.opts.sweepDedupMs ?? SWEEP_DEDUP_MS));
-    }
+    (job.cause === 'sent' ? batch.sent : batch.other).add(job.agentId);
     await batch.done;
   }
 
-  private async flush(name: string, jobs: WakeUp[]): Promise<void> {
-    let toAdd = jobs;
-    const sent = jobs.filter((j) => j.data.cause === 'sent');
-    if (this.opts.heldLocks && sent.length > 0) {
-      const held = await this.opts.heldLocks(sent.map((j) => j.data.agentId)).catch(() => sent.map(() => false));
-      const skip = new Set(sent.filter((_, i) => held[i]).map((j) => j.opts.jobId));
-      toAdd = jobs.filter((j) => !skip.has(j.opts.jobId));
+  private async flush(name: string, route: WakeJob, sent: Set<string>, other: Set<string>): Promise<void> {
+    const agents = new Set(other);
+    const fresh = [...sent].filter((a) => !other.has(a));
+    if (this.opts.heldLocks && fresh.length > 0) {
+      const held = await this.opts.heldLocks(fresh).catch(() => fresh.map(() => false));
+      fresh.forEach((a, i) => {
+        if (!held[i]) agents.add(a);
+      });
+    } else {
+      for (const a of fresh) agents.add(a);
     }
-    if (toAdd.length > 0) await this.queue(name).addBulk(toAdd);
+    if (agents.size > 0) await this.wake(name, route, [...agents]);
   }
 
-  /** Adds many jobs, one round trip per queue. */
+  /** Adds the agents to the queue's wake-up set, and a wake job when that armed the queue. */
+  private async wake(name: string, route: WakeJob, agentIds: string[]): Promise<void> {
+    const armed = await this.redis.batonAddWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeArm(name), WAKE_ARM_MS, ...agentIds);
+    if (armed === 1) await this.addWakeJob(name, route);
+  }
+
+  /**
+   * Adds a wake job for the queue (its arm is set): a drainer that stops before the set is empty
+   * hands the rest on with this, and add-wake-ups adds one when it armed the queue.
+   */
+  async addWakeJob(name: string, route: WakeJob): Promise<void> {
+    await this.queue(name).add(WAKE_JOB_NAME, route, { jobId: JOB_IDS.wake(randomUUID()) });
+  }
+
+  /**
+   * Takes up to `count` agents from the queue's wake-up set, oldest first (take-wake-ups.lua),
+   * re-arming the queue. An empty answer means the set was empty; the queue is then disarmed
+   * unless `lingering` (the drainer looks again soon, and producers need add no job meanwhile).
+   */
+  async takeWakeUps(name: string, count: number, lingering = false): Promise<string[]> {
+    return this.redis.batonTakeWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeArm(name), count, WAKE_ARM_MS, lingering ? '0' : '1');
+  }
+
+  /** The agents in the queue's wake-up set, oldest first (for tests and operators). */
+  async waitingWakeUps(name: string): Promise<string[]> {
+    return this.opts.connection.zrange(this.opts.names.wakeUps(name), '0', '-1');
+  }
+
+  /** Wakes many agents now, one script call per queue. */
   async enqueueMany(items: ReadonlyArray<{ job: DispatchJob; jobId: string }>): Promise<void> {
-    const byQueue = new Map<string, WakeUp[]>();
-    for (const { job, jobId } of items) {
+    const byQueue = new Map<string, { route: WakeJob; agents: Set<string> }>();
+    for (const { job } of items) {
       const name = this.queueName(job.provider, job.agentId, job.pool);
-      const list = byQueue.get(name) ?? [];
-      list.push(wakeUp(job, jobId, this.opts.sweepDedupMs ?? SWEEP_DEDUP_MS));
-      byQueue.set(name, list);
+      const entry = byQueue.get(name) ?? { route: routeOfQueue(job), agents: new Set<string>() };
+      entry.agents.add(job.agentId);
+      byQueue.set(name, entry);
     }
-    await Promise.all([...byQueue].map(([name, jobs]) => this.queue(name).addBulk(jobs)));
+    await Promise.all([...byQueue].map(([name, { route, agents }]) => this.wake(name, route, [...agents])));
   }
 
   /**
@@ -157,11 +185,12 @@ export class DeliveryQueues {
     const answers = new Map<string, boolean>();
     await Promise.all(
       [...new Set(names)].map(async (name) => {
-        const [counts, fresh] = await Promise.all([
+        const [counts, woken, fresh] = await Promise.all([
           this.queue(name).getJobCounts('wait', 'prioritized'),
+          this.opts.connection.zcard(this.opts.names.wakeUps(name)),
           this.opts.connection.set(this.opts.names.queueMark(name), '1', 'NX'),
         ]);
-        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) > 0);
+        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + woken > 0);
       }),
     );
     return names.map((name) => answers.get(name) ?? false);
@@ -173,13 +202,18 @@ export class DeliveryQueues {
   }
 
   /**
-   * Jobs in the delivery queues of `provider` in `pool`, summed over the shards, by BullMQ
-   * state (for /metrics: what waits in Redis, not what Postgres says is open).
+   * What waits in the delivery queues of `provider` in `pool`, summed over the shards (for
+   * /metrics: what waits in Redis, not what Postgres says is open): `waiting` counts the agents
+   * in the wake-up sets and the jobs waiting to be taken, `delayed` and `active` are jobs.
    */
   async jobCounts(provider: string, pool = ''): Promise<{ waiting: number; delayed: number; active: number }> {
-    const all = await Promise.all(this.allQueueNames(provider, pool).map((name) => this.queue(name).getJobCounts('wait', 'prioritized', 'delayed', 'active')));
+    const names = this.allQueueNames(provider, pool);
+    const [all, woken] = await Promise.all([
+      Promise.all(names.map((name) => this.queue(name).getJobCounts('wait', 'prioritized', 'delayed', 'active'))),
+      Promise.all(names.map((name) => this.opts.connection.zcard(this.opts.names.wakeUps(name)))),
+    ]);
     const sum = (key: string) => all.reduce((n, c) => n + (c[key] ?? 0), 0);
-    return { waiting: sum('wait') + sum('prioritized'), delayed: sum('delayed'), active: sum('active') };
+    return { waiting: sum('wait') + sum('prioritized') + woken.reduce((n, w) => n + w, 0), delayed: sum('delayed'), active: sum('active') };
   }
 
   async close(): Promise<void> {
@@ -187,4 +221,9 @@ export class DeliveryQueues {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }
+}
+
+/** The queue part of a job's route: a wake job names its queue's provider and pool. */
+function routeOfQueue(job: Pick<DispatchJob, 'provider' | 'pool'>): WakeJob {
+  return job.pool === undefined ? { provider: job.provider } : { provider: job.provider, pool: job.pool };
 }

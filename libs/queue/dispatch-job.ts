@@ -1,9 +1,15 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { POOL_PATTERN } from '../domain/ids.ts';
 
-/** The one job kind on a delivery queue: "look at this agent's queue in Postgres now". */
+/** A job for one agent: "look at this agent's queue in Postgres" (when it is due: a delayed job). */
 export const DISPATCH_JOB_NAME = 'dispatch';
+
+/**
+ * A job for the queue: "take the agents in this queue's wake-up set and look at each one's
+ * queue". Every immediate wake-up goes to the set (DeliveryQueues), so one job serves many agents.
+ */
+export const WAKE_JOB_NAME = 'wake';
 
 
 /**
@@ -17,7 +23,7 @@ export const DispatchJobSchema = Type.Object(
     provider: Type.String({ minLength: 1, maxLength: 32 }),
     /** The recipient's worker pool; absent for the unnamed pool. Picks the queue, with the provider. */
     pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
-    cause: Type.Union([Type.Literal('sent'), Type.Literal('after_turn'), Type.Literal('lock_retry'), Type.Literal('due'), Type.Literal('sweep')]),
+    cause: Type.Union([Type.Literal('wake'), Type.Literal('sent'), Type.Literal('after_turn'), Type.Literal('lock_retry'), Type.Literal('due'), Type.Literal('sweep')]),
     /** The handoff whose commit caused the job, when there is one. Informational: dispatch asks Postgres what is next. */
     handoffId: Type.Optional(Type.String({ format: 'uuid' })),
   },
@@ -26,14 +32,18 @@ export const DispatchJobSchema = Type.Object(
 
 export type DispatchJob = Static<typeof DispatchJobSchema>;
 
-const checker = Compile(DispatchJobSchema);
+/** A validator that throws with the first problem, naming what it expected. */
+function parserFor<T extends TSchema>(schema: T, what: string): (data: unknown) => Static<T> {
+  const checker = Compile(schema);
+  return (data) => {
+    if (checker.Check(data)) return data as Static<T>;
+    const first = [...checker.Errors(data)][0];
+    throw new Error(`invalid ${what}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unknown'}`);
+  };
+}
 
 /** Validates a job's data; throws with the first problem when it is not a DispatchJob. */
-export function parseDispatchJob(data: unknown): DispatchJob {
-  if (checker.Check(data)) return data;
-  const first = [...checker.Errors(data)][0];
-  throw new Error(`invalid dispatch job: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unknown'}`);
-}
+export const parseDispatchJob: (data: unknown) => DispatchJob = parserFor(DispatchJobSchema, 'dispatch job');
 
 /**
  * The routing part of a job for a handoff's recipient: agent, provider and (when named) pool,
@@ -42,3 +52,17 @@ export function parseDispatchJob(data: unknown): DispatchJob {
 export function routeOf(h: { readonly recipientId: string; readonly provider: string; readonly pool: string }): Pick<DispatchJob, 'agentId' | 'provider' | 'pool'> {
   return h.pool === '' ? { agentId: h.recipientId, provider: h.provider } : { agentId: h.recipientId, provider: h.provider, pool: h.pool };
 }
+
+/** A wake job's payload: the queue's provider and pool (the worker knows the queue it consumes). */
+export const WakeJobSchema = Type.Object(
+  {
+    provider: Type.String({ minLength: 1, maxLength: 32 }),
+    pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
+  },
+  { additionalProperties: false },
+);
+
+export type WakeJob = Static<typeof WakeJobSchema>;
+
+/** Validates a wake job's data; throws with the first problem when it is not a WakeJob. */
+export const parseWakeJob: (data: unknown) => WakeJob = parserFor(WakeJobSchema, 'wake job');

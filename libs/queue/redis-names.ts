@@ -39,6 +39,19 @@ export class RedisNames {
   }
 
   /**
+   * A delivery queue's wake-up set: the agents whose queues a worker must look at, each with
+   * when it was first woken (add-wake-ups.lua). In the queue's hash slot.
+   */
+  wakeUps(queue: string): string {
+    return `${this.prefix}:${queue}:wake-ups`;
+  }
+
+  /** Set while a wake job is queued for, or draining, the queue's wake-up set (take-wake-ups.lua). */
+  wakeArm(queue: string): string {
+    return `${this.prefix}:${queue}:wake-arm`;
+  }
+
+  /**
    * A mark the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
    * queue's keys were lost (a wipe, a restarted node), so its waiting list says nothing about
    * which wake-ups survived.
@@ -136,6 +149,8 @@ export class RedisNames {
  * its own id so no wake-up is swallowed by a job that is already running.
  */
 export const JOB_IDS = {
+  /** A wake job: drain the queue's wake-up set (each has its own id; the arm keeps them few). */
+  wake: (id: string) => `wake-${id}`,
   /** The handoff was just committed. */
   sent: (handoffId: string) => `sent-${handoffId}`,
   /** The turn lock `token` was released; its holder found more work. */

@@ -139,7 +139,7 @@ function longTurnsTable(l: LongTurnsResult): string[][] {
   rows.push(['turns followed per worker', l.turnsPerWorker.join(' / ')]);
   rows.push(['first send -> last turn ACCEPTED', `${l.firstSendToLastAcceptedSec} s`]);
   rows.push(['last send -> all RETURNED', `${l.lastSendToAllReturnedSec} s`]);
-  rows.push(['BullMQ active jobs per live turn', `${na(l.activeJobsPerLiveTurn)} (${l.queuedJobsInWindow} jobs waiting or delayed)`]);
+  rows.push(['BullMQ active jobs per live turn', `${na(l.activeJobsPerLiveTurn)} (${l.queuedJobsInWindow} jobs or wake-ups waiting or delayed)`]);
   rows.push([
     'worker RSS per followed turn',
     `${na(l.workerRssKiBPerTurn, ' KiB')} (idle ${l.workerRssIdleMiB.join(' / ')} MiB, turns live ${l.workerRssLiveMiB.join(' / ')} MiB)`,

@@ -1,26 +1,33 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
+import { DeliveryQueues, WAKE_ARM_MS } from '../../libs/queue/delivery-queues.ts';
+import { WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { deleteKeys, openRedis, scanKeys, type RedisClient } from '../../libs/queue/open-redis.ts';
-import { RedisNames } from '../../libs/queue/redis-names.ts';
-import { JOB_IDS } from '../../libs/queue/redis-names.ts';
+import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
 import { REDIS_TARGETS } from '../support/redis-targets.ts';
 import { eventually } from '../support/eventually.ts';
 import { silentLogger } from '../support/test-baton.ts';
 
+/**
+ * The producer side of the delivery queues, on a single server and on a cluster: immediate
+ * wake-ups go to the queue's wake-up set, and only the one that arms the queue adds a wake job;
+ * taking the set empty disarms it, so the next wake-up adds a job again. Nothing consumes the
+ * queue here: the test plays the drainer.
+ */
 describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   let redis: RedisClient;
   let names: RedisNames;
   let queues: DeliveryQueues;
-  /** The same BullMQ queue, only to read its deduplication state. */
+  /** The same BullMQ queue, only to read its jobs. */
   let inspect: Queue;
+  const name = () => names.deliveryQueue('demo', 0);
 
   beforeAll(async () => {
     redis = openRedis(url, 'worker', silentLogger());
     names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
-    queues = new DeliveryQueues({ connection: redis, names, shards: 1, logger: silentLogger(), sweepDedupMs: 400 });
-    inspect = new Queue(names.deliveryQueue('demo', 0), { connection: redis, prefix: names.bullPrefix });
+    queues = new DeliveryQueues({ connection: redis, names, shards: 1, logger: silentLogger() });
+    inspect = new Queue(name(), { connection: redis, prefix: names.bullPrefix });
   });
 
   afterAll(async () => {
@@ -30,34 +37,80 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     await redis.quit();
   });
 
-  const waitKey = () => `${names.bullPrefix}:${names.deliveryQueue('demo', 0)}:wait`;
-  const waiting = () => redis.lrange(waitKey(), 0, -1);
+  beforeEach(async () => {
+    await inspect.obliterate({ force: true });
+    await redis.del(names.wakeUps(name()));
+    await redis.del(names.wakeArm(name()));
+  });
 
-  describe('delivery queue producers', () => {
-    it('adds at most one sweep job per agent within the window, and another after it', async () => {
-      const agentId = randomUUID();
-      const sweep = (n: number) => queues.enqueue({ agentId, provider: 'demo', cause: 'sweep' }, JOB_IDS.sweep(agentId, n));
-      await sweep(1);
-      await sweep(2);
-      await sweep(3);
-      expect((await waiting()).filter((id) => id.startsWith(`sweep-${agentId}`))).toEqual([JOB_IDS.sweep(agentId, 1)]);
-      expect(await inspect.getDeduplicationJobId(`sweep-${agentId}`)).toBe(JOB_IDS.sweep(agentId, 1));
-      // The window ends when BullMQ's deduplication key expires: wait for that, not for a guess.
-      await eventually(async () => expect(await inspect.getDeduplicationJobId(`sweep-${agentId}`)).toBeNull(), { timeoutMs: 5_000, what: 'the sweep deduplication window to end' });
-      await sweep(4);
-      expect((await waiting()).filter((id) => id.startsWith(`sweep-${agentId}`))).toEqual([JOB_IDS.sweep(agentId, 4), JOB_IDS.sweep(agentId, 1)]);
-    });
+  const wakeJobs = async () => (await inspect.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME);
+  const sent = (agentId: string) => queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: randomUUID() }, JOB_IDS.sent(randomUUID()));
 
-    it('never merges a wake-up for a commit into another job of the agent, even one orphaned by a partial key deletion', async () => {
-      const agentId = randomUUID();
-      const first = randomUUID();
-      await queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: first }, JOB_IDS.sent(first));
-      // Someone deletes keys one by one: the wait list goes, the job's hash stays behind.
-      await redis.del(waitKey());
-      expect(await redis.exists(`${names.bullPrefix}:${names.deliveryQueue('demo', 0)}:${JOB_IDS.sent(first)}`)).toBe(1);
-      const second = randomUUID();
-      await queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: second }, JOB_IDS.sent(second));
-      expect(await waiting()).toContain(JOB_IDS.sent(second));
-    });
+  it('keeps each woken agent once, in the order first woken, and adds one wake job for them all while the queue is armed', async () => {
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    await sent(a);
+    await sent(b);
+    await Promise.all([sent(a), sent(c), queues.enqueueMany([{ job: { agentId: b, provider: 'demo', cause: 'sweep' }, jobId: JOB_IDS.sweep(b, 1) }])]);
+    expect(await queues.waitingWakeUps(name())).toEqual([a, b, c]);
+    const jobs = await wakeJobs();
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.data).toEqual({ provider: 'demo' });
+    expect((await queues.jobCounts('demo')).waiting).toBe(4);
+  });
+
+  it('taking the set empty disarms the queue in the same step: the next wake-up adds a new job, none is left without one', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await sent(a);
+    expect(await wakeJobs()).toHaveLength(1);
+    expect(await queues.takeWakeUps(name(), 10)).toEqual([a]);
+    // Still armed: the drainer has not yet found the set empty, so a wake-up now adds no job (it takes it).
+    await sent(b);
+    expect(await wakeJobs()).toHaveLength(1);
+    expect(await queues.takeWakeUps(name(), 10)).toEqual([b]);
+    expect(await queues.takeWakeUps(name(), 10)).toEqual([]);
+    expect(await redis.exists(names.wakeArm(name()))).toBe(0);
+    await sent(a);
+    expect(await wakeJobs()).toHaveLength(2);
+  });
+
+  it('a lingering drainer that finds the set empty keeps the queue armed: a wake-up meanwhile adds no job, and its next take gets it', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    await sent(a);
+    expect(await queues.takeWakeUps(name(), 10)).toEqual([a]);
+    expect(await queues.takeWakeUps(name(), 10, true)).toEqual([]);
+    expect(await redis.exists(names.wakeArm(name()))).toBe(1);
+    await sent(b);
+    expect(await wakeJobs()).toHaveLength(1);
+    expect(await queues.takeWakeUps(name(), 10, true)).toEqual([b]);
+    expect(await queues.takeWakeUps(name(), 10)).toEqual([]);
+    expect(await redis.exists(names.wakeArm(name()))).toBe(0);
+  });
+
+  it('takes at most the number asked, oldest first', async () => {
+    const agents = Array.from({ length: 5 }, () => randomUUID());
+    for (const a of agents) await sent(a);
+    expect(await queues.takeWakeUps(name(), 2)).toEqual(agents.slice(0, 2));
+    expect(await queues.takeWakeUps(name(), 10)).toEqual(agents.slice(2));
+  });
+
+  it('a drainer that stops taking lets the arm expire, and the next wake-up adds a job another worker can take', async () => {
+    await sent(randomUUID());
+    // The job is lost (keys deleted one by one), or its drainer is busy: the arm stays for WAKE_ARM_MS.
+    await inspect.obliterate({ force: true });
+    await sent(randomUUID());
+    expect(await wakeJobs()).toHaveLength(0);
+    await eventually(async () => expect(await redis.exists(names.wakeArm(name()))).toBe(0), { timeoutMs: WAKE_ARM_MS * 3, what: 'the arm to expire' });
+    await sent(randomUUID());
+    expect(await wakeJobs()).toHaveLength(1);
+    expect(await queues.waitingWakeUps(name())).toHaveLength(3);
+  });
+
+  it('a wake-up for later is a delayed job of the agent, with its own id', async () => {
+    const agentId = randomUUID();
+    const id = JOB_IDS.dueAt(agentId, Date.now() + 60_000, 'token');
+    await queues.enqueue({ agentId, provider: 'demo', cause: 'due' }, id, 60_000);
+    await queues.enqueue({ agentId, provider: 'demo', cause: 'due' }, id, 60_000);
+    expect((await inspect.getJobs(['delayed'])).map((j) => j.id)).toEqual([id]);
+    expect(await queues.waitingWakeUps(name())).toEqual([]);
   });
 });

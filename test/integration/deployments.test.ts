@@ -66,6 +66,15 @@ interface InFlight {
   release: () => void;
 }
 
+
+/** Whether the agent waits in a wake-up set of `baton`'s deployment (any of its delivery queues). */
+async function wokenOn(baton: TestBaton, agentId: string): Promise<boolean> {
+  for (const key of await baton.redis.keys(`${baton.prefix}:*:wake-ups`)) {
+    if ((await baton.redis.zscore(key, agentId)) !== null) return true;
+  }
+  return false;
+}
+
 /** Deployment A's agents (registered through A's API, so they belong to A). */
 async function registerAgentsOfA(a: TestBaton): Promise<InFlight['agents']> {
   expect((await a.post('/v1/agents', { id: 'origin', provider: 'manual' })).status).toBe(201);
@@ -201,17 +210,18 @@ describe('a worker of another Redis prefix on the same database', () => {
 
     // B's own agent, registered by a process of B. A's API stores a handoff to it and leaves
     // the wake-up to B's sweep: B's worker delivers it, to B's sessions.
-    await registerAgent({ ...a.core, deployment: bPrefix }, { project: 'default', handle: 'b-agent', provider: 'demo', providerSettings: { thinkMs: 10 } });
+    const bAgent = await registerAgent({ ...a.core, deployment: bPrefix }, { project: 'default', handle: 'b-agent', provider: 'demo', providerSettings: { thinkMs: 10 } });
     const toB = await send(a, 'b-agent', 'for deployment B');
     await waitForState(a, toB, 'RETURNED');
     expect((await snapshot(a, [toB]))[0]).toMatchObject({ attempts: 1, workers: ['b-worker'] });
-    expect(await a.redis.keys(`${a.prefix}:*sent-${toB}*`), 'A’s API put no wake-up for B’s agent on A’s queues').toEqual([]);
+    expect(await wokenOn(a, bAgent.id), 'A’s API put no wake-up for B’s agent on A’s queues').toBe(false);
+    expect(await a.redis.keys(`${a.prefix}:*${bAgent.id}*`), 'nor any job for it').toEqual([]);
     expect(bHost.writesByHandoff().get(toB)).toHaveLength(1);
 
     // A handoff of A with no worker of A running yet: B's sweep must not pick it up.
     const waiting = await send(a, 'idle', 'waits for a worker of its own deployment');
-    // (Its wake-up is on A's queues: the key the check on B's agent above looks for.)
-    await eventually(async () => expect(await a.redis.keys(`${a.prefix}:*sent-${waiting}*`)).not.toEqual([]));
+    // (Its wake-up is on A's queues: what the check on B's agent above looks for.)
+    await eventually(async () => expect(await wokenOn(a, agents.idle)).toBe(true));
     await passes(20);
     expect((await snapshot(a, [waiting]))[0]).toMatchObject({ state: 'WAITING', attempts: 0 });
 

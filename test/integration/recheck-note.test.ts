@@ -6,7 +6,7 @@ import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { dispatchAgent, type DispatchDeps, type TurnLockHandle } from '../../libs/handoffs/dispatch-agent.ts';
 import type { LockRelease } from '../../libs/locks/turn-locks.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
-import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
+import { RedisNames } from '../../libs/queue/redis-names.ts';
 import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -106,17 +106,31 @@ async function jobIds(): Promise<string[]> {
   }
 }
 
+/** The agents in the default pool's wake-up set (the worker here serves another pool: nobody takes them). */
+async function woken(): Promise<string[]> {
+  return apiQueues.waitingWakeUps(apiQueues.queueName('demo', 'x'));
+}
+
+/** Waits for the agent's wake-up from a send and removes it, so what follows starts with none. */
+async function takeWakeUp(agentId: string): Promise<void> {
+  await eventually(async () => (await woken()).includes(agentId), { what: 'the wake-up of the send' });
+  await baton.redis.zrem(names.wakeUps(apiQueues.queueName('demo', 'x')), agentId);
+}
+
 describe('after a dispatch run', () => {
   it('a handoff committed after the holder last looked, while it still held the lock, is queued on release (the note), with no job of its own', async () => {
     const r = await recipient();
     const first = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;
+    await takeWakeUp(r.agentId);
     let second = '';
+    let wokenWhileHeld: string[] = [];
     const releases: LockRelease[] = [];
     const deps = withLockHook(async () => {
       if (second) return;
       second = (await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })).handoff.id;
       // The send answers before its wake-up goes out; the turn is held until that happened.
       await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+      wokenWhileHeld = await woken();
     }, releases);
     const summary = await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
     expect(summary).toEqual({ outcome: 'idle', moved: 1 });
@@ -125,10 +139,9 @@ describe('after a dispatch run', () => {
     // (the lock was held), but the holder took the note and queued the agent.
     expect(await stateOf(second)).toBe('WAITING');
     expect(releases).toEqual(['recheck']);
-    const queued = await jobIds();
-    expect(queued).not.toContain(JOB_IDS.sent(second));
-    expect(queued.filter((id) => id.startsWith(`after-${r.agentId}-`))).toHaveLength(1);
-    // That job's run delivers it.
+    expect(wokenWhileHeld).not.toContain(r.agentId);
+    expect(await woken()).toContain(r.agentId);
+    // That wake-up's run delivers it.
     await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'after_turn' }, signals());
     expect(await stateOf(second)).toBe('RETURNED');
   });
@@ -136,6 +149,7 @@ describe('after a dispatch run', () => {
   it('a handoff enrolled BUSY behind a turn in flight gets its wake-up too: the holder a note while its lock is held, else a job', async () => {
     const r = await recipient();
     const live = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'live' })).handoff;
+    await takeWakeUp(r.agentId);
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'RUNNING', attempt_count = 1 WHERE id = $1`, [live.id]);
     const api = { ...baton.core, scheduler: apiQueues };
     const held = await worker.locks.acquire(r.agentId);
@@ -143,11 +157,11 @@ describe('after a dispatch run', () => {
     const behind = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind the held turn' })).handoff;
     expect(await stateOf(behind.id)).toBe('BUSY');
     await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+    expect(await woken()).not.toContain(r.agentId);
     expect(await held.lock.release()).toBe('recheck');
     const after = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind a turn whose lock is gone' })).handoff;
     expect(await stateOf(after.id)).toBe('BUSY');
-    await eventually(async () => (await jobIds()).includes(JOB_IDS.sent(after.id)), { what: 'the wake-up' });
-    expect(await jobIds()).not.toContain(JOB_IDS.sent(behind.id));
+    await eventually(async () => (await woken()).includes(r.agentId), { what: 'the wake-up' });
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE recipient_id = $1`, [r.agentId]);
   });
 
@@ -264,6 +278,7 @@ describe('after a dispatch run', () => {
   it('a run that released cleanly with nothing left queues nothing and asks Postgres nothing more', async () => {
     const r = await recipient();
     const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;
+    await takeWakeUp(r.agentId);
     const before = (await jobIds()).filter((id) => id.includes(r.agentId)).length;
     const releases: LockRelease[] = [];
     let asked = 0;
@@ -286,5 +301,6 @@ describe('after a dispatch run', () => {
     expect(releases).toEqual(['released']);
     expect(asked).toBe(0);
     expect((await jobIds()).filter((id) => id.includes(r.agentId)).length).toBe(before);
+    expect(await woken()).not.toContain(r.agentId);
   });
 });

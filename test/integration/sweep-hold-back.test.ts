@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { SWEEP_HOLD_BACK_MS, SweepMemory, sweepOpenWork } from '../../libs/handoffs/sweep-open-work.ts';
+import { WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { eventually } from '../support/eventually.ts';
@@ -13,7 +14,7 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
  * wake-ups waiting is held back (its own wake-up is most likely among them), for at most
  * SWEEP_HOLD_BACK_MS; a turn that may be live, an empty queue, or a queue whose keys were lost
  * gets the agent queued at once. One queue shard, and a worker that serves another pool, so
- * every job stays where the test can see it.
+ * every wake-up stays where the test can see it.
  */
 let baton: TestBaton;
 let worker: RunningDeliveryWorker;
@@ -40,24 +41,35 @@ async function agentWithLostWakeUp(): Promise<{ agentId: string; handoffId: stri
   const agent = await registerAgent(baton.core, { project: 'default', handle, provider: 'demo' });
   const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'sender', to: handle, message: 'lost wake-up' });
   // The send answers before its wake-up is added: wait for it, then lose it.
-  await eventually(async () => (await queue.getJob(`sent-${handoff.id}`)) !== undefined, { what: 'the wake-up' });
-  await queue.remove(`sent-${handoff.id}`);
+  await eventually(async () => (await woken()).includes(agent.id), { what: 'the wake-up' });
+  await baton.redis.zrem(names.wakeUps(queue.name), agent.id);
+  for (const job of await queue.getJobs(['wait'])) if (job.name === WAKE_JOB_NAME) await job.remove();
+  await baton.redis.del(names.wakeArm(queue.name));
   return { agentId: agent.id, handoffId: handoff.id };
 }
 
-/** Some other agent's wake-up waiting in the same queue: the backlog. */
-async function backlog(): Promise<void> {
-  await queue.add('dispatch', { agentId: '00000000-0000-4000-8000-000000000000', provider: 'demo', cause: 'sent' }, { jobId: `backlog-${++n}` });
+/** The agents in the queue's wake-up set. */
+async function woken(): Promise<string[]> {
+  return worker.queues.waitingWakeUps(queue.name);
 }
 
-async function sweepJobsFor(agentId: string): Promise<number> {
-  return (await queue.getJobs(['wait'])).filter((j) => j.id?.startsWith(`sweep-${agentId}-`)).length;
+/** Some other agent's wake-up waiting in the same queue: the backlog (in the wake-up set, or a job). */
+async function backlog(kind: 'wake-up' | 'job' = 'wake-up'): Promise<void> {
+  const agentId = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+  if (kind === 'job') await queue.add('dispatch', { agentId, provider: 'demo', cause: 'due' }, { jobId: `backlog-${n}` });
+  else await baton.redis.zadd(names.wakeUps(queue.name), Date.now(), agentId);
+}
+
+/** Whether the sweep queued the agent (its wake-up is in the set). */
+async function wakeUpsFor(agentId: string): Promise<number> {
+  return (await woken()).includes(agentId) ? 1 : 0;
 }
 
 /** No open work left from earlier tests, an empty queue, and the queue's mark set (as by an earlier sweep). */
 async function fresh(): Promise<void> {
   await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE settled_at IS NULL`);
   await queue.obliterate({ force: true });
+  await baton.redis.del(names.wakeUps(queue.name), names.wakeArm(queue.name));
   await worker.queues.backlogged([{ agentId: 'x', provider: 'demo' }]);
 }
 
@@ -70,11 +82,11 @@ describe('the sweep during a backlog', () => {
     const { agentId } = await agentWithLostWakeUp();
     await backlog();
     await sweepOpenWork(worker.deps, 1_000, memory);
-    expect(await sweepJobsFor(agentId)).toBe(0);
+    expect(await wakeUpsFor(agentId)).toBe(0);
     await sweepOpenWork(at(SWEEP_HOLD_BACK_MS / 2), 1_000, memory);
-    expect(await sweepJobsFor(agentId)).toBe(0);
+    expect(await wakeUpsFor(agentId)).toBe(0);
     await sweepOpenWork(at(SWEEP_HOLD_BACK_MS + 1_000), 1_000, memory);
-    expect(await sweepJobsFor(agentId)).toBe(1);
+    expect(await wakeUpsFor(agentId)).toBe(1);
   });
 
   it('queues at once when the queue has nothing waiting, or when its keys were lost (the mark is gone)', async () => {
@@ -82,14 +94,14 @@ describe('the sweep during a backlog', () => {
     const memory = new SweepMemory();
     const empty = await agentWithLostWakeUp();
     await sweepOpenWork(worker.deps, 1_000, memory);
-    expect(await sweepJobsFor(empty.agentId)).toBe(1);
+    expect(await wakeUpsFor(empty.agentId)).toBe(1);
 
     await fresh();
     const wiped = await agentWithLostWakeUp();
     await backlog();
     await baton.redis.del(names.queueMark(queue.name));
     await sweepOpenWork(at(1_000), 1_000, memory);
-    expect(await sweepJobsFor(wiped.agentId)).toBe(1);
+    expect(await wakeUpsFor(wiped.agentId)).toBe(1);
   });
 
   it('always queues an agent whose turn may be live (a killed writer), backlog or not', async () => {
@@ -97,9 +109,9 @@ describe('the sweep during a backlog', () => {
     const memory = new SweepMemory();
     const { agentId, handoffId } = await agentWithLostWakeUp();
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'SENDING', attempt_count = 1 WHERE id = $1`, [handoffId]);
-    await backlog();
+    await backlog('job');
     await sweepOpenWork(worker.deps, 1_000, memory);
-    expect(await sweepJobsFor(agentId)).toBe(1);
+    expect(await wakeUpsFor(agentId)).toBe(1);
   });
 
   it('without a memory (one-off passes) it holds nothing back', async () => {
@@ -107,6 +119,6 @@ describe('the sweep during a backlog', () => {
     const { agentId } = await agentWithLostWakeUp();
     await backlog();
     await sweepOpenWork(worker.deps, 1_000);
-    expect(await sweepJobsFor(agentId)).toBe(1);
+    expect(await wakeUpsFor(agentId)).toBe(1);
   });
 });

@@ -12,8 +12,12 @@ import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-read
 import { UnsentReservations } from '../../libs/handoffs/unsent-reservations.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
-import { parseDispatchJob } from '../../libs/queue/dispatch-job.ts';
-import { RedisNames } from '../../libs/queue/redis-names.ts';
+import { parseDispatchJob, parseWakeJob, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
+import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
+import { drainWakeUps, QueueSlots } from './drain-wake-ups.ts';
+
+/** How long after a dispatch run failed outright (Postgres unreachable) its agent is woken again. */
+const FAILED_RUN_RETRY_MS = 1_000;
 
 export interface DeliveryWorkerOptions {
   readonly repos: Repositories;
@@ -109,11 +113,32 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
 
   const workers: Worker[] = [];
   const pools = opts.pools ?? [''];
-  const queueNames = opts.adapters.providers().flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool)));
-  for (const queueName of queueNames) {
-    const worker = new Worker(
+  const routes = opts.adapters.providers().flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool).map((name) => ({ name, provider, pool }))));
+  for (const { name: queueName, provider, pool } of routes) {
+    const route = pool === '' ? { provider } : { provider, pool };
+    // The dispatch runs of this queue in flight in this process, whichever wake job started them.
+    const slots = new QueueSlots(opts.concurrency, {
+      pause: () => void worker.pause(true).catch(() => undefined),
+      resume: () => void worker.resume(),
+    });
+    const worker: Worker = new Worker(
       queueName,
       async (job) => {
+        if (job.name === WAKE_JOB_NAME) {
+          parseWakeJob(job.data);
+          const started = await drainWakeUps({
+            queue: queueName,
+            slots,
+            take: (count, lingering) => queues.takeWakeUps(queueName, count, lingering),
+            handOn: () => queues.addWakeJob(queueName, route),
+            dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals),
+            retryLater: (agentId) =>
+              queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + FAILED_RUN_RETRY_MS, job.id ?? ''), FAILED_RUN_RETRY_MS),
+            draining: draining.signal,
+            logger: opts.logger,
+          });
+          return { started };
+        }
         const data = parseDispatchJob(job.data);
         const summary = await dispatchAgent(deps, data, signals);
         return summary;

@@ -239,7 +239,7 @@ async function stateCounts(env: BenchEnvironment, projectId: string): Promise<St
   };
 }
 
-/** BullMQ jobs being processed right now, and waiting or delayed, over every delivery queue of the run. */
+/** BullMQ jobs being processed right now, and jobs or wake-ups waiting or delayed, over every delivery queue of the run. */
 async function jobCounts(env: BenchEnvironment): Promise<{ active: number; queued: number }> {
   let active = 0;
   let queued = 0;
@@ -247,7 +247,7 @@ async function jobCounts(env: BenchEnvironment): Promise<{ active: number; queue
   for (const idKey of await env.scanKeys(`${new RedisNames(env.prefix).bullPrefix}:*:id`)) {
     const base = idKey.slice(0, -':id'.length);
     active += await env.redis.llen(`${base}:active`);
-    queued += (await env.redis.llen(`${base}:wait`)) + (await env.redis.zcard(`${base}:delayed`));
+    queued += (await env.redis.llen(`${base}:wait`)) + (await env.redis.zcard(`${base}:delayed`)) + (await env.redis.zcard(`${base}:wake-ups`));
   }
   return { active, queued };
 }

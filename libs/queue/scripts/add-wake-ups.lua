@@ -1,0 +1,34 @@
+--[[
+  Add agents to a delivery queue's wake-up set, and arm the queue if nobody is draining it.
+
+  KEYS[1]  the queue's wake-up set (RedisNames.wakeUps): agent id -> when it was first woken
+           (the server clock in microseconds, so calls from different processes order right)
+  KEYS[2]  the queue's arm (RedisNames.wakeArm), in the same hash slot
+  ARGV[1]  how long the arm lives, milliseconds
+  ARGV[2..] agent ids
+
+  An agent already in the set keeps its place (NX): it needs one look at its queue in Postgres,
+  however many wake-ups it got, and the run that takes it delivers whatever is next.
+
+  Returns 1 when this call armed the queue (the caller adds one wake job: nobody was going to
+  take these agents), 0 when the queue was already armed (a wake job is queued or draining, and
+  takes them before it finishes: take-wake-ups.lua disarms only on finding the set empty).
+]]
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+local n = #ARGV
+local i = 2
+while i <= n do
+  local args = {}
+  local last = math.min(n, i + 499)
+  for j = i, last do
+    args[#args + 1] = now
+    args[#args + 1] = ARGV[j]
+  end
+  redis.call('ZADD', KEYS[1], 'NX', unpack(args))
+  i = last + 1
+end
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then
+  return 1
+end
+return 0

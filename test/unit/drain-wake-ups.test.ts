@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { drainWakeUps, QueueSlots, type WakeDrain } from '../../workers/delivery/drain-wake-ups.ts';
+import { silentLogger } from '../support/test-baton.ts';
+
+/**
+ * The wake job's loop over a queue's wake-up set, with the set as a plain list and dispatch runs
+ * the test ends by hand: how many run at once, what is taken when, and what a stop and a failed
+ * run leave behind. (The set and its arm on a real Redis: test/integration/delivery-queues.test.ts.)
+ */
+function harness(agents: string[], limit: number, opts: { failing?: string[] } = {}) {
+  const set = [...agents];
+  const takes: number[] = [];
+  const lingered: boolean[] = [];
+  const finish = new Map<string, () => void>();
+  const started: string[] = [];
+  const retried: string[] = [];
+  let handedOn = 0;
+  let maxInFlight = 0;
+  const consumer: string[] = [];
+  const draining = new AbortController();
+  const slots = new QueueSlots(limit, { pause: () => consumer.push('pause'), resume: () => consumer.push('resume') });
+  const drain: WakeDrain = {
+    queue: '{delivery-demo-0}',
+    slots,
+    take: async (count, lingering) => {
+      takes.push(count);
+      lingered.push(lingering);
+      return set.splice(0, count);
+    },
+    handOn: async () => {
+      handedOn++;
+    },
+    dispatch: (agentId) => {
+      started.push(agentId);
+      maxInFlight = Math.max(maxInFlight, slots.running.size + 1);
+      if (opts.failing?.includes(agentId)) return Promise.reject(new Error('postgres unreachable'));
+      return new Promise<void>((resolve) => finish.set(agentId, resolve));
+    },
+    retryLater: async (agentId) => {
+      retried.push(agentId);
+    },
+    draining: draining.signal,
+    logger: silentLogger(),
+  };
+  return { drain, slots, consumer, set, takes, lingered, finish, started, retried, draining, handedOn: () => handedOn, maxInFlight: () => maxInFlight };
+}
+
+/** No lingering: the first take that finds the set empty disarms the queue. */
+const NO_LINGER = { totalMs: 0, pollMs: 0 };
+
+/** Waits (real time, bounded) until `cond` holds. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 2));
+  expect(cond()).toBe(true);
+}
+
+/** Lets the loop run until it waits on something the test controls. */
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('draining a wake-up set', () => {
+  it('starts a run per agent, oldest first, taking only as many as there are free slots, until the set is empty', async () => {
+    const h = harness(['a', 'b', 'c'], 4);
+    const done = drainWakeUps(h.drain, NO_LINGER);
+    await settle();
+    expect(h.started).toEqual(['a', 'b', 'c']);
+    for (const id of ['a', 'b', 'c']) h.finish.get(id)!();
+    expect(await done).toBe(3);
+    // The second take found the set empty (which disarms the queue); nothing was handed on.
+    expect(h.takes).toEqual([4, 1]);
+    expect(h.lingered).toEqual([false, false]);
+    expect(h.handedOn()).toBe(0);
+    expect(h.consumer).toEqual([]);
+    expect(h.slots.running.size).toBe(0);
+  });
+
+  it('with every slot busy, hands the rest on to a new job once, takes no jobs of the queue, and goes on taking as its runs end', async () => {
+    const h = harness(['a', 'b', 'c', 'd', 'e'], 2);
+    const done = drainWakeUps(h.drain, NO_LINGER);
+    await settle();
+    expect(h.started).toEqual(['a', 'b']);
+    expect(h.handedOn()).toBe(1);
+    expect(h.consumer).toEqual(['pause']);
+    expect(h.set).toEqual(['c', 'd', 'e']);
+    h.finish.get('a')!();
+    await until(() => h.started.length === 3);
+    expect(h.started).toEqual(['a', 'b', 'c']);
+    for (const id of ['b', 'c']) h.finish.get(id)!();
+    await until(() => h.started.length === 5);
+    expect(h.maxInFlight()).toBe(2);
+    // Full again, but handed on once only; the consumer resumes when it stops taking.
+    expect(h.handedOn()).toBe(1);
+    for (const id of ['d', 'e']) h.finish.get(id)!();
+    expect(await done).toBe(5);
+    expect(h.consumer).toEqual(['pause', 'resume']);
+  });
+
+  it('on shutdown takes nothing more and hands the rest on to a new job', async () => {
+    const h = harness(['a', 'b', 'c'], 4);
+    h.draining.abort();
+    expect(await drainWakeUps(h.drain, NO_LINGER)).toBe(0);
+    expect(h.takes).toEqual([]);
+    expect(h.handedOn()).toBe(1);
+    expect(h.set).toEqual(['a', 'b', 'c']);
+    expect(h.consumer).toEqual([]);
+  });
+
+  it('a run that fails outright gets a wake-up for later, and the others go on', async () => {
+    const h = harness(['a', 'b'], 4, { failing: ['a'] });
+    const done = drainWakeUps(h.drain, NO_LINGER);
+    await settle();
+    h.finish.get('b')!();
+    expect(await done).toBe(2);
+    expect(h.retried).toEqual(['a']);
+  });
+
+  it('counts runs of the queue started by other wake jobs in this process against the free slots', async () => {
+    const h = harness(['a', 'b'], 2);
+    let endOther!: () => void;
+    h.slots.track(new Promise<void>((r) => (endOther = r)));
+    const done = drainWakeUps(h.drain, NO_LINGER);
+    await settle();
+    expect(h.takes[0]).toBe(1);
+    expect(h.started).toEqual(['a']);
+    endOther();
+    await until(() => h.started.length === 2);
+    h.finish.get('a')!();
+    h.finish.get('b')!();
+    expect(await done).toBe(2);
+  });
+
+  it('while its runs go, a drainer that finds the set empty keeps the queue armed and takes what arrives when a run ends: no new job for it', async () => {
+    const h = harness(['a'], 4);
+    const done = drainWakeUps(h.drain, { totalMs: 60_000, pollMs: 60_000 });
+    await settle();
+    expect(h.started).toEqual(['a']);
+    await until(() => h.lingered.length === 2);
+    // Found empty while a's run goes: the queue stays armed (a producer adds no job now).
+    expect(h.lingered).toEqual([false, true]);
+    h.set.push('b');
+    h.finish.get('a')!();
+    await until(() => h.started.length === 2);
+    expect(h.started).toEqual(['a', 'b']);
+    h.finish.get('b')!();
+    expect(await done).toBe(2);
+    // With no run of its own left, its last take disarms the queue.
+    expect(h.lingered.at(-1)).toBe(false);
+    expect(h.handedOn()).toBe(0);
+  });
+
+  it('stops lingering after totalMs even while its runs go, disarming the queue, then waits for them', async () => {
+    const h = harness(['a'], 4);
+    let finished = false;
+    const done = drainWakeUps(h.drain, { totalMs: 20, pollMs: 5 }).then((n) => {
+      finished = true;
+      return n;
+    });
+    await until(() => h.lingered.at(-1) === false && h.lingered.length > 2);
+    // Looked again every pollMs, then the disarming take.
+    expect(h.lingered[0]).toBe(false);
+    expect(h.lingered.slice(1, -1).every((l) => l)).toBe(true);
+    expect(finished).toBe(false);
+    h.finish.get('a')!();
+    expect(await done).toBe(1);
+  });
+});

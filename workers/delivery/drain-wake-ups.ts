@@ -1,0 +1,151 @@
+import type { Logger } from '../../libs/logging/create-logger.ts';
+
+/**
+ * A queue's dispatch-run slots in one process, shared by the wake jobs it takes: at most `limit`
+ * runs at once. A drainer that finds them full pauses the process's consumer of the queue
+ * (BullMQ's local pause: it takes no more jobs of the queue) and hands the rest on to a new wake
+ * job, which a process with free slots takes; it goes on taking agents itself as its runs end,
+ * and resumes the consumer when it stops taking.
+ */
+export class QueueSlots {
+  readonly running = new Set<Promise<void>>();
+  private paused = false;
+
+  constructor(
+    readonly limit: number,
+    private readonly consumer: { pause(): void; resume(): void },
+  ) {}
+
+  get free(): number {
+    return this.limit - this.running.size;
+  }
+
+  track(run: Promise<void>): void {
+    const tracked: Promise<void> = run.finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+  }
+
+  /** Resolves when a run of the queue ends (at once when none runs). */
+  async whenFree(): Promise<void> {
+    await Promise.race(this.running.size > 0 ? this.running : [Promise.resolve()]);
+  }
+
+  /** Pauses the consumer; false when it already was (another drainer paused it). */
+  pause(): boolean {
+    if (this.paused) return false;
+    this.paused = true;
+    this.consumer.pause();
+    return true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.consumer.resume();
+  }
+}
+
+export interface WakeDrain {
+  /** The queue whose wake-up set this job drains. */
+  readonly queue: string;
+  /** This process's slots for the queue's dispatch runs. */
+  readonly slots: QueueSlots;
+  /**
+   * Takes up to `count` agents, oldest first. Empty: the set was empty; the queue is then
+   * disarmed unless `lingering` (it stays armed: this drainer looks again soon).
+   */
+  take(count: number, lingering: boolean): Promise<string[]>;
+  /** Adds a wake job for the queue: another worker (or a later start) takes the rest. */
+  handOn(): Promise<void>;
+  /** One agent's dispatch run (dispatchAgent under its turn lock). */
+  dispatch(agentId: string): Promise<unknown>;
+  /** When a run fails outright: wake the agent again later (a delayed job). */
+  retryLater(agentId: string): Promise<void>;
+  /** Stop taking agents (shutdown has begun). */
+  readonly draining: AbortSignal;
+  readonly logger: Logger;
+}
+
+/**
+ * How a drainer lingers once it finds the set empty while runs it started are still going: it
+ * looks again when one of them ends, or every `pollMs`, for up to `totalMs`, keeping the queue
+ * armed, so wake-ups that arrive meanwhile need no new job. (Under a backlog of many agents a
+ * new job per few agents cost more Redis work than the handoffs themselves.)
+ */
+export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
+
+/**
+ * Runs a wake job: takes the agents of the queue's wake-up set, oldest first, as many as the
+ * process has free slots, and starts each one's dispatch run. When it finds the set empty it
+ * lingers while its runs are going (WAKE_LINGER), then takes once more disarming the queue: a
+ * wake-up added after that arms it again and adds a new job, so none is left without one. Then
+ * it waits for the runs it started. When the process's slots for the queue are full it hands the
+ * rest on to a new wake job, once, which another process takes (this one takes no jobs of the
+ * queue meanwhile: QueueSlots), and goes on taking as its runs end. On shutdown it takes nothing
+ * more and hands the rest on. A run that throws (Postgres unreachable) gets a delayed wake-up
+ * of its own; one lost with a killed process is re-queued by the reconciler's sweep, as a lost
+ * job is.
+ * @returns how many runs this job started
+ */
+export async function drainWakeUps(d: WakeDrain, linger: { totalMs: number; pollMs: number } = WAKE_LINGER): Promise<number> {
+  const mine = new Set<Promise<void>>();
+  let started = 0;
+  // When the set was first found empty since this job last took agents.
+  let emptySince: number | null = null;
+  let paused = false;
+  try {
+    for (;;) {
+      if (d.draining.aborted) {
+        await d.handOn();
+        break;
+      }
+      if (d.slots.free <= 0) {
+        // Full: let a process with free slots help (once), and take more here as runs end.
+        if (d.slots.pause()) {
+          paused = true;
+          await d.handOn();
+        }
+        await d.slots.whenFree();
+        continue;
+      }
+      const lingering = mine.size > 0 && linger.totalMs > 0 && (emptySince === null || Date.now() - emptySince < linger.totalMs);
+      const agents = await d.take(d.slots.free, lingering);
+      if (agents.length === 0) {
+        if (!lingering) break;
+        emptySince ??= Date.now();
+        await firstOf([...mine], Math.min(linger.pollMs, Math.max(0, emptySince + linger.totalMs - Date.now())));
+        continue;
+      }
+      emptySince = null;
+      for (const agentId of agents) {
+        const run: Promise<void> = d
+          .dispatch(agentId)
+          .then(
+            () => undefined,
+            async (err: unknown) => {
+              d.logger.warn({ err, agentId, queue: d.queue }, 'dispatch run failed; waking the agent again later');
+              await d.retryLater(agentId).catch((e: unknown) => d.logger.warn({ err: e, agentId }, 'could not schedule the retry; the reconciler will'));
+            },
+          )
+          .finally(() => mine.delete(run));
+        d.slots.track(run);
+        mine.add(run);
+        started++;
+      }
+    }
+  } finally {
+    if (paused) d.slots.resume();
+    await Promise.all(mine);
+  }
+  return started;
+}
+
+/** Resolves when the first of `runs` ends or after `ms`, whichever comes first. */
+async function firstOf(runs: Promise<void>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([...runs, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

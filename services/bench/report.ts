@@ -122,7 +122,7 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
   if (send) {
     cost.push([
       'Redis memory, nothing delivering',
-      `${send.redisBytesPerQueuedHandoff} bytes per handoff, ${send.redisBytesPerWaitingAgent} per agent (${send.thirtyTwoClients.requests} handoffs to ${send.recipients} agents)`,
+      `${send.redisBytesPerQueuedHandoff} bytes per handoff, ${send.redisBytesPerWaitingAgent} per agent (${send.queuedHandoffs} handoffs to ${send.recipients} agents)`,
     ]);
   }
   return cost;

@@ -7,12 +7,18 @@ import { redisUsedMemory } from '../usage.ts';
 export interface SendResults {
   oneClient: LoadResult;
   thirtyTwoClients: LoadResult;
-  /** Redis memory per handoff waiting for delivery (no worker running: its wake-up job waits), bytes. */
+  /**
+   * Redis memory per handoff waiting for delivery (no worker running: each recipient waits once
+   * in its queue's wake-up set, behind one wake job per queue), bytes, over every handoff this
+   * scenario sent. 0 when the growth is below what INFO memory can tell apart.
+   */
   redisBytesPerQueuedHandoff: number;
   /** The same memory per recipient with handoffs waiting. */
   redisBytesPerWaitingAgent: number;
   /** How many recipients the queued handoffs were spread over. */
   recipients: number;
+  /** How many handoffs were waiting when the memory was read. */
+  queuedHandoffs: number;
 }
 
 /**
@@ -26,13 +32,17 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   const recipients = Array.from({ length: 100 }, (_, i) => `send-r${i}`);
   await registerAgents(client, project, ['send-s', ...recipients]);
   const body = (tag: string) => (i: number) => ({ from: 'send-s', to: recipients[i % recipients.length], title: `${tag} ${i}`, message: `Handoff ${tag} ${i}: ${'context '.repeat(40)}` });
+  // Before the first send: what waits in Redis for delivery is per recipient (its place in the
+  // wake-up set), so the first handoffs to each recipient are the ones that cost memory.
+  const memBefore = await redisUsedMemory(env);
   // Warm the API up (JIT, connection pools) before timing.
-  await sendMany(client, project, 200, 8, body('warmup'));
+  const warmup = 200;
+  await sendMany(client, project, warmup, 8, body('warmup'));
   const oneClient = await sendMany(client, project, opts.one, 1, body('one'));
   tick();
-  const memBefore = await redisUsedMemory(env);
   const thirtyTwoClients = await sendMany(client, project, opts.many, 32, body('many'));
   const memAfter = await redisUsedMemory(env);
+  const grown = Math.max(0, memAfter - memBefore);
   tick();
   // No worker runs here: these handoffs stay WAITING. Remove them so later scenarios start clean.
   await env.pool.query(`DELETE FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1)`, [project]);
@@ -40,9 +50,10 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   return {
     oneClient,
     thirtyTwoClients,
-    redisBytesPerQueuedHandoff: round((memAfter - memBefore) / opts.many, 0),
-    redisBytesPerWaitingAgent: round((memAfter - memBefore) / recipients.length, 0),
+    redisBytesPerQueuedHandoff: round(grown / (warmup + opts.one + opts.many), 0),
+    redisBytesPerWaitingAgent: round(grown / recipients.length, 0),
     recipients: recipients.length,
+    queuedHandoffs: warmup + opts.one + opts.many,
   };
 }
 

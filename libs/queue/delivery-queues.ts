@@ -175,22 +175,26 @@ export class DeliveryQueues {
   }
 
   /**
-   * Per route, whether its queue has jobs waiting to be taken and kept its keys since this
-   * was last asked (DispatchScheduler.backlogged). One count per distinct queue, plus a mark in
-   * the queue's slot (RedisNames.queueMark): when the mark was missing, the queue's keys may
-   * have been lost with wake-ups in them, so the answer is false for that queue this time.
+   * Per route, whether its queue has wake-ups waiting to be taken and kept its keys since this
+   * was last asked (DispatchScheduler.backlogged): jobs waiting, or agents in its wake-up set
+   * while the queue is armed (a wake job is queued or draining it; a set whose arm is gone lost
+   * its job, say to a producer that died between arming and adding it, and is not a backlog the
+   * sweep may wait for). One count per distinct queue, plus a mark in the queue's slot
+   * (RedisNames.queueMark): when the mark was missing, the queue's keys may have been lost with
+   * wake-ups in them, so the answer is false for that queue this time.
    */
   async backlogged(routes: ReadonlyArray<Pick<DispatchJob, 'agentId' | 'provider' | 'pool'>>): Promise<boolean[]> {
     const names = routes.map((r) => this.queueName(r.provider, r.agentId, r.pool));
     const answers = new Map<string, boolean>();
     await Promise.all(
       [...new Set(names)].map(async (name) => {
-        const [counts, woken, fresh] = await Promise.all([
+        const [counts, woken, armed, fresh] = await Promise.all([
           this.queue(name).getJobCounts('wait', 'prioritized'),
           this.opts.connection.zcard(this.opts.names.wakeUps(name)),
+          this.opts.connection.exists(this.opts.names.wakeArm(name)),
           this.opts.connection.set(this.opts.names.queueMark(name), '1', 'NX'),
         ]);
-        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + woken > 0);
+        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + (armed === 1 ? woken : 0) > 0);
       }),
     );
     return names.map((name) => answers.get(name) ?? false);

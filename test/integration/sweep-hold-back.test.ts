@@ -57,7 +57,11 @@ async function woken(): Promise<string[]> {
 async function backlog(kind: 'wake-up' | 'job' = 'wake-up'): Promise<void> {
   const agentId = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
   if (kind === 'job') await queue.add('dispatch', { agentId, provider: 'demo', cause: 'due' }, { jobId: `backlog-${n}` });
-  else await baton.redis.zadd(names.wakeUps(queue.name), Date.now(), agentId);
+  else {
+    await baton.redis.zadd(names.wakeUps(queue.name), Date.now(), agentId);
+    // Armed: a wake job is queued for the set, or draining it.
+    await baton.redis.set(names.wakeArm(queue.name), '1', 'PX', 60_000);
+  }
 }
 
 /** Whether the sweep queued the agent (its wake-up is in the set). */
@@ -121,4 +125,18 @@ describe('the sweep during a backlog', () => {
     await sweepOpenWork(worker.deps, 1_000);
     expect(await wakeUpsFor(agentId)).toBe(1);
   });
+
+  it('queues at once when the waiting wake-ups have no job to take them (the arm is gone: a producer died between arming and adding the job)', async () => {
+    await fresh();
+    const memory = new SweepMemory();
+    const { agentId } = await agentWithLostWakeUp();
+    await backlog();
+    await baton.redis.del(names.wakeArm(queue.name));
+    await sweepOpenWork(worker.deps, 1_000, memory);
+    expect(await wakeUpsFor(agentId)).toBe(1);
+    // The sweep's wake-up armed the queue again and added the job that takes the whole set.
+    expect(await baton.redis.exists(names.wakeArm(queue.name))).toBe(1);
+    expect((await queue.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME)).toHaveLength(1);
+  });
 });
+

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import type { RedisClient } from './open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
-import { DISPATCH_JOB_NAME, WAKE_JOB_NAME, type DispatchJob, type WakeJob } from './dispatch-job.ts';
+import { DISPATCH_JOB_NAME, queueRoute, WAKE_JOB_NAME, type DispatchJob, type WakeJob } from './dispatch-job.ts';
 import { JOB_IDS, type RedisNames } from './redis-names.ts';
 
 const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
@@ -110,10 +110,10 @@ export class DeliveryQueues {
       const done = new Promise<void>((resolve, reject) => {
         setImmediate(() => {
           this.pending.delete(name);
-          this.flush(name, routeOfQueue(job), sent, other).then(resolve, reject);
+          this.flush(name, queueRoute(job.provider, job.pool), sent, other).then(resolve, reject);
         });
       });
-      batch = { route: routeOfQueue(job), sent, other, done };
+      batch = { route: queueRoute(job.provider, job.pool), sent, other, done };
       this.pending.set(name, batch);
     }
     (job.cause === 'sent' ? batch.sent : batch.other).add(job.agentId);
@@ -167,7 +167,7 @@ export class DeliveryQueues {
     const byQueue = new Map<string, { route: WakeJob; agents: Set<string> }>();
     for (const { job } of items) {
       const name = this.queueName(job.provider, job.agentId, job.pool);
-      const entry = byQueue.get(name) ?? { route: routeOfQueue(job), agents: new Set<string>() };
+      const entry = byQueue.get(name) ?? { route: queueRoute(job.provider, job.pool), agents: new Set<string>() };
       entry.agents.add(job.agentId);
       byQueue.set(name, entry);
     }
@@ -225,9 +225,4 @@ export class DeliveryQueues {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }
-}
-
-/** The queue part of a job's route: a wake job names its queue's provider and pool. */
-function routeOfQueue(job: Pick<DispatchJob, 'provider' | 'pool'>): WakeJob {
-  return job.pool === undefined ? { provider: job.provider } : { provider: job.provider, pool: job.pool };
 }

@@ -64,5 +64,10 @@ export const WakeJobSchema = Type.Object(
 
 export type WakeJob = Static<typeof WakeJobSchema>;
 
+/** A queue's route, as a wake job names it: the provider, and the pool when it is named ('' or absent: the unnamed pool). */
+export function queueRoute(provider: string, pool: string | undefined): WakeJob {
+  return pool === undefined || pool === '' ? { provider } : { provider, pool };
+}
+
 /** Validates a wake job's data; throws with the first problem when it is not a WakeJob. */
 export const parseWakeJob: (data: unknown) => WakeJob = parserFor(WakeJobSchema, 'wake job');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDispatchJob } from '../../libs/queue/dispatch-job.ts';
+import { parseDispatchJob, parseWakeJob, queueRoute } from '../../libs/queue/dispatch-job.ts';
 
 const agentId = '0190a1b2-0000-7000-8000-000000000001';
 
@@ -14,4 +14,13 @@ describe('dispatch job payload', () => {
     expect(() => parseDispatchJob({ agentId, provider: 'demo', cause: 'sent', extra: 1 })).toThrow(/extra/);
     expect(() => parseDispatchJob(null)).toThrow();
   });
+
+  it('names a queue by provider, and by pool only when one is named; a wake job carries nothing else', () => {
+    expect(queueRoute('demo', '')).toEqual({ provider: 'demo' });
+    expect(queueRoute('demo', undefined)).toEqual({ provider: 'demo' });
+    expect(queueRoute('demo', 'gpu')).toEqual({ provider: 'demo', pool: 'gpu' });
+    expect(parseWakeJob(queueRoute('demo', 'gpu'))).toEqual({ provider: 'demo', pool: 'gpu' });
+    expect(() => parseWakeJob({ provider: 'demo', agentId })).toThrow(/agentId/);
+  });
 });
+

@@ -12,7 +12,7 @@ import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-read
 import { UnsentReservations } from '../../libs/handoffs/unsent-reservations.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
-import { parseDispatchJob, parseWakeJob, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
+import { parseDispatchJob, parseWakeJob, queueRoute, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
 import { drainWakeUps, QueueSlots } from './drain-wake-ups.ts';
 
@@ -115,7 +115,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const pools = opts.pools ?? [''];
   const routes = opts.adapters.providers().flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool).map((name) => ({ name, provider, pool }))));
   for (const { name: queueName, provider, pool } of routes) {
-    const route = pool === '' ? { provider } : { provider, pool };
+    const route = queueRoute(provider, pool);
     // The dispatch runs of this queue in flight in this process, whichever wake job started them.
     const slots = new QueueSlots(opts.concurrency, {
       pause: () => void worker.pause(true).catch(() => undefined),

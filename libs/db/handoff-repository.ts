@@ -1,6 +1,8 @@
 import type { Viewer } from '../domain/visibility.ts';
 import { visibleSql } from './visible-sql.ts';
 import { prepared, type Queryable } from './prepared.ts';
+import { GroupCommit } from './group-commit.ts';
+import { isDatabaseUnavailable } from './classify-error.ts';
 import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
@@ -86,6 +88,14 @@ export interface UncertainCandidate {
  * single statement). Only libs/handoffs calls the writing functions; nothing here decides
  * whether a move is allowed.
  */
+
+/**
+ * Enrollment statements a process keeps in Postgres at once; sends that come meanwhile wait
+ * and go in the next one, up to ENROLL_MAX_BATCH rows each (GroupCommit). Below a pool's size,
+ * so reads and the delivery path keep connections of their own.
+ */
+const ENROLL_MAX_IN_FLIGHT = 4;
+const ENROLL_MAX_BATCH = 64;
 
 const H = (alias: string) => `
   ${alias}.id, ${alias}.seq, ${alias}.project_id AS "projectId", ${alias}.sender_id AS "senderId",
@@ -443,6 +453,75 @@ const NEXT_WORK_AT_SQL = `WITH d AS (
     ELSE (SELECT min(not_before) FROM handoffs WHERE recipient_id = $1 AND delivery_state IN (${stateList(DISPATCHABLE_STATES)})) END AS at
   FROM d WHERE ${OWNED_BY}`;
 
+/**
+ * Enrollment of a batch of handoffs ($1: one JSON object per handoff, `n` its place; $2: the
+ * live-turn states). Each look-up is LIMIT 1 (unique anyway), so it stays a per-row index probe
+ * rather than a join the planner may hash over the whole agents or handoffs table: a generic
+ * plan expects 100 rows from jsonb_to_recordset whatever the batch holds.
+ */
+const ENROLL_SQL = `WITH x AS (
+     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, id uuid, project text, sender text, recipient text, session uuid,
+       title text, message text, focus text, done_when text, context_summary text, open_questions jsonb, next_steps jsonb,
+       due_at timestamptz, idempotency_key text, content_hash text, duplicate_of uuid, state delivery_state, detail text,
+       guard boolean, work_state work_state, created_at timestamptz, event text, actor_kind actor_kind, actor_id text,
+       token_id uuid, reason text, event_detail jsonb, busy_if_live boolean, busy_state delivery_state, busy_event text,
+       busy_actor_kind actor_kind, busy_actor_id text, busy_reason text)
+   ), f AS (
+     -- Each look-up is LIMIT 1 (unique anyway): it stays a per-row index probe rather than
+     -- a join the planner may choose to hash over the whole agents table.
+     SELECT x.*, p.id AS project_id, s.id AS sender_id, r.id AS recipient_id, r.generation, r.provider, r.delivery_target, r.pool,
+       r.deployment, (x.session IS NULL OR EXISTS (SELECT 1 FROM sessions ss WHERE ss.id = x.session AND ss.project_id = p.id)) AS session_ok,
+       CASE WHEN x.guard THEN s.id::text || ':' || coalesce(r.id::text || ':' || r.generation, 'project') || ':' || x.content_hash END AS key,
+       b.busy IS NOT NULL AS busy
+     FROM x
+     LEFT JOIN LATERAL (
+       SELECT pr.id FROM projects pr JOIN workspaces w ON w.id = pr.workspace_id WHERE w.slug = 'default' AND pr.slug = x.project LIMIT 1
+     ) p ON true
+     LEFT JOIN LATERAL (SELECT a.id FROM agents a WHERE a.project_id = p.id AND a.handle = x.sender AND a.removed_at IS NULL LIMIT 1) s ON true
+     LEFT JOIN LATERAL (
+       SELECT a.id, a.generation, a.provider, a.delivery_target, a.pool, a.deployment
+       FROM agents a WHERE a.project_id = p.id AND a.handle = x.recipient AND a.removed_at IS NULL LIMIT 1
+     ) r ON true
+     LEFT JOIN LATERAL (
+       SELECT true AS busy FROM handoffs y
+       WHERE x.busy_if_live AND y.recipient_id = r.id AND y.delivery_state = ANY($2::delivery_state[]) AND y.attempt_count > 0 LIMIT 1
+     ) b ON true
+   ), h AS (
+     INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, pool, delivery_target, session_id,
+       title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
+       content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at,
+       created_by_token_id)
+     SELECT f.id, f.project_id, f.sender_id, f.recipient_id, f.generation, f.provider, coalesce(f.pool, ''), f.delivery_target, f.session,
+       f.title, f.message, f.focus, f.done_when, f.context_summary,
+       ARRAY(SELECT jsonb_array_elements_text(f.open_questions)), ARRAY(SELECT jsonb_array_elements_text(f.next_steps)),
+       f.due_at, f.idempotency_key, f.content_hash, f.key, f.duplicate_of, CASE WHEN f.busy THEN f.busy_state ELSE f.state END, f.detail,
+       f.work_state, CASE WHEN f.busy THEN 1 ELSE 0 END, f.created_at, f.created_at,
+       CASE WHEN f.state = 'DUPLICATE' THEN f.created_at END, f.token_id
+     FROM f
+     WHERE f.project_id IS NOT NULL AND f.sender_id IS NOT NULL AND f.session_ok AND (f.recipient IS NULL OR f.recipient_id IS NOT NULL)
+     ORDER BY f.n
+     ON CONFLICT DO NOTHING
+     RETURNING *
+   ), ev AS (
+     INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
+     SELECT h.id, NULL::delivery_state, f.state, f.event, f.actor_kind, f.actor_id, f.token_id, f.reason, f.event_detail, 0, h.created_at
+     FROM h JOIN f ON f.id = h.id
+     UNION ALL
+     SELECT h.id, f.state, h.delivery_state, f.busy_event, f.busy_actor_kind, f.busy_actor_id, NULL::uuid, f.busy_reason, NULL::jsonb, 1, h.created_at
+     FROM h JOIN f ON f.id = h.id WHERE h.revision = 1
+     RETURNING id, handoff_id
+   ), evs AS (
+     SELECT handoff_id, array_agg(id::text ORDER BY id) AS ids FROM ev GROUP BY handoff_id
+   )
+   SELECT f.n, f.project_id AS "foundProject", f.sender_id AS "foundSender", f.recipient_id AS "foundRecipient",
+     f.provider AS "foundProvider", f.generation AS "foundGeneration", f.deployment AS "foundDeployment",
+     f.session_ok AS "foundSession", f.key AS "foundKey",
+     (SELECT c.rule FROM connections c WHERE c.from_id = f.sender_id AND c.to_id = f.recipient_id) AS "foundRule",
+     (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections",
+     evs.ids AS "foundEvents", ${H('h')}
+   FROM f LEFT JOIN h ON h.id = f.id LEFT JOIN evs ON evs.handoff_id = f.id
+   ORDER BY f.n`;
+
 export class HandoffRepository {
   constructor(private readonly pool: Queryable) {}
 
@@ -485,10 +564,25 @@ export class HandoffRepository {
    * Enrolls a handoff in one statement: resolves the project and both agents by handle,
    * snapshots the recipient (generation, provider, session), inserts the row and its creation
    * event. Inserts nothing on any unique conflict (idempotency key, or an identical handoff
-   * still in progress); the outcome says which agents and key were involved.
+   * still in progress); the outcome says which agents and key were involved. Enrollments of
+   * the same moment share the statement (GroupCommit): each row is resolved, checked and
+   * inserted on its own, as if alone, and one commit covers them.
    */
-  async enroll(e: Enrollment, event: EventWrite): Promise<EnrollOutcome> {
+  enroll(e: Enrollment, event: EventWrite): Promise<EnrollOutcome> {
+    return this.enrollments.submit({ e, event });
+  }
+
+  private readonly enrollments = new GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>((items) => this.enrollMany(items), {
+    maxInFlight: ENROLL_MAX_IN_FLIGHT,
+    maxBatch: ENROLL_MAX_BATCH,
+    // Postgres away: every item would fail alone too. Anything else (a value one row cannot
+    // take, a deadlock between two batches' unique checks) is tried again row by row.
+    isolate: (err) => !isDatabaseUnavailable(err),
+  });
+
+  private async enrollMany(items: Array<{ e: Enrollment; event: EventWrite }>): Promise<EnrollOutcome[]> {
     type Row = HandoffRecord & {
+      n: number;
       foundProject: string | null;
       foundSender: string | null;
       foundRecipient: string | null;
@@ -499,76 +593,66 @@ export class HandoffRepository {
       foundKey: string | null;
       foundRule: 'allow' | 'block' | null;
       foundConnections: unknown;
-      foundEvents: string[];
+      foundEvents: string[] | null;
     };
+    const input = items.map(({ e, event }, n) => ({
+      n,
+      id: e.id,
+      project: e.projectSlug,
+      sender: e.fromHandle,
+      recipient: e.toHandle,
+      session: e.sessionId,
+      title: e.title,
+      message: e.message,
+      focus: e.focus,
+      done_when: e.doneWhen,
+      context_summary: e.contextSummary,
+      open_questions: e.openQuestions,
+      next_steps: e.nextSteps,
+      due_at: e.dueAt,
+      idempotency_key: e.idempotencyKey,
+      content_hash: e.contentHash,
+      duplicate_of: e.duplicateOfId,
+      state: e.deliveryState,
+      detail: e.deliveryDetail,
+      guard: e.guardDuplicates,
+      work_state: e.workState,
+      created_at: e.createdAt,
+      event: event.event,
+      actor_kind: event.actorKind,
+      actor_id: event.actorId,
+      token_id: event.tokenId ?? null,
+      reason: event.reason ?? null,
+      event_detail: event.detail ?? null,
+      busy_if_live: e.busyIfLive !== undefined,
+      busy_state: e.busyIfLive?.to ?? 'BUSY',
+      busy_event: e.busyIfLive?.event.event ?? null,
+      busy_actor_kind: e.busyIfLive?.event.actorKind ?? 'system',
+      busy_actor_id: e.busyIfLive?.event.actorId ?? null,
+      busy_reason: e.busyIfLive?.event.reason ?? null,
+    }));
     const { rows } = await this.q<Row>(
-      `WITH p AS (
-         SELECT pr.id FROM projects pr JOIN workspaces w ON w.id = pr.workspace_id WHERE w.slug = 'default' AND pr.slug = $2
-       ), s AS (
-         SELECT a.id FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $3 AND a.removed_at IS NULL
-       ), r AS (
-         SELECT a.id, a.generation, a.provider, a.delivery_target, a.pool, a.deployment FROM agents a JOIN p ON a.project_id = p.id WHERE a.handle = $4 AND a.removed_at IS NULL
-       ), ses AS (
-         SELECT $34::uuid IS NULL OR EXISTS (SELECT 1 FROM sessions x JOIN p ON x.project_id = p.id WHERE x.id = $34::uuid) AS ok
-       ), k AS (
-         SELECT CASE WHEN $19 THEN (SELECT id::text FROM s) || ':' || coalesce((SELECT id::text || ':' || generation FROM r), 'project') || ':' || $16 END AS key
-       ), h AS (
-         INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, pool, delivery_target, session_id,
-           title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
-           content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at,
-           created_by_token_id)
-         SELECT $1, p.id, s.id, r.id, r.generation, r.provider, coalesce(r.pool, ''), r.delivery_target, $34::uuid, $5, $6, $7, $8, $9, $10::text[], $11::text[],
-           $12, $13, $16, k.key, $14, CASE WHEN b.busy THEN $29::delivery_state ELSE $17::delivery_state END, $18, $20::work_state,
-           CASE WHEN b.busy THEN 1 ELSE 0 END, $15, $15,
-           CASE WHEN $17 = 'DUPLICATE' THEN $15::timestamptz END, $24::uuid
-         FROM p CROSS JOIN s CROSS JOIN k CROSS JOIN ses LEFT JOIN r ON true
-         CROSS JOIN LATERAL (
-           SELECT $27::boolean AND r.id IS NOT NULL AND EXISTS (
-             SELECT 1 FROM handoffs x WHERE x.recipient_id = r.id AND x.delivery_state = ANY($28::delivery_state[]) AND x.attempt_count > 0
-           ) AS busy
-         ) b
-         WHERE ses.ok AND ($4::text IS NULL OR r.id IS NOT NULL)
-         ON CONFLICT DO NOTHING
-         RETURNING *
-       ), ev AS (
-         INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
-         SELECT id, NULL::delivery_state, $17::delivery_state, $21::text, $22::actor_kind, $23::text, $24::uuid, $25::text, $26::jsonb, 0, created_at FROM h
-         UNION ALL
-         SELECT id, $17::delivery_state, delivery_state, $30::text, $31::actor_kind, $32::text, NULL::uuid, $33::text, NULL::jsonb, 1, created_at FROM h WHERE revision = 1
-         RETURNING id
-       )
-       SELECT (SELECT id FROM p) AS "foundProject", (SELECT id FROM s) AS "foundSender", (SELECT id FROM r) AS "foundRecipient",
-         (SELECT provider FROM r) AS "foundProvider", (SELECT generation FROM r) AS "foundGeneration", (SELECT deployment FROM r) AS "foundDeployment",
-         (SELECT ok FROM ses) AS "foundSession", (SELECT key FROM k) AS "foundKey",
-         (SELECT c.rule FROM connections c WHERE c.from_id = (SELECT id FROM s) AND c.to_id = (SELECT id FROM r)) AS "foundRule",
-         (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections",
-         ARRAY(SELECT id::text FROM ev ORDER BY id) AS "foundEvents", ${H('h')}
-       FROM (SELECT 1) one LEFT JOIN h ON true`,
-      [
-        e.id, e.projectSlug, e.fromHandle, e.toHandle, e.title, e.message, e.focus, e.doneWhen, e.contextSummary,
-        e.openQuestions, e.nextSteps, e.dueAt, e.idempotencyKey, e.duplicateOfId, e.createdAt, e.contentHash,
-        e.deliveryState, e.deliveryDetail, e.guardDuplicates, e.workState,
-        event.event, event.actorKind, event.actorId, event.tokenId ?? null, event.reason ?? null, jsonParam(event.detail),
-        e.busyIfLive !== undefined, LIVE_TURN_STATES, e.busyIfLive?.to ?? 'BUSY', e.busyIfLive?.event.event ?? null,
-        e.busyIfLive?.event.actorKind ?? 'system', e.busyIfLive?.event.actorId ?? null, e.busyIfLive?.event.reason ?? null,
-        e.sessionId,
-      ],
+      ENROLL_SQL,
+      [JSON.stringify(input), LIVE_TURN_STATES],
     );
-    const { foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundDeployment, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = rows[0]!;
-    return {
-      projectId: foundProject,
-      senderId: foundSender,
-      recipientId: foundRecipient,
-      recipientProvider: foundProvider,
-      recipientGeneration: foundGeneration,
-      recipientDeployment: foundDeployment,
-      sessionFound: foundSession === true,
-      inProgressKey: foundKey,
-      connectionRule: foundRule,
-      connectionsSetting: foundConnections,
-      handoff: h.id ? h : null,
-      eventIds: foundEvents,
-    };
+    if (rows.length !== items.length) throw new Error(`enrollment returned ${rows.length} rows for ${items.length} handoffs`);
+    return rows.map((row) => {
+      const { n: _n, foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundDeployment, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = row;
+      return {
+        projectId: foundProject,
+        senderId: foundSender,
+        recipientId: foundRecipient,
+        recipientProvider: foundProvider,
+        recipientGeneration: foundGeneration,
+        recipientDeployment: foundDeployment,
+        sessionFound: foundSession === true,
+        inProgressKey: foundKey,
+        connectionRule: foundRule,
+        connectionsSetting: foundConnections,
+        handoff: h.id ? h : null,
+        eventIds: foundEvents ?? [],
+      };
+    });
   }
 
   /** The in-progress original holding `key`, if it is still in progress. */

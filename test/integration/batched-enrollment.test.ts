@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
+
+/**
+ * Sends that come together share one enrollment statement (libs/db/group-commit.ts): each row
+ * is still resolved, checked and answered as if it were alone. Every kind of answer a send can
+ * get, in one batch, on a real Postgres.
+ */
+let baton: TestBaton;
+let n = 0;
+/** Enrollment statements the API's pool ran (the batched INSERT is the one that reads jsonb_to_recordset). */
+let enrollStatements = 0;
+
+async function agent(settings: Record<string, unknown> = {}): Promise<string> {
+  const id = `be${++n}`;
+  expect((await baton.post('/v1/agents', { id, provider: 'demo', settings })).status).toBe(201);
+  return id;
+}
+
+beforeAll(async () => {
+  baton = await startTestBaton();
+  const pool = baton.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const query = pool.query.bind(pool);
+  pool.query = (...args: unknown[]) => {
+    const config = args[0] as { text?: string } | undefined;
+    if (typeof config?.text === 'string' && config.text.includes('jsonb_to_recordset') && config.text.includes('INSERT INTO handoffs')) enrollStatements++;
+    return query(...args);
+  };
+  baton.startWorker();
+});
+
+afterAll(async () => {
+  await baton?.stop();
+});
+
+describe('batched enrollment', () => {
+  it('sends that share a statement each get the answer they would get alone', async () => {
+    const [a, b, c] = [await agent(), await agent(), await agent()];
+    const busy = await agent({ behavior: 'hang' });
+    // A turn in flight at `busy`: what is sent to it now waits as BUSY.
+    const first = await baton.post('/v1/handoffs', { from: a, to: busy, message: 'first turn', title: 'first' });
+    await waitForState(baton, first.body.id, 'RUNNING');
+
+    const before = enrollStatements;
+    const sends: Array<[string, Record<string, unknown>]> = [
+      ['plain', { from: a, to: b, message: 'plain one', title: 'plain one' }],
+      ['plain2', { from: a, to: c, message: 'plain two', title: 'plain two' }],
+      ['unknown recipient', { from: a, to: 'nobody-here', message: 'lost?' }],
+      ['unknown sender', { from: 'nobody-there', to: b, message: 'who?' }],
+      ['key, first', { from: b, to: c, message: 'keyed', idempotencyKey: 'k-batch' }],
+      ['key, other content', { from: b, to: c, message: 'keyed but different', idempotencyKey: 'k-batch' }],
+      ['identical 1', { from: c, to: b, message: 'same words', title: 'same' }],
+      ['identical 2', { from: c, to: b, message: 'same words', title: 'same' }],
+      ['to a busy recipient', { from: b, to: busy, message: 'after the first', title: 'second' }],
+      ['to the project', { from: a, to: '@project', message: 'anyone', title: 'open work' }],
+      ['unknown session', { from: a, to: b, message: 'in a session', session: '00000000-0000-4000-8000-000000000000' }],
+    ];
+    const results = await Promise.all(sends.map(([, body]) => baton.post('/v1/handoffs', body)));
+    const by = Object.fromEntries(sends.map(([name], i) => [name, results[i]!]));
+    // They shared statements: fewer enrollment statements than sends (the retries of the
+    // conflicting ones included).
+    const statements = enrollStatements - before;
+    expect(statements).toBeGreaterThan(0);
+    expect(statements).toBeLessThan(sends.length);
+
+    expect(by['plain']!.status).toBe(201);
+    expect(by['plain2']!.status).toBe(201);
+    expect(by['plain']!.body.to).toBe(b);
+    expect(by['plain2']!.body.to).toBe(c);
+    expect(by['unknown recipient']!.body.error.code).toBe('unknown_recipient');
+    expect(by['unknown sender']!.body.error.code).toBe('unknown_sender');
+    expect(by['unknown session']!.body.error.code).toBe('session_not_found');
+
+    const keyed = [by['key, first']!, by['key, other content']!];
+    expect(keyed.filter((r) => r.status === 201)).toHaveLength(1);
+    const conflict = keyed.find((r) => r.status !== 201)!;
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error.code).toBe('idempotency_conflict');
+
+    const identical = [by['identical 1']!, by['identical 2']!];
+    expect(identical.map((r) => r.status)).toEqual([201, 201]);
+    const original = identical.find((r) => r.body.state !== 'DUPLICATE')!;
+    const duplicate = identical.find((r) => r.body.state === 'DUPLICATE')!;
+    expect(duplicate.body.duplicateOf).toBe(original.body.id);
+
+    expect(by['to a busy recipient']!.body.state).toBe('BUSY');
+    expect(by['to the project']!.status).toBe(201);
+    expect(by['to the project']!.body.to).toBeNull();
+
+    // Each row's timeline is its own: created, then (the busy one) the wait behind the turn.
+    const timeline = async (id: string) => (await baton.get(`/v1/handoffs/${id}`)).body.events.map((e: { event: string }) => e.event);
+    expect(await timeline(by['to a busy recipient']!.body.id)).toEqual(['enrolled', 'recipient_busy']);
+    expect(await timeline(by['plain']!.body.id)).toContain('enrolled');
+    expect((await timeline(duplicate.body.id))[0]).toBe('duplicate_detected');
+
+    // Nothing refused was written; each accepted send is one row.
+    const { rows } = await baton.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM handoffs WHERE message = ANY($1::text[])`,
+      [sends.map(([, body]) => body['message'])],
+    );
+    expect(rows[0]!.n).toBe(7);
+    await waitForState(baton, by['plain']!.body.id, 'RETURNED');
+    await waitForState(baton, by['plain2']!.body.id, 'RETURNED');
+    expect(baton.host.writesByHandoff().get(by['plain']!.body.id)).toHaveLength(1);
+  });
+});

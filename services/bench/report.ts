@@ -57,6 +57,9 @@ export function renderReport(r: BenchResult): string {
     const s32 = r.send.thirtyTwoClients;
     rows.push(['send over HTTP, 1 client', `${s1.perSecond}/s`, ceiling(`${pg1} tx/s (pg x1)`), of(s1.perSecond, pg1), `${s1.p50Ms} / ${s1.p99Ms} ms`]);
     rows.push(['send over HTTP, 32 clients', `${s32.perSecond}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(s32.perSecond, pg8), `${s32.p50Ms} / ${s32.p99Ms} ms`]);
+    const cost = r.send.thirtyTwoClientsCost;
+    const split = (['api', 'postgres', 'redis', 'loadGenerator'] as const).map((role) => `${role === 'loadGenerator' ? 'load generator' : role === 'api' ? 'API' : role === 'postgres' ? 'Postgres' : 'Redis'} ${cost.cpuMs[role] ?? 'n/a'}`);
+    rows.push(['send, 32 clients: CPU ms per handoff', `${cost.cpuMs.total}`, `${split.join(', ')}; ${cost.postgresStatements ?? 'n/a'} statements`, '', '']);
   }
   for (const d of delivery) {
     rows.push([`e2e ${d.agents} agents, ${d.handoffs} handoffs: to ACCEPTED`, `${d.acceptedPerSec}/s`, ceiling(`${bull} jobs/s (bullmq)`), of(d.acceptedPerSec, bull), `${d.acceptedP50Ms} / ${d.acceptedP99Ms} ms`]);

@@ -2,11 +2,13 @@ import type { BenchEnvironment } from '../bench-environment.ts';
 import type { JsonClient, LoadResult } from '../http-load.ts';
 import { round } from '../measure.ts';
 import { registerAgents, sendMany } from './common.ts';
-import { redisUsedMemory } from '../usage.ts';
+import { redisUsedMemory, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
 
 export interface SendResults {
   oneClient: LoadResult;
   thirtyTwoClients: LoadResult;
+  /** What each send at 32 clients cost: CPU by process (API, Postgres, Redis, the load generator), statements, commands. */
+  thirtyTwoClientsCost: UsagePerHandoff;
   /**
    * Redis memory per handoff waiting for delivery (no worker running: each recipient waits once
    * in its queue's wake-up set, behind one wake job per queue), bytes, over every handoff this
@@ -40,7 +42,9 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   await sendMany(client, project, warmup, 8, body('warmup'));
   const oneClient = await sendMany(client, project, opts.one, 1, body('one'));
   tick();
+  const usageBefore = await usageSnapshot(env);
   const thirtyTwoClients = await sendMany(client, project, opts.many, 32, body('many'));
+  const thirtyTwoClientsCost = usagePerHandoff(usageBefore, await usageSnapshot(env), opts.many);
   const memAfter = await redisUsedMemory(env);
   const grown = Math.max(0, memAfter - memBefore);
   tick();
@@ -50,6 +54,7 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
   return {
     oneClient,
     thirtyTwoClients,
+    thirtyTwoClientsCost,
     redisBytesPerQueuedHandoff: round(grown / (warmup + opts.one + opts.many), 0),
     redisBytesPerWaitingAgent: round(grown / recipients.length, 0),
     recipients: recipients.length,

@@ -54,7 +54,8 @@ export class BenchEnvironment {
   ) {
     this.cleanups.push(...cleanups);
     this.running = tuning;
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'baton-bench' });
+    // Connections stay open (no idle timeout): usage.ts counts their backends' CPU as the bench's own.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'baton-bench', idleTimeoutMillis: 0 });
     this.pool.on('error', () => undefined);
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'baton-bench' });
     this.redis.on('error', () => undefined);

@@ -57,7 +57,7 @@ export interface CpuByRole {
   demoHost: number | null;
   postgres: number | null;
   redis: number | null;
-  /** The benchmark itself: the 32 HTTP clients generating the load and its polling. */
+  /** The benchmark itself: the 32 HTTP clients generating the load and its polling (with the Postgres backends its polling uses). */
   loadGenerator: number | null;
 }
 
@@ -108,15 +108,31 @@ export async function redisMemoryOfWaitingJobs(env: BenchEnvironment): Promise<n
   return Math.round(total);
 }
 
+/**
+ * CPU of the Postgres backends serving the bench's own connections (its polling and read-backs),
+ * ms: the load generator's share of the server's CPU, not Baton's. The bench's pool keeps its
+ * connections open, so these backends live through a measured window.
+ */
+async function benchBackendsCpu(env: BenchEnvironment): Promise<number> {
+  const { rows } = await env.pool.query<{ pid: number }>(`${BENCH_SQL} SELECT pid FROM pg_stat_activity WHERE application_name = 'baton-bench'`);
+  const cpu = await Promise.all(rows.map((r) => cpuOf(r.pid)));
+  return cpu.reduce<number>((a, b) => a + (b ?? 0), 0);
+}
+
 export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapshot> {
   const workers = await Promise.all(env.workers.map((w) => cpuOf(w.pid)));
-  const [api, demoHost, postgres, redis, loadGenerator] = await Promise.all([
+  const [api, demoHost, postgresTree, redis, benchProcess, benchBackends] = await Promise.all([
     cpuOf(env.api?.pid),
     cpuOf(env.demoHostPid),
     treeCpuOf(env.serverPids.postgres),
     treeCpuOf(env.serverPids.redis),
     cpuOf(process.pid),
+    benchBackendsCpu(env),
   ]);
+  // Only a server of the bench's own (embedded) is measured; its backends for the bench's
+  // connections count with the load generator.
+  const postgres = postgresTree === null ? null : postgresTree - benchBackends;
+  const loadGenerator = benchProcess === null ? null : benchProcess + (postgresTree === null ? 0 : benchBackends);
   let postgresStatements: number | null = null;
   if (env.statementStats) {
     const { rows } = await env.pool.query<{ n: string | null }>(

@@ -91,11 +91,17 @@ export interface UncertainCandidate {
 
 /**
  * Enrollment statements a process keeps in Postgres at once; sends that come meanwhile wait
- * and go in the next one, up to ENROLL_MAX_BATCH rows each (GroupCommit). Below a pool's size,
- * so reads and the delivery path keep connections of their own.
+ * and go in the next one, up to ENROLL_MAX_BATCH rows each (GroupCommit). At most half the
+ * pool (enrollInFlight), so reads and the delivery path keep connections of their own.
  */
 const ENROLL_MAX_IN_FLIGHT = 4;
 const ENROLL_MAX_BATCH = 64;
+
+/** Enrollment statements in flight for a pool of `poolSize` connections (unknown: a single client). */
+export function enrollInFlight(poolSize: number | undefined): number {
+  if (poolSize === undefined) return 1;
+  return Math.max(1, Math.min(ENROLL_MAX_IN_FLIGHT, Math.floor(poolSize / 2)));
+}
 
 const H = (alias: string) => `
   ${alias}.id, ${alias}.seq, ${alias}.project_id AS "projectId", ${alias}.sender_id AS "senderId",
@@ -523,7 +529,18 @@ const ENROLL_SQL = `WITH x AS (
    ORDER BY f.n`;
 
 export class HandoffRepository {
-  constructor(private readonly pool: Queryable) {}
+  private readonly enrollments: GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>;
+
+  constructor(private readonly pool: Queryable) {
+    this.enrollments = new GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>((items) => this.enrollMany(items), {
+      // At most half of a small pool, so reads and the delivery path keep connections.
+      maxInFlight: enrollInFlight((this.pool as Partial<pg.Pool>).options?.max),
+      maxBatch: ENROLL_MAX_BATCH,
+      // Postgres away: every item would fail alone too. Anything else (a value one row cannot
+      // take, a deadlock between two batches' unique checks) is tried again row by row.
+      isolate: (err) => !isDatabaseUnavailable(err),
+    });
+  }
 
   /**
    * Runs `fn` with this repository bound to one connection inside a read-only REPEATABLE READ
@@ -572,13 +589,6 @@ export class HandoffRepository {
     return this.enrollments.submit({ e, event });
   }
 
-  private readonly enrollments = new GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>((items) => this.enrollMany(items), {
-    maxInFlight: ENROLL_MAX_IN_FLIGHT,
-    maxBatch: ENROLL_MAX_BATCH,
-    // Postgres away: every item would fail alone too. Anything else (a value one row cannot
-    // take, a deadlock between two batches' unique checks) is tried again row by row.
-    isolate: (err) => !isDatabaseUnavailable(err),
-  });
 
   private async enrollMany(items: Array<{ e: Enrollment; event: EventWrite }>): Promise<EnrollOutcome[]> {
     type Row = HandoffRecord & {

@@ -465,7 +465,7 @@ const NEXT_WORK_AT_SQL = `WITH d AS (
  * rather than a join the planner may hash over the whole agents or handoffs table: a generic
  * plan expects 100 rows from jsonb_to_recordset whatever the batch holds.
  */
-const ENROLL_SQL = `WITH x AS (
+export const ENROLL_SQL = `WITH x AS (
      SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, id uuid, project text, sender text, recipient text, session uuid,
        title text, message text, focus text, done_when text, context_summary text, open_questions jsonb, next_steps jsonb,
        due_at timestamptz, idempotency_key text, content_hash text, duplicate_of uuid, state delivery_state, detail text,

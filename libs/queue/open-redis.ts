@@ -67,13 +67,19 @@ export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { 
 
 /**
  * A second connection like `client` with some options changed (a cluster client takes them
- * per node, under `redisOptions`).
+ * per node, under `redisOptions`). `autoPipelining`: the commands issued in one turn of the
+ * event loop go out in one write (ioredis's auto-pipelining; a cluster groups them per node).
  */
-export function duplicateRedis(client: RedisClient, overrides: Pick<RedisOptions, 'connectionName' | 'maxRetriesPerRequest' | 'commandTimeout'>): RedisClient {
+export function duplicateRedis(
+  client: RedisClient,
+  overrides: Pick<RedisOptions, 'connectionName' | 'maxRetriesPerRequest' | 'commandTimeout'>,
+  opts: { autoPipelining?: boolean } = {},
+): RedisClient {
+  const pipelining = opts.autoPipelining ? { enableAutoPipelining: true } : {};
   if (client instanceof Cluster) {
-    return client.duplicate(undefined, { redisOptions: { ...client.options.redisOptions, ...overrides } });
+    return client.duplicate(undefined, { ...pipelining, redisOptions: { ...client.options.redisOptions, ...overrides } });
   }
-  return client.duplicate(overrides);
+  return client.duplicate({ ...overrides, ...pipelining });
 }
 
 /**

@@ -79,7 +79,9 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   // lock's lifetime: on the shared one (BullMQ's, which waits forever) a holder cut off from
   // Redis would never learn that its lock expired while another worker took it over.
   const lockCommandTimeoutMs = Math.max(50, Math.floor(opts.turnLockTtlMs / 3));
-  const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs });
+  // Auto-pipelined: the lock rounds of the many runs a worker has going (acquire, proof,
+  // extension, release) issued in the same turn of the event loop share one socket write.
+  const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs }, { autoPipelining: true });
   lockRedis.on('error', (err) => opts.logger.debug({ err }, 'turn lock connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
   const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? 1_000);

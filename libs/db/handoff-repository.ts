@@ -92,13 +92,23 @@ export interface UncertainCandidate {
 /**
  * Enrollment statements a process keeps in Postgres at once; sends that come meanwhile wait
  * and go in the next one, up to ENROLL_MAX_BATCH rows each (GroupCommit). At most half the
- * pool (enrollInFlight), so reads and the delivery path keep connections of their own.
+ * pool (batchesInFlight), so reads and the delivery path keep connections of their own.
  */
 const ENROLL_MAX_IN_FLIGHT = 4;
 const ENROLL_MAX_BATCH = 64;
+/** Reserving look-ups per statement (nextWorkMany). */
+const LOOK_UP_MAX_BATCH = 32;
 
-/** Enrollment statements in flight for a pool of `poolSize` connections (unknown: a single client). */
-export function enrollInFlight(poolSize: number | undefined): number {
+/** One run's reserving look-up, waiting for its batch. */
+interface ReservingLookUp {
+  recipientId: string;
+  now: Date;
+  deployment: string;
+  reserve: HeadReservation;
+}
+
+/** Batched statements of one kind in flight for a pool of `poolSize` connections (unknown: a single client). */
+export function batchesInFlight(poolSize: number | undefined): number {
   if (poolSize === undefined) return 1;
   return Math.max(1, Math.min(ENROLL_MAX_IN_FLIGHT, Math.floor(poolSize / 2)));
 }
@@ -369,52 +379,132 @@ function nextWorkSql(recipient: string, now: string, deployment: string, exclude
 const NEXT_WORK_SQL = nextWorkSql('$1', '$2', '$3');
 
 /**
- * CTEs that reserve the attempt of the head read by CTE `nw` (nextWorkSql's columns), as
- * HeadReservation says; `p` adds parameters, `at` is the statement's time parameter, and
- * `requires` is a further condition (the end of the previous turn committed). The final SELECT
- * reads "reservedRevision" and "reservedEventIds" from `reservedColumns`.
+ * What a reservation writes, as SQL expressions: parameters of one statement
+ * (`reservationParams`), or the columns of a batch's input rows (`x.*`, `nextWorkMany`).
  */
-function reserveHeadSql(r: HeadReservation, p: (value: unknown) => string, at: string, requires: string): string {
-  const worker = p(r.workerId);
-  const attemptId = p(r.attemptId);
-  const fence = p(r.fence.toString());
+interface ReservationColumns {
+  attemptId: string;
+  requestId: string;
+  workerId: string;
+  fence: string;
+  provider: string;
+  queuedBusy: string;
+  passingNone: string;
+  passingRules: string;
+  to: string;
+  queuedTo: string;
+  queuedEvent: string;
+  queuedReason: string;
+  detail: string;
+}
+
+/** A HeadReservation as parameters of one statement (`p` adds them). */
+function reservationParams(r: HeadReservation, p: (value: unknown) => string): ReservationColumns {
+  return {
+    attemptId: `${p(r.attemptId)}::uuid`,
+    requestId: `${p(r.requestId)}::uuid`,
+    workerId: `${p(r.workerId)}::text`,
+    fence: `${p(r.fence.toString())}::bigint`,
+    provider: `${p(r.provider)}::text`,
+    queuedBusy: `${p(r.queuedBusy)}::boolean`,
+    passingNone: `${p(r.passing.none)}::boolean`,
+    passingRules: `${p(r.passing.rules)}::text[]`,
+    to: `${p(r.to)}::delivery_state`,
+    queuedTo: `${p(r.queued.to)}::delivery_state`,
+    queuedEvent: `${p(r.queued.event)}::text`,
+    queuedReason: `${p(r.queued.reason)}::text`,
+    detail: `${p(JSON.stringify({ requestId: r.requestId }))}::jsonb`,
+  };
+}
+
+/**
+ * CTEs that reserve the attempt of the head read by CTE `nw` (nextWorkSql's columns), as
+ * HeadReservation says, for every row of `from` (`nw`, or `nw` joined to a batch's input rows)
+ * whose head qualifies: `c` names what each reservation writes, `at` the statement's time, and
+ * `requires` is a further condition (the end of the previous turn committed). Set-based, so one
+ * statement reserves the heads of many agents as it does one. The final SELECT reads
+ * "reservedRevision" and "reservedEventIds" from `reservedColumns`.
+ */
+function reserveHeadSql(c: ReservationColumns, from: string, at: string, requires: string): string {
   return `r_head AS (
-      SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id FROM nw
-      WHERE NOT nw.live AND NOT nw."uncertainTurn" AND nw."recipientCurrent" AND nw.provider::text = ${p(r.provider)}
-        AND (nw."deliveryState" = 'WAITING' OR (${p(r.queuedBusy)}::boolean AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
-        AND (nw."connectionRule" IS NULL AND ${p(r.passing.none)}::boolean OR nw."connectionRule"::text = ANY(${p(r.passing.rules)}::text[]))${requires}
+      SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id, ${at} AS at,
+        ${c.attemptId} AS attempt_id, ${c.requestId} AS request_id, ${c.workerId} AS worker_id, ${c.fence} AS fence, ${c.to} AS to_state,
+        ${c.queuedTo} AS queued_to, ${c.queuedEvent} AS queued_event, ${c.queuedReason} AS queued_reason, ${c.detail} AS detail
+      FROM ${from}
+      WHERE NOT nw.live AND NOT nw."uncertainTurn" AND nw."recipientCurrent" AND nw.provider::text = ${c.provider}
+        AND (nw."deliveryState" = 'WAITING' OR (${c.queuedBusy} AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
+        AND (nw."connectionRule" IS NULL AND ${c.passingNone} OR nw."connectionRule"::text = ANY(${c.passingRules}))${requires}
     ), r_fenced AS (
       INSERT INTO agent_turn_fences AS f (agent_id, fence)
-      SELECT recipient_id, ${fence}::bigint FROM r_head
+      SELECT recipient_id, fence FROM r_head
       ON CONFLICT (agent_id) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
       RETURNING agent_id
     ), r_moved AS (
-      UPDATE handoffs h SET delivery_state = ${p(r.to)}::delivery_state, revision = h.revision + 1, updated_at = ${at}, attempt_count = h.attempt_count + 1,
+      UPDATE handoffs h SET delivery_state = r_head.to_state, revision = h.revision + 1, updated_at = r_head.at, attempt_count = h.attempt_count + 1,
         delivery_detail = NULL, not_before = NULL
-      FROM r_head WHERE h.id = r_head.id AND h.revision = r_head.revision AND h.delivery_state = r_head.from_state AND EXISTS (SELECT 1 FROM r_fenced)
-      RETURNING h.id, h.revision, h.attempt_count, h.delivery_target, h.recipient_id, r_head.from_state
+      FROM r_head WHERE h.id = r_head.id AND h.revision = r_head.revision AND h.delivery_state = r_head.from_state
+        AND EXISTS (SELECT 1 FROM r_fenced WHERE r_fenced.agent_id = r_head.recipient_id)
+      RETURNING h.id, h.revision, h.attempt_count, h.delivery_target, h.recipient_id, r_head.from_state, r_head.at, r_head.attempt_id,
+        r_head.request_id, r_head.worker_id, r_head.fence, r_head.to_state, r_head.queued_to, r_head.queued_event, r_head.queued_reason, r_head.detail
     ), r_att AS (
       INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
-      SELECT ${attemptId}::uuid, id, attempt_count, ${p(r.requestId)}::uuid, 'sending', ${worker}, delivery_target, ${at}, ${fence}::bigint FROM r_moved
+      SELECT attempt_id, id, attempt_count, request_id, 'sending', worker_id, delivery_target, at, fence FROM r_moved
     ), r_ev AS (
       INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
         revision, attempt_id, created_at)
-      SELECT id, from_state, ${p(r.to)}::delivery_state, NULL, NULL, 'attempt_reserved', 'system', ${worker}, NULL, 'attempt ' || attempt_count,
-        ${p(JSON.stringify({ requestId: r.requestId }))}::jsonb, revision, ${attemptId}::uuid, ${at} FROM r_moved
-      RETURNING id
+      SELECT id, from_state, to_state, NULL, NULL, 'attempt_reserved', 'system', worker_id, NULL, 'attempt ' || attempt_count,
+        detail, revision, attempt_id, at FROM r_moved
+      RETURNING id, handoff_id
     ), r_queued AS (
-      UPDATE handoffs SET delivery_state = ${p(r.queued.to)}::delivery_state, revision = revision + 1, updated_at = ${at}
-      WHERE recipient_id = (SELECT recipient_id FROM r_moved) AND delivery_state = 'WAITING' AND id <> (SELECT id FROM r_moved)
-      RETURNING id, revision
+      UPDATE handoffs q SET delivery_state = m.queued_to, revision = q.revision + 1, updated_at = m.at
+      FROM r_moved m WHERE q.recipient_id = m.recipient_id AND q.delivery_state = 'WAITING' AND q.id <> m.id
+      RETURNING q.id, q.revision, q.recipient_id, m.at, m.worker_id, m.queued_to, m.queued_event, m.queued_reason
     ), r_queued_ev AS (
       INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
-      SELECT id, 'WAITING', ${p(r.queued.to)}::delivery_state, ${p(r.queued.event)}, 'system', ${worker}, ${p(r.queued.reason)}, revision, ${at} FROM r_queued
-      RETURNING id
+      SELECT id, 'WAITING', queued_to, queued_event, 'system', worker_id, queued_reason, revision, at FROM r_queued
+      RETURNING id, handoff_id
     )`;
 }
 
-const reservedColumns = `(SELECT revision FROM r_moved) AS "reservedRevision",
-  ARRAY(SELECT id::text FROM (SELECT id FROM r_ev UNION ALL SELECT id FROM r_queued_ev) x ORDER BY id) AS "reservedEventIds"`;
+/** Per row of `nw`: the revision its reservation left and the event rows it appended (its own and its queue's). */
+const reservedColumns = `(SELECT m.revision FROM r_moved m WHERE m.id = nw.id) AS "reservedRevision",
+  ARRAY(SELECT id::text FROM (
+    SELECT e.id FROM r_ev e WHERE e.handoff_id = nw.id
+    UNION ALL SELECT qe.id FROM r_queued_ev qe JOIN r_queued q ON q.id = qe.handoff_id WHERE q.recipient_id = nw."recipientId"
+  ) x ORDER BY id) AS "reservedEventIds"`;
+
+/**
+ * Reserving look-ups of a batch ($1: one JSON object per agent, `n` its place): each agent's
+ * head (nextWorkSql over the row's columns, in a lateral subquery: per-row index probes) and
+ * its reservation (reserveHeadSql over the row's columns).
+ */
+const NEXT_WORK_MANY_SQL = `WITH x AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, recipient uuid, now timestamptz, deployment text, attempt_id uuid, request_id uuid,
+      worker_id text, fence bigint, provider text, queued_busy boolean, passing_none boolean, passing_rules text[], to_state delivery_state,
+      queued_to delivery_state, queued_event text, queued_reason text)
+  ), nw AS (
+    SELECT x.n, w.* FROM x LEFT JOIN LATERAL (${nextWorkSql('x.recipient', 'x.now', 'x.deployment')}) w ON true
+  ), ${reserveHeadSql(
+    {
+      attemptId: 'x.attempt_id',
+      requestId: 'x.request_id',
+      workerId: 'x.worker_id',
+      fence: 'x.fence',
+      provider: 'x.provider',
+      queuedBusy: 'x.queued_busy',
+      passingNone: 'x.passing_none',
+      passingRules: 'x.passing_rules',
+      to: 'x.to_state',
+      queuedTo: 'x.queued_to',
+      queuedEvent: 'x.queued_event',
+      queuedReason: 'x.queued_reason',
+      detail: "jsonb_build_object('requestId', x.request_id::text)",
+    },
+    'nw JOIN x ON x.n = nw.n',
+    'x.now',
+    '',
+  )}
+  SELECT nw.*, ${reservedColumns} FROM nw ORDER BY nw.n`;
 
 type WorkRow = DispatchCandidate & {
   live: boolean;
@@ -530,14 +620,23 @@ export const ENROLL_SQL = `WITH x AS (
 
 export class HandoffRepository {
   private readonly enrollments: GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>;
+  private readonly reservingLookUps: GroupCommit<ReservingLookUp, WorkItem | null>;
 
   constructor(private readonly pool: Queryable) {
+    const poolSize = (this.pool as Partial<pg.Pool>).options?.max;
     this.enrollments = new GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>((items) => this.enrollMany(items), {
       // At most half of a small pool, so reads and the delivery path keep connections.
-      maxInFlight: enrollInFlight((this.pool as Partial<pg.Pool>).options?.max),
+      maxInFlight: batchesInFlight(poolSize),
       maxBatch: ENROLL_MAX_BATCH,
       // Postgres away: every item would fail alone too. Anything else (a value one row cannot
       // take, a deadlock between two batches' unique checks) is tried again row by row.
+      isolate: (err) => !isDatabaseUnavailable(err),
+    });
+    this.reservingLookUps = new GroupCommit<ReservingLookUp, WorkItem | null>((items) => this.nextWorkMany(items), {
+      maxInFlight: batchesInFlight(poolSize),
+      maxBatch: LOOK_UP_MAX_BATCH,
+      // Postgres away: each run reads its head again (readHeadAgain). Anything else rolled the
+      // whole statement back, so each look-up is made again alone.
       isolate: (err) => !isDatabaseUnavailable(err),
     });
   }
@@ -802,7 +901,7 @@ export class HandoffRepository {
     const then = w.thenNextWork;
     sql += `, nw AS (${nextWorkSql(`${p(then.recipientId)}::uuid`, `${p(then.now)}::timestamptz`, p(then.deployment), '$1')})`;
     // The next head is reserved only when this turn's end committed (and is never the ended one).
-    if (then.reserve) sql += `, ${reserveHeadSql(then.reserve, p, '$5', ' AND EXISTS (SELECT 1 FROM moved) AND nw.id <> $1')}`;
+    if (then.reserve) sql += `, ${reserveHeadSql(reservationParams(then.reserve, p), 'nw', '$5::timestamptz', ' AND EXISTS (SELECT 1 FROM moved) AND nw.id <> $1')}`;
     // Named apart from the next handoff's own columns (`revision` among them).
     sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''} FROM moved LEFT JOIN nw ON true`;
     const { rows } = await this.q<Partial<WorkRow> & ReservedRow & { movedRevision: number; movedEventIds: string[] }>(sql, params);
@@ -919,15 +1018,42 @@ export class HandoffRepository {
       const row = rows[0];
       return row ? toWorkItem(row) : null;
     }
-    const params: unknown[] = [recipientId, now, deployment];
-    const p = (value: unknown) => {
-      params.push(value);
-      return `$${params.length}`;
-    };
-    const sql = `WITH nw AS (${NEXT_WORK_SQL}), ${reserveHeadSql(reserve, p, '$2::timestamptz', '')} SELECT nw.*, ${reservedColumns} FROM nw`;
-    const { rows } = await this.q<WorkRow & ReservedRow>(sql, params);
-    const row = rows[0];
-    return row ? toWorkItem(row, reserve) : null;
+    // The reserving look-ups of many agents' runs starting together (a wake job's drainer
+    // starts as many as it has slots) share one statement (GroupCommit).
+    return this.reservingLookUps.submit({ recipientId, now, deployment, reserve });
+  }
+
+  /**
+   * Reserving look-ups of several agents in one statement: each row's head is read and
+   * reserved exactly as `nextWork` does for one (reserveHeadSql is set-based), one commit.
+   */
+  private async nextWorkMany(items: ReservingLookUp[]): Promise<Array<WorkItem | null>> {
+    const input = items.map((it, n) => ({
+      n,
+      recipient: it.recipientId,
+      now: it.now,
+      deployment: it.deployment,
+      attempt_id: it.reserve.attemptId,
+      request_id: it.reserve.requestId,
+      worker_id: it.reserve.workerId,
+      fence: it.reserve.fence.toString(),
+      provider: it.reserve.provider,
+      queued_busy: it.reserve.queuedBusy,
+      passing_none: it.reserve.passing.none,
+      passing_rules: it.reserve.passing.rules,
+      to_state: it.reserve.to,
+      queued_to: it.reserve.queued.to,
+      queued_event: it.reserve.queued.event,
+      queued_reason: it.reserve.queued.reason,
+    }));
+    const { rows } = await this.q<WorkRow & ReservedRow & { n: number }>(NEXT_WORK_MANY_SQL, [JSON.stringify(input)]);
+    const byN = new Map(rows.map((r) => [r.n, r]));
+    return items.map((it, n) => {
+      const row = byN.get(n);
+      if (!row || !row.id) return null;
+      const { n: _n, ...work } = row;
+      return toWorkItem(work, it.reserve);
+    });
   }
 
   /**

@@ -47,6 +47,19 @@ const returnTurn = (agentId: string, id: string, from: 'RUNNING' | 'WAITING', ex
     thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, ...(reserve ? { reserve } : {}) },
   });
 
+/** Counts the statements the app's pool runs whose text holds every one of `marks`. */
+function countStatements(...marks: string[]) {
+  const pool = baton.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const query = pool.query;
+  let n = 0;
+  pool.query = function (this: unknown, ...args: unknown[]) {
+    const text = (args[0] as { text?: string } | undefined)?.text;
+    if (typeof text === 'string' && marks.every((m) => text.includes(m))) n++;
+    return query.apply(this, args);
+  };
+  return { count: () => n, stop: () => void (pool.query = query) };
+}
+
 const set = (ids: string[], sql: string, ...params: unknown[]) => baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
 
 describe('the head of an agent queue', () => {
@@ -251,6 +264,42 @@ describe('the look-up of the head, reserving it', () => {
     const allowed = await agentWith(1);
     await baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'allow', now() FROM handoffs WHERE id = $1`, [allowed.ids[0]]);
     expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ passing: RESTRICTED })))?.reserved).toBeDefined();
+  });
+
+  it('made by many agents at once, shares statements: each agent gets its own head and reservation, and those needing a check are left alone', async () => {
+    const statements = countStatements('jsonb_to_recordset', 'r_head');
+    const good = await Promise.all(Array.from({ length: 6 }, () => agentWith(2)));
+    const live = await agentWith(2);
+    await set([live.ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);
+    const fenced = await agentWith(2);
+    await baton.db.pool.query(`INSERT INTO agent_turn_fences (agent_id, fence) VALUES ($1, 9000000000000000000)`, [fenced.agentId]);
+    const empty = await agentWith(0);
+    const all = [...good, live, fenced, empty];
+    const specs = all.map(() => spec());
+    const before = statements.count();
+    const heads = await Promise.all(all.map((a, i) => baton.repos.handoffs.nextWork(a.agentId, new Date(), mine, specs[i])));
+    const used = statements.count() - before;
+    expect(used).toBeGreaterThan(0);
+    expect(used).toBeLessThan(all.length);
+    for (const [i, a] of good.entries()) {
+      expect(heads[i]?.handoff.id).toBe(a.ids[0]);
+      expect(heads[i]?.reserved).toMatchObject({ attemptId: specs[i]!.attemptId, requestId: specs[i]!.requestId });
+      expect((await row(a.ids[0]!)).delivery_state).toBe('SENDING');
+      expect((await row(a.ids[1]!)).delivery_state).toBe('BUSY');
+      // Its own events only: its reservation and its own queue's wait.
+      const events = (await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled'`, [a.ids])).rows;
+      expect([...heads[i]!.reserved!.eventIds].sort()).toEqual(events.map((e) => e.id).sort());
+      const attempts = (await baton.db.pool.query(`SELECT id, fence FROM delivery_attempts WHERE handoff_id = $1`, [a.ids[0]])).rows;
+      expect(attempts).toEqual([{ id: specs[i]!.attemptId, fence: specs[i]!.fence }]);
+    }
+    const at = (a: { agentId: string }) => heads[all.indexOf(a as (typeof all)[number])];
+    expect(at(live)?.live).toBe(true);
+    expect(at(live)?.reserved).toBeUndefined();
+    expect(at(fenced)?.handoff.id).toBe(fenced.ids[0]);
+    expect(at(fenced)?.reserved).toBeUndefined();
+    expect((await row(fenced.ids[0]!)).delivery_state).toBe('WAITING');
+    expect(at(empty)).toBeNull();
+    statements.stop();
   });
 
   it('says when another handoff of the recipient is UNCERTAIN, and reserves nothing then (that turn may still be running)', async () => {

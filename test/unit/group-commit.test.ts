@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GroupCommit } from '../../libs/db/group-commit.ts';
-import { enrollInFlight } from '../../libs/db/handoff-repository.ts';
+import { batchesInFlight } from '../../libs/db/handoff-repository.ts';
 
 /**
  * Client-side group commit with a statement the test answers by hand: which calls share a

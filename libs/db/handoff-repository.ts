@@ -478,7 +478,7 @@ const reservedColumns = `(SELECT m.revision FROM r_moved m WHERE m.id = nw.id) A
  * head (nextWorkSql over the row's columns, in a lateral subquery: per-row index probes) and
  * its reservation (reserveHeadSql over the row's columns).
  */
-const NEXT_WORK_MANY_SQL = `WITH x AS (
+export const NEXT_WORK_MANY_SQL = `WITH x AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, recipient uuid, now timestamptz, deployment text, attempt_id uuid, request_id uuid,
       worker_id text, fence bigint, provider text, queued_busy boolean, passing_none boolean, passing_rules text[], to_state delivery_state,
       queued_to delivery_state, queued_event text, queued_reason text)

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HeadReservation } from '../../libs/db/handoff-repository.ts';
+import { NEXT_WORK_MANY_SQL, type HeadReservation } from '../../libs/db/handoff-repository.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -300,6 +300,42 @@ describe('the look-up of the head, reserving it', () => {
     expect((await row(fenced.ids[0]!)).delivery_state).toBe('WAITING');
     expect(at(empty)).toBeNull();
     statements.stop();
+  });
+
+  it('made together, are planned as per-agent index probes (a generic plan, thousands of agents and open handoffs: no scan of either table)', async () => {
+    await baton.db.pool.query(
+      `INSERT INTO agents (id, project_id, handle, display_name, provider, deployment)
+       SELECT gen_random_uuid(), p.id, 'np' || g, 'np' || g, 'manual', $1 FROM projects p, generate_series(1, 3000) g WHERE p.slug = 'default'`,
+      [mine],
+    );
+    await baton.db.pool.query(
+      `INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, message, content_hash, delivery_state, revision, created_at, updated_at)
+       SELECT gen_random_uuid(), a.project_id, a.id, a.id, 1, 'manual', 'm', md5(a.handle), 'WAITING', 0, now(), now() FROM agents a WHERE a.handle LIKE 'np%'`,
+    );
+    await baton.db.pool.query('ANALYZE agents');
+    await baton.db.pool.query('ANALYZE handoffs');
+    const { rows: agents } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM agents WHERE handle LIKE 'np%' LIMIT 2`);
+    const input = agents.map((a, n) => {
+      const r = spec();
+      return {
+        n, recipient: a.id, now: new Date(), deployment: mine, attempt_id: r.attemptId, request_id: r.requestId, worker_id: r.workerId,
+        fence: r.fence.toString(), provider: r.provider, queued_busy: false, passing_none: true, passing_rules: ['allow'], to_state: 'SENDING',
+        queued_to: 'BUSY', queued_event: 'recipient_busy', queued_reason: 'r',
+      };
+    });
+    const client = await baton.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${NEXT_WORK_MANY_SQL}`, [JSON.stringify(input)]);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/Index Scan using handoffs_recipient_id_delivery_state_seq_idx/);
+      expect(plan).not.toMatch(/Seq Scan on agents/);
+      expect(plan).not.toMatch(/Seq Scan on handoffs/);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 
   it('says when another handoff of the recipient is UNCERTAIN, and reserves nothing then (that turn may still be running)', async () => {

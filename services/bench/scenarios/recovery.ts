@@ -107,7 +107,18 @@ async function waitSettledExcept(env: BenchEnvironment, project: string, exceptI
       [project, exceptId],
     );
     if ((rows[0]?.open ?? 1) === 0) return;
-    if (performance.now() - started > 120_000) throw new Error(`${rows[0]?.open} handoffs still open 120 s after the wipe`);
+    if (performance.now() - started > 120_000) throw new Error(`${rows[0]?.open} handoffs still open 120 s after the wipe: ${await describeOpen(env, project, exceptId)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** Where the open handoffs stand, for the error when they do not settle: state, attempts, last events. */
+async function describeOpen(env: BenchEnvironment, project: string, exceptId: string): Promise<string> {
+  const { rows } = await env.pool.query<{ id: string; state: string; attempts: number; events: string }>(
+    `SELECT h.id, h.delivery_state AS state, h.attempt_count AS attempts,
+       (SELECT string_agg(e.event || '@' || coalesce(e.actor_id, '-'), ' > ' ORDER BY e.id) FROM handoff_events e WHERE e.handoff_id = h.id) AS events
+     FROM handoffs h WHERE h.project_id = (SELECT id FROM projects WHERE slug = $1) AND h.settled_at IS NULL AND h.id <> $2 ORDER BY h.seq LIMIT 5`,
+    [project, exceptId],
+  );
+  return rows.map((r) => `${r.id} ${r.state}, ${r.attempts} attempts: ${r.events}`).join('; ');
 }

@@ -90,14 +90,22 @@ export interface UncertainCandidate {
  */
 
 /**
- * Enrollment statements a process keeps in Postgres at once; sends that come meanwhile wait
- * and go in the next one, up to ENROLL_MAX_BATCH rows each (GroupCommit). At most half the
- * pool (batchesInFlight), so reads and the delivery path keep connections of their own.
+ * Batched statements of one kind (enrollments, reserving look-ups) a process keeps in Postgres
+ * at once; calls that come meanwhile wait and go in the next one (GroupCommit). At most half
+ * the pool (batchesInFlight), so reads and the rest of the delivery path keep connections.
  */
-const ENROLL_MAX_IN_FLIGHT = 4;
+const BATCHES_MAX_IN_FLIGHT = 4;
+/** Enrollments per statement (enrollMany). */
 const ENROLL_MAX_BATCH = 64;
 /** Reserving look-ups per statement (nextWorkMany). */
 const LOOK_UP_MAX_BATCH = 32;
+
+/**
+ * When a batched statement fails: Postgres away, every item would fail alone too (and a
+ * reserving look-up reads its head again). Anything else (a value one row cannot take, a
+ * deadlock between two batches) rolled the whole statement back: each item is tried alone.
+ */
+const isolateUnlessUnavailable = (err: unknown) => !isDatabaseUnavailable(err);
 
 /** One run's reserving look-up, waiting for its batch. */
 interface ReservingLookUp {
@@ -110,7 +118,7 @@ interface ReservingLookUp {
 /** Batched statements of one kind in flight for a pool of `poolSize` connections (unknown: a single client). */
 export function batchesInFlight(poolSize: number | undefined): number {
   if (poolSize === undefined) return 1;
-  return Math.max(1, Math.min(ENROLL_MAX_IN_FLIGHT, Math.floor(poolSize / 2)));
+  return Math.max(1, Math.min(BATCHES_MAX_IN_FLIGHT, Math.floor(poolSize / 2)));
 }
 
 const H = (alias: string) => `
@@ -395,7 +403,6 @@ interface ReservationColumns {
   queuedTo: string;
   queuedEvent: string;
   queuedReason: string;
-  detail: string;
 }
 
 /** A HeadReservation as parameters of one statement (`p` adds them). */
@@ -413,7 +420,6 @@ function reservationParams(r: HeadReservation, p: (value: unknown) => string): R
     queuedTo: `${p(r.queued.to)}::delivery_state`,
     queuedEvent: `${p(r.queued.event)}::text`,
     queuedReason: `${p(r.queued.reason)}::text`,
-    detail: `${p(JSON.stringify({ requestId: r.requestId }))}::jsonb`,
   };
 }
 
@@ -429,7 +435,7 @@ function reserveHeadSql(c: ReservationColumns, from: string, at: string, require
   return `r_head AS (
       SELECT nw.id, nw."deliveryState" AS from_state, nw.revision, nw."recipientId" AS recipient_id, ${at} AS at,
         ${c.attemptId} AS attempt_id, ${c.requestId} AS request_id, ${c.workerId} AS worker_id, ${c.fence} AS fence, ${c.to} AS to_state,
-        ${c.queuedTo} AS queued_to, ${c.queuedEvent} AS queued_event, ${c.queuedReason} AS queued_reason, ${c.detail} AS detail
+        ${c.queuedTo} AS queued_to, ${c.queuedEvent} AS queued_event, ${c.queuedReason} AS queued_reason
       FROM ${from}
       WHERE NOT nw.live AND NOT nw."uncertainTurn" AND nw."recipientCurrent" AND nw.provider::text = ${c.provider}
         AND (nw."deliveryState" = 'WAITING' OR (${c.queuedBusy} AND nw."deliveryState" = 'BUSY' AND nw."notBefore" IS NULL))
@@ -445,7 +451,7 @@ function reserveHeadSql(c: ReservationColumns, from: string, at: string, require
       FROM r_head WHERE h.id = r_head.id AND h.revision = r_head.revision AND h.delivery_state = r_head.from_state
         AND EXISTS (SELECT 1 FROM r_fenced WHERE r_fenced.agent_id = r_head.recipient_id)
       RETURNING h.id, h.revision, h.attempt_count, h.delivery_target, h.recipient_id, r_head.from_state, r_head.at, r_head.attempt_id,
-        r_head.request_id, r_head.worker_id, r_head.fence, r_head.to_state, r_head.queued_to, r_head.queued_event, r_head.queued_reason, r_head.detail
+        r_head.request_id, r_head.worker_id, r_head.fence, r_head.to_state, r_head.queued_to, r_head.queued_event, r_head.queued_reason
     ), r_att AS (
       INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
       SELECT attempt_id, id, attempt_count, request_id, 'sending', worker_id, delivery_target, at, fence FROM r_moved
@@ -453,7 +459,7 @@ function reserveHeadSql(c: ReservationColumns, from: string, at: string, require
       INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
         revision, attempt_id, created_at)
       SELECT id, from_state, to_state, NULL, NULL, 'attempt_reserved', 'system', worker_id, NULL, 'attempt ' || attempt_count,
-        detail, revision, attempt_id, at FROM r_moved
+        jsonb_build_object('requestId', request_id::text), revision, attempt_id, at FROM r_moved
       RETURNING id, handoff_id
     ), r_queued AS (
       UPDATE handoffs q SET delivery_state = m.queued_to, revision = q.revision + 1, updated_at = m.at
@@ -498,7 +504,6 @@ export const NEXT_WORK_MANY_SQL = `WITH x AS (
       queuedTo: 'x.queued_to',
       queuedEvent: 'x.queued_event',
       queuedReason: 'x.queued_reason',
-      detail: "jsonb_build_object('requestId', x.request_id::text)",
     },
     'nw JOIN x ON x.n = nw.n',
     'x.now',
@@ -563,8 +568,6 @@ export const ENROLL_SQL = `WITH x AS (
        token_id uuid, reason text, event_detail jsonb, busy_if_live boolean, busy_state delivery_state, busy_event text,
        busy_actor_kind actor_kind, busy_actor_id text, busy_reason text)
    ), f AS (
-     -- Each look-up is LIMIT 1 (unique anyway): it stays a per-row index probe rather than
-     -- a join the planner may choose to hash over the whole agents table.
      SELECT x.*, p.id AS project_id, s.id AS sender_id, r.id AS recipient_id, r.generation, r.provider, r.delivery_target, r.pool,
        r.deployment, (x.session IS NULL OR EXISTS (SELECT 1 FROM sessions ss WHERE ss.id = x.session AND ss.project_id = p.id)) AS session_ok,
        CASE WHEN x.guard THEN s.id::text || ':' || coalesce(r.id::text || ':' || r.generation, 'project') || ':' || x.content_hash END AS key,
@@ -628,16 +631,12 @@ export class HandoffRepository {
       // At most half of a small pool, so reads and the delivery path keep connections.
       maxInFlight: batchesInFlight(poolSize),
       maxBatch: ENROLL_MAX_BATCH,
-      // Postgres away: every item would fail alone too. Anything else (a value one row cannot
-      // take, a deadlock between two batches' unique checks) is tried again row by row.
-      isolate: (err) => !isDatabaseUnavailable(err),
+      isolate: isolateUnlessUnavailable,
     });
     this.reservingLookUps = new GroupCommit<ReservingLookUp, WorkItem | null>((items) => this.nextWorkMany(items), {
       maxInFlight: batchesInFlight(poolSize),
       maxBatch: LOOK_UP_MAX_BATCH,
-      // Postgres away: each run reads its head again (readHeadAgain). Anything else rolled the
-      // whole statement back, so each look-up is made again alone.
-      isolate: (err) => !isDatabaseUnavailable(err),
+      isolate: isolateUnlessUnavailable,
     });
   }
 
@@ -687,7 +686,6 @@ export class HandoffRepository {
   enroll(e: Enrollment, event: EventWrite): Promise<EnrollOutcome> {
     return this.enrollments.submit({ e, event });
   }
-
 
   private async enrollMany(items: Array<{ e: Enrollment; event: EventWrite }>): Promise<EnrollOutcome[]> {
     type Row = HandoffRecord & {

@@ -7,6 +7,7 @@ import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
 import { round } from './measure.ts';
 import type { Guarantee, Target } from './targets.ts';
+import type { CpuByRole } from './usage.ts';
 
 export interface BenchResult {
   version: 1;
@@ -37,6 +38,16 @@ function table(rows: string[][]): string {
 }
 
 /** The human-readable report: one table of figures beside their ceilings, the costs, then the targets and the guarantees. */
+/** How the report names each process role. */
+const ROLE_LABELS: Record<keyof CpuByRole, string> = {
+  postgres: 'Postgres',
+  workers: 'workers (both)',
+  api: 'API',
+  loadGenerator: 'load generator',
+  demoHost: 'demo host',
+  redis: 'Redis',
+};
+
 export function renderReport(r: BenchResult): string {
   const c = r.ceilings;
   const delivery = r.delivery ?? [];
@@ -58,7 +69,7 @@ export function renderReport(r: BenchResult): string {
     rows.push(['send over HTTP, 1 client', `${s1.perSecond}/s`, ceiling(`${pg1} tx/s (pg x1)`), of(s1.perSecond, pg1), `${s1.p50Ms} / ${s1.p99Ms} ms`]);
     rows.push(['send over HTTP, 32 clients', `${s32.perSecond}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(s32.perSecond, pg8), `${s32.p50Ms} / ${s32.p99Ms} ms`]);
     const cost = r.send.thirtyTwoClientsCost;
-    const split = (['api', 'postgres', 'redis', 'loadGenerator'] as const).map((role) => `${role === 'loadGenerator' ? 'load generator' : role === 'api' ? 'API' : role === 'postgres' ? 'Postgres' : 'Redis'} ${cost.cpuMs[role] ?? 'n/a'}`);
+    const split = (['api', 'postgres', 'redis', 'loadGenerator'] as const).map((role) => `${ROLE_LABELS[role]} ${cost.cpuMs[role] ?? 'n/a'}`);
     rows.push(['send, 32 clients: CPU ms per handoff', `${cost.cpuMs.total}`, `${split.join(', ')}; ${cost.postgresStatements ?? 'n/a'} statements`, '', '']);
   }
   for (const d of delivery) {
@@ -110,15 +121,8 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
       return v === null ? 'n/a' : String(v);
     });
   cost.push(['CPU ms per handoff, all processes', ...per((d) => d.perHandoff.cpuMs.total)]);
-  for (const [role, label] of [
-    ['postgres', 'Postgres'],
-    ['workers', 'workers (both)'],
-    ['api', 'API'],
-    ['loadGenerator', 'load generator'],
-    ['demoHost', 'demo host'],
-    ['redis', 'Redis'],
-  ] as const) {
-    cost.push([`  of which ${label}`, ...per((d) => d.perHandoff.cpuMs[role])]);
+  for (const role of ['postgres', 'workers', 'api', 'loadGenerator', 'demoHost', 'redis'] as const) {
+    cost.push([`  of which ${ROLE_LABELS[role]}`, ...per((d) => d.perHandoff.cpuMs[role])]);
   }
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);

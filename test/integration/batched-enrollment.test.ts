@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENROLL_SQL } from '../../libs/db/handoff-repository.ts';
 import { LIVE_TURN_STATES } from '../../libs/domain/delivery-states.ts';
+import { countStatements } from '../support/count-statements.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
 
@@ -11,8 +12,8 @@ import { waitForState } from '../support/wait-for-state.ts';
  */
 let baton: TestBaton;
 let n = 0;
-/** Enrollment statements the API's pool ran (the batched INSERT is the one that reads jsonb_to_recordset). */
-let enrollStatements = 0;
+/** Enrollment statements the app's pool ran. */
+let enrollStatements: ReturnType<typeof countStatements>;
 
 async function agent(settings: Record<string, unknown> = {}): Promise<string> {
   const id = `be${++n}`;
@@ -22,13 +23,7 @@ async function agent(settings: Record<string, unknown> = {}): Promise<string> {
 
 beforeAll(async () => {
   baton = await startTestBaton();
-  const pool = baton.db.pool as unknown as { query: (...args: unknown[]) => unknown };
-  const query = pool.query.bind(pool);
-  pool.query = (...args: unknown[]) => {
-    const config = args[0] as { text?: string } | undefined;
-    if (typeof config?.text === 'string' && config.text.includes('jsonb_to_recordset') && config.text.includes('INSERT INTO handoffs')) enrollStatements++;
-    return query(...args);
-  };
+  enrollStatements = countStatements(baton.db.pool, ENROLL_SQL);
   baton.startWorker();
 });
 
@@ -44,7 +39,7 @@ describe('batched enrollment', () => {
     const first = await baton.post('/v1/handoffs', { from: a, to: busy, message: 'first turn', title: 'first' });
     await waitForState(baton, first.body.id, 'RUNNING');
 
-    const before = enrollStatements;
+    const before = enrollStatements.count();
     const sends: Array<[string, Record<string, unknown>]> = [
       ['plain', { from: a, to: b, message: 'plain one', title: 'plain one' }],
       ['plain2', { from: a, to: c, message: 'plain two', title: 'plain two' }],
@@ -62,7 +57,7 @@ describe('batched enrollment', () => {
     const by = Object.fromEntries(sends.map(([name], i) => [name, results[i]!]));
     // They shared statements: fewer enrollment statements than sends (the retries of the
     // conflicting ones included).
-    const statements = enrollStatements - before;
+    const statements = enrollStatements.count() - before;
     expect(statements).toBeGreaterThan(0);
     expect(statements).toBeLessThan(sends.length);
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NEXT_WORK_MANY_SQL, type HeadReservation } from '../../libs/db/handoff-repository.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
+import { countStatements } from '../support/count-statements.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 /**
@@ -46,19 +47,6 @@ const returnTurn = (agentId: string, id: string, from: 'RUNNING' | 'WAITING', ex
     at: new Date(),
     thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, ...(reserve ? { reserve } : {}) },
   });
-
-/** Counts the statements the app's pool runs whose text holds every one of `marks`. */
-function countStatements(...marks: string[]) {
-  const pool = baton.db.pool as unknown as { query: (...args: unknown[]) => unknown };
-  const query = pool.query;
-  let n = 0;
-  pool.query = function (this: unknown, ...args: unknown[]) {
-    const text = (args[0] as { text?: string } | undefined)?.text;
-    if (typeof text === 'string' && marks.every((m) => text.includes(m))) n++;
-    return query.apply(this, args);
-  };
-  return { count: () => n, stop: () => void (pool.query = query) };
-}
 
 const set = (ids: string[], sql: string, ...params: unknown[]) => baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
 
@@ -267,7 +255,7 @@ describe('the look-up of the head, reserving it', () => {
   });
 
   it('made by many agents at once, shares statements: each agent gets its own head and reservation, and those needing a check are left alone', async () => {
-    const statements = countStatements('jsonb_to_recordset', 'r_head');
+    const statements = countStatements(baton.db.pool, NEXT_WORK_MANY_SQL);
     const good = await Promise.all(Array.from({ length: 6 }, () => agentWith(2)));
     const live = await agentWith(2);
     await set([live.ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);

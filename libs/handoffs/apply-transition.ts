@@ -107,6 +107,9 @@ export async function applyTransitions(
       to,
       event: { event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: opts.reason ?? null, detail: opts.detail },
     });
+    // An UNCERTAIN handoff's not_before is when its history is scanned next; it means nothing
+    // once the handoff leaves UNCERTAIN (a proof that it was never written sends it again now).
+    if (state === 'UNCERTAIN' && to !== 'UNCERTAIN') patch.notBefore = null;
     Object.assign(patch, opts.patch);
     if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
     increment.push(...(opts.increment ?? []));

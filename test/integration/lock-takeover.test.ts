@@ -38,21 +38,52 @@ describe('a lock taken over between the reservation and the write', () => {
         await applyTransition(baton.core, { id: h.id, deliveryState: 'SENDING', revision: h.revision, attemptCount: h.attempt_count, refusals: 0, errorResends: 0, interruptResends: 0 }, 'reply_lost', { ...SYSTEM_ACTOR, id: 'new-holder' }, { reason: 'the worker that was writing this turn stopped before recording the outcome' });
       },
     };
-    baton.startWorker({ hooks });
+    const worker = baton.startWorker({ hooks });
     const sent = await baton.post('/v1/handoffs', { from: 'lead', to: 'dev', title: 'taken over', message: 'do it' });
-    const h = await eventually(
-      async () => {
+    await expectSentAgainOnce(sent.body.id, ['reply_lost', 'unsent_proven']);
+    await worker.stop();
+  });
+
+  it('is sent again at once even when a history scan marked the attempt missing first (its next-scan time is dropped)', async () => {
+    const { rows } = await baton.db.pool.query<{ id: string }>("SELECT id FROM agents WHERE handle = 'dev' AND removed_at IS NULL");
+    const agentId = rows[0]!.id;
+    let scanned: string[] = [];
+    const hooks: WorkerHooks = {
+      beforeWrite: async (agent) => {
+        if (agent !== agentId) return;
+        hooks.beforeWrite = undefined;
+        await baton.redis.set(new RedisNames(baton.prefix).turnLock(agentId), 'new-holder', 'PX', 300);
+        const h = (await baton.db.pool.query<{ id: string; revision: number; attempt_count: number }>("SELECT id, revision, attempt_count FROM handoffs WHERE delivery_state = 'SENDING'")).rows[0]!;
+        await applyTransition(baton.core, { id: h.id, deliveryState: 'SENDING', revision: h.revision, attemptCount: h.attempt_count, refusals: 0, errorResends: 0, interruptResends: 0 }, 'reply_lost', { ...SYSTEM_ACTOR, id: 'new-holder' }, { reason: 'the worker that was writing this turn stopped before recording the outcome' });
+        // The reconciler scans the history before the reserving worker proves it never wrote:
+        // not found, next scan in twenty minutes.
         await baton.reconcile();
-        const now = (await baton.get(`/v1/handoffs/${sent.body.id}`)).body;
-        expect(now.state).toBe('RETURNED');
-        return now;
+        const after = await baton.db.pool.query<{ not_before: Date | null; delivery_state: string }>('SELECT not_before, delivery_state FROM handoffs WHERE id = $1', [h.id]);
+        scanned = [after.rows[0]!.delivery_state, after.rows[0]!.not_before === null ? 'now' : 'later'];
       },
-      { what: 'sent again and returned', timeoutMs: 15_000 },
-    );
-    const events = h.events.map((e: any) => e.event);
-    expect(events).toEqual(expect.arrayContaining(['reply_lost', 'unsent_proven']));
-    expect(h.attempts.map((a: any) => a.status)).toEqual(['not_sent', 'returned']);
-    // The first attempt never reached the session; the second did, once.
-    expect(baton.host.writesByHandoff().get(sent.body.id)).toEqual([h.attempts[1].requestId]);
+    };
+    const worker = baton.startWorker({ hooks });
+    const sent = await baton.post('/v1/handoffs', { from: 'lead', to: 'dev', title: 'scanned, then proven', message: 'do it' });
+    await expectSentAgainOnce(sent.body.id, ['reply_lost', 'scan_missed', 'unsent_proven']);
+    expect(scanned).toEqual(['UNCERTAIN', 'later']);
+    await worker.stop();
   });
 });
+
+/** The handoff ends RETURNED, its first attempt proven never written and its second written once. */
+async function expectSentAgainOnce(id: string, expectedEvents: string[]): Promise<void> {
+  const h = await eventually(
+    async () => {
+      await baton.reconcile();
+      const now = (await baton.get(`/v1/handoffs/${id}`)).body;
+      expect(now.state).toBe('RETURNED');
+      return now;
+    },
+    { what: 'sent again and returned', timeoutMs: 15_000 },
+  );
+  const events = h.events.map((e: any) => e.event);
+  expect(events).toEqual(expect.arrayContaining(expectedEvents));
+  expect(h.attempts.map((a: any) => a.status)).toEqual(['not_sent', 'returned']);
+  // The first attempt never reached the session; the second did, once.
+  expect(baton.host.writesByHandoff().get(id)).toEqual([h.attempts[1].requestId]);
+}

@@ -160,8 +160,9 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
 /**
  * The wake-up for a handoff just committed, WAITING or BUSY (enrolled behind a turn in flight):
  * a BUSY one needs it as much, since that turn may have looked at the queue for the last time
- * before this commit. The API's queues add no job while the recipient's turn lock is held and
- * leave its holder a recheck note instead (DeliveryQueues `heldLocks`).
+ * before this commit. For a BUSY one the API's queues add no wake-up while the recipient's turn
+ * lock is held and leave its holder a recheck note instead (DeliveryQueues `heldLocks`); a
+ * WAITING one is woken without asking (its recipient had no turn in flight).
  */
 async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual' || (h.deliveryState !== 'WAITING' && h.deliveryState !== 'BUSY')) return;
@@ -172,7 +173,7 @@ async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord, recipientDeplo
     return;
   }
   try {
-    await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
+    await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: h.deliveryState === 'BUSY' ? 'sent_behind_turn' : 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
   } catch (err) {
     // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
     deps.logger.warn({ err, handoffId: h.id }, 'enqueue after commit failed; the reconciler will queue it');

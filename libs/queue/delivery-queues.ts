@@ -28,10 +28,13 @@ export interface DeliveryQueueOptions {
   logger: Logger;
   /**
    * Which agents' turn locks are held right now, leaving each holder a recheck note
-   * (TurnLocks.noteIfHeld). A `sent` wake-up for such an agent is not added: its lock holder
-   * takes the note when releasing and looks at Postgres again (after this handoff's commit,
-   * since the lock was still held when we looked), and a holder that dies is replaced by the
-   * reconciler's sweep.
+   * (TurnLocks.noteIfHeld). A `sent_behind_turn` wake-up (a handoff enrolled BUSY, behind a
+   * turn in flight) for such an agent is not added: its lock holder takes the note when
+   * releasing and looks at Postgres again (after this handoff's commit, since the lock was
+   * still held when we looked), and a holder that dies is replaced by the reconciler's sweep.
+   * Other wake-ups are added without asking: a recipient with no turn in flight is most likely
+   * free, and asking would cost two Redis commands per handoff (docs/PERFORMANCE.md); if a run
+   * does hold its lock, the woken run finds it held and leaves the same note.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
 }
@@ -60,7 +63,7 @@ export class DeliveryQueues {
   private readonly queues = new Map<string, Queue>();
   private readonly redis: RedisClient & WakeUpCommands;
   /** Agents woken in this tick, per queue: one script call per queue and tick. */
-  private readonly pending = new Map<string, { route: WakeJob; sent: Set<string>; other: Set<string>; done: Promise<void> }>();
+  private readonly pending = new Map<string, { route: WakeJob; behindTurn: Set<string>; other: Set<string>; done: Promise<void> }>();
 
   constructor(private readonly opts: DeliveryQueueOptions) {
     const r = opts.connection as RedisClient & Partial<WakeUpCommands>;
@@ -105,24 +108,24 @@ export class DeliveryQueues {
     }
     let batch = this.pending.get(name);
     if (!batch) {
-      const sent = new Set<string>();
+      const behindTurn = new Set<string>();
       const other = new Set<string>();
       const done = new Promise<void>((resolve, reject) => {
         setImmediate(() => {
           this.pending.delete(name);
-          this.flush(name, queueRoute(job.provider, job.pool), sent, other).then(resolve, reject);
+          this.flush(name, queueRoute(job.provider, job.pool), behindTurn, other).then(resolve, reject);
         });
       });
-      batch = { route: queueRoute(job.provider, job.pool), sent, other, done };
+      batch = { route: queueRoute(job.provider, job.pool), behindTurn, other, done };
       this.pending.set(name, batch);
     }
-    (job.cause === 'sent' ? batch.sent : batch.other).add(job.agentId);
+    (job.cause === 'sent_behind_turn' ? batch.behindTurn : batch.other).add(job.agentId);
     await batch.done;
   }
 
-  private async flush(name: string, route: WakeJob, sent: Set<string>, other: Set<string>): Promise<void> {
+  private async flush(name: string, route: WakeJob, behindTurn: Set<string>, other: Set<string>): Promise<void> {
     const agents = new Set(other);
-    const fresh = [...sent].filter((a) => !other.has(a));
+    const fresh = [...behindTurn].filter((a) => !other.has(a));
     if (this.opts.heldLocks && fresh.length > 0) {
       const held = await this.opts.heldLocks(fresh).catch(() => fresh.map(() => false));
       fresh.forEach((a, i) => {

@@ -23,7 +23,20 @@ export const DispatchJobSchema = Type.Object(
     provider: Type.String({ minLength: 1, maxLength: 32 }),
     /** The recipient's worker pool; absent for the unnamed pool. Picks the queue, with the provider. */
     pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
-    cause: Type.Union([Type.Literal('wake'), Type.Literal('sent'), Type.Literal('after_turn'), Type.Literal('lock_retry'), Type.Literal('due'), Type.Literal('sweep')]),
+    /**
+     * Why the agent was woken. `sent_behind_turn`: a handoff enrolled while the recipient had a
+     * turn in flight (BUSY), for which the API adds no wake-up while the lock is held (see
+     * DeliveryQueueOptions.heldLocks); `sent`: one enrolled with no turn in flight.
+     */
+    cause: Type.Union([
+      Type.Literal('wake'),
+      Type.Literal('sent'),
+      Type.Literal('sent_behind_turn'),
+      Type.Literal('after_turn'),
+      Type.Literal('lock_retry'),
+      Type.Literal('due'),
+      Type.Literal('sweep'),
+    ]),
     /** The handoff whose commit caused the job, when there is one. Informational: dispatch asks Postgres what is next. */
     handoffId: Type.Optional(Type.String({ format: 'uuid' })),
   },

@@ -1,4 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { BenchEnvironment } from './bench-environment.ts';
 import { round } from './measure.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
@@ -160,5 +161,56 @@ export function usagePerHandoff(before: UsageSnapshot, after: UsageSnapshot, han
     postgresStatements: perHandoff(before.postgresStatements, after.postgresStatements, handoffs, 2),
     // The after snapshot's own INFO is not counted yet; the before one is.
     redisCommands: perHandoff(before.redisCommands === null ? null : before.redisCommands + 1, after.redisCommands, handoffs, 2),
+  };
+}
+
+/** Calls per Redis command (INFO commandstats), the bench's own INFO calls left out. */
+export async function commandStats(env: BenchEnvironment): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const m of (await env.redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (m[1] !== 'info') out.set(m[1]!, Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * BATON_BENCH_STATEMENTS_DIR=DIR (profiling, like BATON_CPU_PROF_DIR): `statementProfile(env)`
+ * before a phase resets pg_stat_statements; the function it returns writes, after the phase,
+ * DIR/<label>.txt with the Redis commands per handoff (INFO commandstats) and every statement
+ * Baton ran in it, by total execution time: calls, mean execution and planning ms, rows per
+ * call, and per handoff the calls and ms. Does nothing when the variable is unset or
+ * pg_stat_statements is not loaded.
+ */
+export async function statementProfile(env: BenchEnvironment): Promise<(label: string, handoffs: number) => Promise<void>> {
+  const dir = process.env['BATON_BENCH_STATEMENTS_DIR'];
+  if (!dir || !env.statementStats) return async () => undefined;
+  await env.pool.query(`${BENCH_SQL} SELECT pg_stat_statements_reset()`);
+  const commandsBefore = await commandStats(env);
+  return async (label, handoffs) => {
+    const commandsAfter = await commandStats(env);
+    const { rows } = await env.pool.query<{ calls: string; exec: number; plan: number; rows: string; query: string }>(
+      `${BENCH_SQL} SELECT calls, total_exec_time AS exec, total_plan_time AS plan, rows, regexp_replace(query, '\\s+', ' ', 'g') AS query
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '${BENCH_SQL}%' AND query NOT LIKE '%pg_stat_statements%'
+       ORDER BY total_exec_time + total_plan_time DESC`,
+    );
+    const n = Math.max(1, handoffs);
+    const lines = rows.map((r) => {
+      const calls = Number(r.calls);
+      const fields = [
+        `calls/handoff ${round(calls / n, 3)}`,
+        `ms/handoff ${round((r.exec + r.plan) / n, 3)}`,
+        `mean exec ${round(r.exec / calls, 3)} ms`,
+        `mean plan ${round(r.plan / calls, 3)} ms`,
+        `rows/call ${round(Number(r.rows) / calls, 2)}`,
+      ];
+      return `${fields.join(', ')}\n  ${r.query.slice(0, 600)}\n`;
+    });
+    const commands = [...commandsAfter]
+      .map(([name, calls]) => [name, calls - (commandsBefore.get(name) ?? 0)] as const)
+      .filter(([, calls]) => calls > 0)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, calls]) => `${name} ${round(calls / n, 3)}`);
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, `${label}.txt`), `${label}: ${handoffs} handoffs\n\nRedis commands per handoff: ${commands.join(', ')}\n\n${lines.join('\n')}`);
   };
 }

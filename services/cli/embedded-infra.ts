@@ -243,6 +243,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
   // Loopback only and trust auth: a throwaway database for the demo, nothing else.
   const args = ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-F', '-c', 'max_connections=100'];
   if (opts.statementStats) args.push('-c', 'shared_preload_libraries=pg_stat_statements');
+  // Profiling the bench (services/bench/usage.ts, statementProfile): planning time per statement too.
+  if (opts.statementStats && process.env['BATON_BENCH_STATEMENTS_DIR']) args.push('-c', 'pg_stat_statements.track_planning=on');
   let child: ChildProcess | undefined;
   const killNow = () => child?.exitCode === null && child.kill('SIGKILL');
   try {

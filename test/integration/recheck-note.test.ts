@@ -118,31 +118,35 @@ async function takeWakeUp(agentId: string): Promise<void> {
 }
 
 describe('after a dispatch run', () => {
-  it('a handoff committed after the holder last looked, while it still held the lock, is queued on release (the note), with no job of its own', async () => {
+  it('a handoff committed WAITING after the holder last looked, while it still held the lock, gets its wake-up at once (no turn was in flight: nothing is asked of the lock)', async () => {
     const r = await recipient();
     const first = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' })).handoff;
     await takeWakeUp(r.agentId);
     let second = '';
     let wokenWhileHeld: string[] = [];
+    let notedWhileHeld = -1;
     const releases: LockRelease[] = [];
     const deps = withLockHook(async () => {
       if (second) return;
-      second = (await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })).handoff.id;
+      const sent = (await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })).handoff;
+      second = sent.id;
+      expect(sent.deliveryState).toBe('WAITING');
       // The send answers before its wake-up goes out; the turn is held until that happened.
-      await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+      await eventually(async () => (await woken()).includes(r.agentId), { what: 'the wake-up of the second send' });
       wokenWhileHeld = await woken();
+      notedWhileHeld = await baton.redis.exists(names.turnRecheck(r.agentId));
     }, releases);
     const summary = await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
     expect(summary).toEqual({ outcome: 'idle', moved: 1 });
     expect(await stateOf(first.id)).toBe('RETURNED');
-    // Committed after the run's last look: not delivered by it, and no wake-up was added for it
-    // (the lock was held), but the holder took the note and queued the agent.
+    // Committed after the run's last look: not delivered by it; its own wake-up went out while
+    // the lock was held, and no note was left for the holder.
     expect(await stateOf(second)).toBe('WAITING');
-    expect(releases).toEqual(['recheck']);
-    expect(wokenWhileHeld).not.toContain(r.agentId);
-    expect(await woken()).toContain(r.agentId);
+    expect(wokenWhileHeld).toContain(r.agentId);
+    expect(notedWhileHeld).toBe(0);
+    expect(releases).toEqual(['released']);
     // That wake-up's run delivers it.
-    await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'after_turn' }, signals());
+    await dispatchAgent(worker.deps, { agentId: r.agentId, provider: 'demo', cause: 'wake' }, signals());
     expect(await stateOf(second)).toBe('RETURNED');
   });
 

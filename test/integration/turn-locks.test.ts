@@ -91,6 +91,15 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       const third = await take('agent-fenced');
       expect(third.fence).toBeGreaterThan(second.fence);
       await third.release();
+      // A number ahead of the server clock (the clock went back): the next one is still larger.
+      const ahead = third.fence + 10n ** 12n;
+      await redis.set(names.turnFence('agent-fenced'), ahead.toString());
+      const fourth = await take('agent-fenced');
+      expect(fourth.fence).toBe(ahead + 1n);
+      await fourth.release();
+      const fifth = await take('agent-fenced');
+      expect(fifth.fence).toBe(ahead + 2n);
+      await fifth.release();
     });
 
     it('proves ownership right before a write, and refuses once someone else holds the lock', async () => {
@@ -99,6 +108,20 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5_000);
       expect(await lock.stillHeld()).toBe(false);
       expect(lock.signal.aborted).toBe(true);
+    });
+
+    it('proves ownership with a read while most of the lifetime is proven left, without renewing it', async () => {
+      // A lifetime long enough that the extension timer (every third of it) stays out of the way.
+      const slow = new TurnLocks(redis, names, { ttlMs: 3_000, logger: silentLogger() });
+      const r = await slow.acquire('agent-read-proof');
+      if (!r.acquired) throw new Error('expected to acquire');
+      const lock = r.lock;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const before = await redis.pttl(names.turnLock('agent-read-proof'));
+      expect(await lock.stillHeld()).toBe(true);
+      // Not renewed by the check (an extension would have set it back to the full lifetime).
+      expect(await redis.pttl(names.turnLock('agent-read-proof'))).toBeLessThanOrEqual(before);
+      await lock.release();
     });
 
     it('tells the holder on release to look again when someone found its lock held, and only then', async () => {

@@ -25,9 +25,14 @@
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local fence = math.max(last + 1, now)
-  redis.call('SET', KEYS[2], string.format('%d', fence))
+  -- The clock is the new number, and SET ... GET reads the last one in the same command; only a
+  -- clock that went back (or two acquisitions in one microsecond) writes again.
+  local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'GET') or '0')
+  local fence = now
+  if last >= now then
+    fence = last + 1
+    redis.call('SET', KEYS[2], string.format('%d', fence))
+  end
   return {1, ARGV[1], string.format('%d', fence)}
 end
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])

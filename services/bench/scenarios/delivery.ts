@@ -1,7 +1,7 @@
 import type { BenchEnvironment } from '../bench-environment.ts';
 import type { LoadResult } from '../http-load.ts';
 import { connectionsTo, peakRssMiB, round } from '../measure.ts';
-import { BENCH_SQL, redisMemoryOfWaitingJobs, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
+import { BENCH_SQL, redisMemoryOfWaitingJobs, statementProfile, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
 import { deliveryMetrics, registerAgents, sendMany, waitSettled, type DeliveryMetrics } from './common.ts';
 
 export interface ProcessCost {
@@ -43,6 +43,7 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
+  const profiled = await statementProfile(env);
   const before = await usageSnapshot(env);
   const send = await sendMany(client, project, handoffs, 32, (i) => ({
     from: `e${agents}-sender`,
@@ -54,6 +55,7 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const queuedAtPeak = await openHandoffs(env, project);
   await waitSettled(env.pool, project, handoffs, 300_000);
   const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
+  await profiled(`e2e-${agents}-agents`, handoffs);
   const cost: ProcessCost = {
     ...(await processCost(env)),
     redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(memoryAtPeak / queuedAtPeak, 0) : null,

@@ -2,7 +2,7 @@ import { findWriteViolations, type DemoWrite } from '../../../libs/adapters/demo
 import { RedisNames } from '../../../libs/queue/redis-names.ts';
 import type { BenchEnvironment } from '../bench-environment.ts';
 import { round, rssMiB } from '../measure.ts';
-import { BENCH_SQL, usagePerHandoff, usageSnapshot } from '../usage.ts';
+import { BENCH_SQL, commandStats, usagePerHandoff, usageSnapshot } from '../usage.ts';
 import { registerAgents, sendMany, waitSettled } from './common.ts';
 
 export interface LongTurnsOptions {
@@ -269,15 +269,6 @@ function warningsOf(outputs: readonly string[]): Record<string, number> {
     }
   }
   return counts;
-}
-
-/** Calls per Redis command (INFO commandstats), the bench's own INFO calls left out. */
-async function commandStats(env: BenchEnvironment): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const m of (await env.redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (m[1] !== 'info') out.set(m[1]!, Number(m[2]));
-  }
-  return out;
 }
 
 /**

@@ -183,23 +183,16 @@ export class TurnLocks {
         if (released || controller.signal.aborted) return false;
         const sentAt = Date.now();
         try {
-          if (confirmedAt + ttlMs - sentAt >= ttlMs / 2) {
-            // At least half its lifetime is proven left (the timer renews it every third): the
-            // holder's token read back proves ownership, one command instead of a script's three.
-            if ((await this.bounded(this.redis.get(key))) !== token) {
-              lose('the turn lock was taken over or expired');
-              return false;
-            }
-            return !controller.signal.aborted;
-          }
-          // Little proven lifetime left: PEXPIRE-if-owner doubles as the check and renews the
-          // lifetime for the write ahead.
-          const ok = await this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs));
-          if (ok !== 1) {
+          // At least half its lifetime proven left (the timer renews it every third): the token
+          // read back proves ownership, one command instead of a script's three. Otherwise
+          // PEXPIRE-if-owner proves it and renews the lifetime for the write ahead.
+          const renew = confirmedAt + ttlMs - sentAt < ttlMs / 2;
+          const owned = renew ? (await this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))) === 1 : (await this.bounded(this.redis.get(key))) === token;
+          if (!owned) {
             lose('the turn lock was taken over or expired');
             return false;
           }
-          confirmedAt = Math.max(confirmedAt, sentAt);
+          if (renew) confirmedAt = Math.max(confirmedAt, sentAt);
           return !controller.signal.aborted;
         } catch (err) {
           logger.warn({ err, agentId }, 'could not prove turn lock ownership before a write');

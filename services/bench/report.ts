@@ -37,7 +37,6 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
 
-/** The human-readable report: one table of figures beside their ceilings, the costs, then the targets and the guarantees. */
 /** How the report names each process role. */
 const ROLE_LABELS: Record<keyof CpuByRole, string> = {
   postgres: 'Postgres',
@@ -48,6 +47,7 @@ const ROLE_LABELS: Record<keyof CpuByRole, string> = {
   redis: 'Redis',
 };
 
+/** The human-readable report: one table of figures beside their ceilings, the costs, then the targets and the guarantees. */
 export function renderReport(r: BenchResult): string {
   const c = r.ceilings;
   const delivery = r.delivery ?? [];

@@ -334,7 +334,11 @@ export interface HandoffFilter {
 
 
 /** A fixed list of states as SQL literals (enum values from the code, never from input). */
-const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${st}'`).join(', ');
+/**
+ * States as SQL literals (`'WAITING', 'BUSY'`): with literals the planner can use a partial index
+ * whose predicate names them (handoffs_open_work_idx), which an array parameter never proves.
+ */
+export const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${st}'`).join(', ');
 
 /**
  * The agent's head of queue: one index probe per state on (recipient_id, delivery_state, seq),
@@ -1164,20 +1168,21 @@ export class HandoffRepository {
   /**
    * Recipients of `deployment` with open push work (the reconciler's sweep): dispatchable now,
    * or with a turn that may be live (`live`). Bounded by `limit`, oldest work first; agents of other
-   * deployments neither appear nor use up the batch.
+   * deployments neither appear nor use up the batch. A scan of handoffs_open_work_idx: only open
+   * handoffs, however many settled ones the table holds.
    */
   async recipientsWithOpenWork(now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
     const { rows } = await this.q<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>(
       `SELECT open.recipient_id AS "recipientId", open.provider, open.pool, open.live FROM (
          SELECT recipient_id, provider, pool, min(seq) AS first_seq,
-           bool_or(delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0) AS live FROM handoffs
+           bool_or(delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND attempt_count > 0) AS live FROM handoffs
          WHERE recipient_id IS NOT NULL AND provider IS NOT NULL AND provider <> 'manual'
-           AND ((delivery_state = ANY($3::delivery_state[]) AND attempt_count > 0)
-             OR (delivery_state = ANY($4::delivery_state[]) AND (not_before IS NULL OR not_before <= $1)))
+           AND ((delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND attempt_count > 0)
+             OR (delivery_state IN (${stateList(DISPATCHABLE_STATES)}) AND (not_before IS NULL OR not_before <= $1)))
          GROUP BY recipient_id, provider, pool
-       ) open JOIN agents r ON r.id = open.recipient_id AND r.deployment = $5
+       ) open JOIN agents r ON r.id = open.recipient_id AND r.deployment = $3
        ORDER BY open.first_seq LIMIT $2`,
-      [now, limit, LIVE_TURN_STATES, DISPATCHABLE_STATES, deployment],
+      [now, limit, deployment],
     );
     return rows;
   }

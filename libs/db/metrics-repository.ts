@@ -1,5 +1,6 @@
 import { LIVE_TURN_STATES, OPEN_STATES } from '../domain/delivery-states.ts';
 import type pg from 'pg';
+import { stateList } from './handoff-repository.ts';
 
 /** One row of the event log as the metrics read it: what moved, to where, for which provider and pool. */
 export interface TransitionRow {
@@ -54,8 +55,7 @@ export class MetricsRepository {
   async turnsInFlight(): Promise<PoolCount[]> {
     const { rows } = await this.pool.query<{ provider: string; pool: string; n: number }>(
       `SELECT provider::text AS provider, pool, count(*)::int AS n FROM handoffs
-        WHERE delivery_state = ANY($1::delivery_state[]) AND provider IS NOT NULL GROUP BY 1, 2`,
-      [LIVE_TURN_STATES],
+        WHERE delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND provider IS NOT NULL GROUP BY 1, 2`,
     );
     return rows.map((r) => ({ provider: r.provider, pool: r.pool, count: r.n }));
   }

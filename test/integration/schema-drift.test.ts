@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as prismaSchema from '@prisma/prisma-schema-wasm';
-import { createTestDatabase } from '../support/test-database.ts';
+import { useTestDatabaseClient } from '../support/test-database.ts';
 
 /**
  * Holds the database our SQL migrations build against prisma/schema.prisma (parsed by
@@ -71,29 +71,46 @@ function expectedType(f: DmmfField): string {
   return f.isList ? `${base}[]` : base;
 }
 
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-let client: pg.Client;
+/**
+ * The `where: raw("...")` of each partial @@index / @@unique in the schema (the DMMF leaves it
+ * out), keyed like the index test's rows: `table type (columns)`.
+ */
+function partialIndexes(): Map<string, string> {
+  const text = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
+  const found = new Map<string, string>();
+  for (const block of text.matchAll(/^model (\w+) \{([\s\S]*?)^\}/gm)) {
+    const model = modelByName.get(block[1]!)!;
+    for (const ix of block[2]!.matchAll(/@@(index|unique)\(\[([^\]]*)\][^\n]*?where: raw\("([^"]*)"\)/g)) {
+      const cols = ix[2]!.split(',').map((name) => columnOf(model.fields.find((f) => f.name === name.trim())!));
+      found.set(`${tableOf(model)} ${ix[1] === 'index' ? 'normal' : 'unique'} (${cols.join(', ')})`, ix[3]!);
+    }
+  }
+  return found;
+}
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-});
+/** A predicate as Postgres prints it back (pg_get_expr), by building a throwaway index with it. */
+async function normalisedPredicate(table: string, columns: string[], where: string): Promise<string> {
+  await db.client().query('BEGIN');
+  try {
+    await db.client().query(`CREATE INDEX drift_probe ON ${table} (${columns.join(', ')}) WHERE ${where}`);
+    const { rows } = await db.client().query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = 'drift_probe'::regclass`);
+    return rows[0]!.p;
+  } finally {
+    await db.client().query('ROLLBACK');
+  }
+}
 
-afterAll(async () => {
-  await client?.end();
-  await db?.drop();
-});
+const db = useTestDatabaseClient();
 
 describe('the migrated database matches prisma/schema.prisma', () => {
   it('has exactly the tables of the model', async () => {
-    const { rows } = await client.query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`);
+    const { rows } = await db.client().query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`);
     const actual = rows.map((r) => r.tablename).filter((t) => !OUTSIDE_THE_MODEL.has(t)).sort();
     expect(actual).toEqual(dmmf.datamodel.models.map(tableOf).sort());
   });
 
   it('has exactly the enums of the model, values in order', async () => {
-    const { rows } = await client.query<{ typname: string; labels: string[] }>(
+    const { rows } = await db.client().query<{ typname: string; labels: string[] }>(
       `SELECT t.typname::text AS typname, array_agg(e.enumlabel::text ORDER BY e.enumsortorder) AS labels
        FROM pg_type t JOIN pg_enum e ON e.enumtypid = t.oid GROUP BY t.typname`,
     );
@@ -103,7 +120,7 @@ describe('the migrated database matches prisma/schema.prisma', () => {
   });
 
   it('has every column with its type, nullability and whether it has a default, and no others', async () => {
-    const { rows } = await client.query<{ table: string; column: string; type: string; nullable: boolean; hasDefault: boolean }>(
+    const { rows } = await db.client().query<{ table: string; column: string; type: string; nullable: boolean; hasDefault: boolean }>(
       `SELECT c.relname AS table, a.attname AS column,
          CASE WHEN t.typname IN ('timestamptz', 'timestamp', '_timestamptz') THEN
            replace(format_type(a.atttypid, a.atttypmod), 'timestamp(3) with time zone', 'timestamptz(3)')
@@ -127,32 +144,35 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     expect(actual).toEqual(expected);
   });
 
-  it('has exactly the primary keys, unique indexes and plain indexes of the model', async () => {
-    const { rows } = await client.query<{ table: string; unique: boolean; primary: boolean; columns: string[] }>(
+  it('has exactly the primary keys, unique indexes and plain indexes of the model, partial ones with their predicates', async () => {
+    const { rows } = await db.client().query<{ table: string; unique: boolean; primary: boolean; columns: string[]; predicate: string | null }>(
       `SELECT t.relname AS table, i.indisunique AS unique, i.indisprimary AS primary,
-         array_agg(a.attname::text ORDER BY k.ord) AS columns
+         array_agg(a.attname::text ORDER BY k.ord) AS columns, pg_get_expr(i.indpred, i.indrelid) AS predicate
        FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
        CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
        JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
        WHERE n.nspname = 'public'
-       GROUP BY t.relname, i.indexrelid, i.indisunique, i.indisprimary`,
+       GROUP BY t.relname, i.indexrelid, i.indisunique, i.indisprimary, i.indpred, i.indrelid`,
     );
     const actual = rows
       .filter((r) => !OUTSIDE_THE_MODEL.has(r.table))
-      .map((r) => `${r.table} ${r.primary ? 'id' : r.unique ? 'unique' : 'normal'} (${r.columns.join(', ')})`)
+      .map((r) => `${r.table} ${r.primary ? 'id' : r.unique ? 'unique' : 'normal'} (${r.columns.join(', ')})${r.predicate ? ` WHERE ${r.predicate}` : ''}`)
       .sort();
-    const expected = dmmf.datamodel.indexes
-      .map((ix) => {
-        const model = modelByName.get(ix.model)!;
-        const cols = ix.fields.map((f) => columnOf(model.fields.find((x) => x.name === f.name)!));
-        return `${tableOf(model)} ${ix.type} (${cols.join(', ')})`;
-      })
-      .sort();
-    expect(actual).toEqual(expected);
+    const partial = partialIndexes();
+    const expected: string[] = [];
+    for (const ix of dmmf.datamodel.indexes) {
+      const model = modelByName.get(ix.model)!;
+      const cols = ix.fields.map((f) => columnOf(model.fields.find((x) => x.name === f.name)!));
+      const key = `${tableOf(model)} ${ix.type} (${cols.join(', ')})`;
+      const where = partial.get(key);
+      expected.push(where === undefined ? key : `${key} WHERE ${await normalisedPredicate(tableOf(model), cols, where)}`);
+    }
+    expect(partial.size).toBeGreaterThan(0);
+    expect(actual).toEqual(expected.sort());
   });
 
   it('has exactly the foreign keys of the model, with their delete rules', async () => {
-    const { rows } = await client.query<{ table: string; columns: string[]; ref: string; refColumns: string[]; onDelete: string }>(
+    const { rows } = await db.client().query<{ table: string; columns: string[]; ref: string; refColumns: string[]; onDelete: string }>(
       `SELECT c.conrelid::regclass::text AS table, c.confrelid::regclass::text AS ref,
          (SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(n, ord) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n) AS columns,
          (SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(n, ord) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n) AS "refColumns",

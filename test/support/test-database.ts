@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { migrate } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL, databaseUrl } from './env.ts';
 
@@ -51,5 +51,29 @@ export async function createTestDatabase(): Promise<{ name: string; url: string;
     name,
     url: databaseUrl(name),
     drop: () => withAdmin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+  };
+}
+
+/**
+ * A fresh test database and one pg.Client on it for the whole file (registered with beforeAll
+ * and afterAll): `client()` inside a test.
+ */
+export function useTestDatabaseClient(): { client(): pg.Client } {
+  let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+  let connected: pg.Client | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    connected = new pg.Client({ connectionString: db.url });
+    await connected.connect();
+  });
+  afterAll(async () => {
+    await connected?.end();
+    await db?.drop();
+  });
+  return {
+    client: () => {
+      if (!connected) throw new Error('the test database is not ready (use client() inside a test)');
+      return connected;
+    },
   };
 }

@@ -94,6 +94,42 @@ describe('draining a wake-up set', () => {
     expect(h.consumer).toEqual(['pause', 'resume']);
   });
 
+  it('with every slot busy, takes again in batches: once `batch` slots are free, or `waitMs` after the first one freed', async () => {
+    const agents = Array.from({ length: 12 }, (_, i) => `a${i}`);
+    const h = harness(agents, 6);
+    const done = drainWakeUps(h.drain, NO_LINGER, { batch: 3, waitMs: 60_000 });
+    await settle();
+    expect(h.takes).toEqual([6]);
+    // One run ends: no take yet (one slot free, the batch is three).
+    h.finish.get('a0')!();
+    await settle();
+    await settle();
+    expect(h.takes).toEqual([6]);
+    h.finish.get('a1')!();
+    h.finish.get('a2')!();
+    await until(() => h.started.length === 9);
+    expect(h.takes).toEqual([6, 3]);
+    // Six more end: a batch again, and the rest of the set is taken.
+    for (const id of ['a3', 'a4', 'a5', 'a6', 'a7', 'a8']) h.finish.get(id)!();
+    await until(() => h.started.length === 12);
+    for (const id of agents.slice(9)) h.finish.get(id)!();
+    expect(await done).toBe(12);
+    expect(h.maxInFlight()).toBe(6);
+  });
+
+  it('takes what is free once waitMs has passed, even short of a batch', async () => {
+    const h = harness(['a', 'b', 'c', 'd'], 2);
+    const done = drainWakeUps(h.drain, NO_LINGER, { batch: 2, waitMs: 30 });
+    await settle();
+    h.finish.get('a')!();
+    await until(() => h.started.length === 3);
+    expect(h.takes).toEqual([2, 1]);
+    for (const id of ['b', 'c']) h.finish.get(id)!();
+    await until(() => h.started.length === 4);
+    h.finish.get('d')!();
+    expect(await done).toBe(4);
+  });
+
   it('on shutdown takes nothing more and hands the rest on to a new job', async () => {
     const h = harness(['a', 'b', 'c'], 4);
     h.draining.abort();

@@ -10,6 +10,8 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 export class QueueSlots {
   readonly running = new Set<Promise<void>>();
   private paused = false;
+  /** Who waits for the next run to end (runEnded). */
+  private waiting: Array<() => void> = [];
 
   constructor(
     readonly limit: number,
@@ -21,13 +23,36 @@ export class QueueSlots {
   }
 
   track(run: Promise<void>): void {
-    const tracked: Promise<void> = run.finally(() => this.running.delete(tracked));
+    const tracked: Promise<void> = run.finally(() => {
+      this.running.delete(tracked);
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const wake of waiting) wake();
+    });
     this.running.add(tracked);
   }
 
-  /** Resolves when a run of the queue ends (at once when none runs). */
-  async whenFree(): Promise<void> {
-    await Promise.race(this.running.size > 0 ? this.running : [Promise.resolve()]);
+  /**
+   * Resolves when a run of the queue ends (at once when none runs), or after `ms` if given. A
+   * waiter list, not Promise.race over the runs: a race leaves a reaction on every run still
+   * going, so at a few hundred runs each one's end paid for every race made during its life.
+   */
+  runEnded(ms?: number): Promise<void> {
+    if (this.running.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.waiting.push(wake);
+      if (ms !== undefined) {
+        timer = setTimeout(() => {
+          this.waiting = this.waiting.filter((w) => w !== wake);
+          resolve();
+        }, ms);
+      }
+    });
   }
 
   /** Pauses the consumer; false when it already was (another drainer paused it). */
@@ -75,6 +100,14 @@ export interface WakeDrain {
 export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
 
 /**
+ * How a drainer whose slots were full takes agents again: once `batch` slots are free, or
+ * `waitMs` after the first one freed, whichever comes first. Under a backlog the slots stay
+ * full either way; this only makes each take (a script call on the wake-up set) start several
+ * runs instead of one per run that ended.
+ */
+export const WAKE_REFILL = { batch: 16, waitMs: 20 } as const;
+
+/**
  * Runs a wake job: takes the agents of the queue's wake-up set, oldest first, as many as the
  * process has free slots, and starts each one's dispatch run. When it finds the set empty it
  * lingers while its runs are going (WAKE_LINGER), then takes once more disarming the queue: a
@@ -87,7 +120,11 @@ export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
  * job is.
  * @returns how many runs this job started
  */
-export async function drainWakeUps(d: WakeDrain, linger: { totalMs: number; pollMs: number } = WAKE_LINGER): Promise<number> {
+export async function drainWakeUps(
+  d: WakeDrain,
+  linger: { totalMs: number; pollMs: number } = WAKE_LINGER,
+  refill: { batch: number; waitMs: number } = WAKE_REFILL,
+): Promise<number> {
   const mine = new Set<Promise<void>>();
   let started = 0;
   // When the set was first found empty since this job last took agents.
@@ -105,7 +142,10 @@ export async function drainWakeUps(d: WakeDrain, linger: { totalMs: number; poll
           paused = true;
           await d.handOn();
         }
-        await d.slots.whenFree();
+        await d.slots.runEnded();
+        const until = Date.now() + refill.waitMs;
+        const batch = Math.min(refill.batch, d.slots.limit);
+        while (d.slots.free < batch && Date.now() < until && !d.draining.aborted) await d.slots.runEnded(until - Date.now());
         continue;
       }
       const lingering = mine.size > 0 && linger.totalMs > 0 && (emptySince === null || Date.now() - emptySince < linger.totalMs);
@@ -113,7 +153,7 @@ export async function drainWakeUps(d: WakeDrain, linger: { totalMs: number; poll
       if (agents.length === 0) {
         if (!lingering) break;
         emptySince ??= Date.now();
-        await firstOf([...mine], Math.min(linger.pollMs, Math.max(0, emptySince + linger.totalMs - Date.now())));
+        await d.slots.runEnded(Math.min(linger.pollMs, Math.max(0, emptySince + linger.totalMs - Date.now())));
         continue;
       }
       emptySince = null;
@@ -138,14 +178,4 @@ export async function drainWakeUps(d: WakeDrain, linger: { totalMs: number; poll
     await Promise.all(mine);
   }
   return started;
-}
-
-/** Resolves when the first of `runs` ends or after `ms`, whichever comes first. */
-async function firstOf(runs: Promise<void>[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([...runs, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

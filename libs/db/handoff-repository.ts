@@ -1072,14 +1072,16 @@ export class HandoffRepository {
 
   /**
    * HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds; only
-   * those to agents of `deployment` (a lifted hold is queued on that deployment's queues).
+   * those to agents of `deployment` (a lifted hold is queued on that deployment's queues). Every
+   * handoff with a recipient has a provider; the query says so to match the condition of
+   * handoffs_delivery_state_seq_idx (as uncertainDue does).
    */
   async held(limit: number, deployment: string): Promise<DispatchCandidate[]> {
     const { rows } = await this.q<DispatchCandidate>(
       `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
        JOIN agents r ON r.id = h.recipient_id AND r.deployment = $2
        LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
-       WHERE h.delivery_state = 'HELD' ORDER BY h.seq LIMIT $1`,
+       WHERE h.delivery_state = 'HELD' AND h.provider IS NOT NULL ORDER BY h.seq LIMIT $1`,
       [limit, deployment],
     );
     return rows;
@@ -1101,7 +1103,7 @@ export class HandoffRepository {
        FROM handoffs h
        JOIN agents r ON r.id = h.recipient_id AND r.deployment = $5
        LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
-       WHERE h.delivery_state = 'UNCERTAIN' AND (h.not_before IS NULL OR h.not_before <= $1)
+       WHERE h.delivery_state = 'UNCERTAIN' AND h.provider IS NOT NULL AND (h.not_before IS NULL OR h.not_before <= $1)
          AND ($3::text[] IS NULL OR h.provider::text = ANY($3::text[])) AND ($4::text[] IS NULL OR h.pool = ANY($4::text[]))
        ORDER BY h.seq LIMIT $2`,
       [now, limit, scope ? [...scope.providers] : null, scope ? [...scope.pools] : null, deployment],

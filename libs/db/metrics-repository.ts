@@ -51,11 +51,15 @@ export class MetricsRepository {
     });
   }
 
-  /** Handoffs whose turn is live (SENDING, ACCEPTED, RUNNING) per provider and pool. */
+  /**
+   * Handoffs whose turn is live (SENDING, ACCEPTED, RUNNING) per provider and pool. Manual agents
+   * have no turns; saying so (and that the handoff has a recipient) lets the scan use
+   * handoffs_open_work_idx, whose condition names both.
+   */
   async turnsInFlight(): Promise<PoolCount[]> {
     const { rows } = await this.pool.query<{ provider: string; pool: string; n: number }>(
       `SELECT provider::text AS provider, pool, count(*)::int AS n FROM handoffs
-        WHERE delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND provider IS NOT NULL GROUP BY 1, 2`,
+        WHERE delivery_state IN (${stateList(LIVE_TURN_STATES)}) AND recipient_id IS NOT NULL AND provider <> 'manual' GROUP BY 1, 2`,
     );
     return rows.map((r) => ({ provider: r.provider, pool: r.pool, count: r.n }));
   }

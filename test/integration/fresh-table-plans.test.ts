@@ -139,18 +139,21 @@ function hotStatementsStayNarrow(): void {
  */
 async function fill(count: number, open: boolean): Promise<void> {
   await db.client().query(`SET session_replication_role = replica`);
-  await db.client().query(
-    `INSERT INTO handoffs (id, project_id, sender_id, recipient_id, provider, message, content_hash, in_progress_key, delivery_state, work_state,
-       attempt_count, lease_expires_at, created_at, updated_at, settled_at)
-     SELECT gen_random_uuid(), $2, $3, ('00000000-0000-4000-9000-' || lpad((i % 10)::text, 12, '0'))::uuid, 'demo', 'm', md5(i::text),
-       CASE WHEN $4 THEN gen_random_uuid()::text END,
-       (CASE WHEN NOT $4 THEN 'RETURNED' WHEN i % 50 = 0 THEN 'UNCERTAIN' WHEN i % 50 = 1 THEN 'HELD' WHEN i % 7 = 0 THEN 'RUNNING' ELSE 'BUSY' END)::delivery_state,
-       (CASE WHEN $4 AND i % 3 = 0 THEN 'claimed' WHEN $4 THEN 'open' ELSE 'returned' END)::work_state,
-       CASE WHEN i % 7 = 0 THEN 1 ELSE 0 END, CASE WHEN $4 AND i % 3 = 0 THEN now() + interval '1 hour' END, now(), now(), CASE WHEN NOT $4 THEN now() END
-     FROM generate_series(1, $1::int) i`,
-    [count, uuid(10), uuid(11), open],
-  );
-  await db.client().query(`SET session_replication_role = DEFAULT`);
+  try {
+    await db.client().query(
+      `INSERT INTO handoffs (id, project_id, sender_id, recipient_id, provider, message, content_hash, in_progress_key, delivery_state, work_state,
+         attempt_count, lease_expires_at, created_at, updated_at, settled_at)
+       SELECT gen_random_uuid(), $2, $3, ('00000000-0000-4000-9000-' || lpad((i % 10)::text, 12, '0'))::uuid, 'demo', 'm', md5(i::text),
+         CASE WHEN $4 THEN gen_random_uuid()::text END,
+         (CASE WHEN NOT $4 THEN 'RETURNED' WHEN i % 50 = 0 THEN 'UNCERTAIN' WHEN i % 50 = 1 THEN 'HELD' WHEN i % 7 = 0 THEN 'RUNNING' ELSE 'BUSY' END)::delivery_state,
+         (CASE WHEN $4 AND i % 3 = 0 THEN 'claimed' WHEN $4 THEN 'open' ELSE 'returned' END)::work_state,
+         CASE WHEN i % 7 = 0 THEN 1 ELSE 0 END, CASE WHEN $4 AND i % 3 = 0 THEN now() + interval '1 hour' END, now(), now(), CASE WHEN NOT $4 THEN now() END
+       FROM generate_series(1, $1::int) i`,
+      [count, uuid(10), uuid(11), open],
+    );
+  } finally {
+    await db.client().query(`SET session_replication_role = DEFAULT`);
+  }
 }
 
 describe('hot statements on tables without statistics', () => {
@@ -173,4 +176,15 @@ describe('hot statements on tables analysed in a quiet hour, now full of open wo
   });
 
   hotStatementsStayNarrow();
+});
+
+describe("the reconciler's indexes", () => {
+  it('hold exactly the states the sweep and the gauge ask for (the migrations name them; libs/domain owns them)', async () => {
+    const statesOf = async (index: string) => {
+      const { rows } = await db.client().query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = $1::regclass`, [index]);
+      return [...rows[0]!.p.matchAll(/'(\w+)'::delivery_state/g)].map((m) => m[1]).sort();
+    };
+    expect(await statesOf('handoffs_open_work_idx')).toEqual([...LIVE_TURN_STATES, ...DISPATCHABLE_STATES].sort());
+    expect(await statesOf('handoffs_delivery_state_seq_idx')).toEqual(['HELD', 'UNCERTAIN']);
+  });
 });

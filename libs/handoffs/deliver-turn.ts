@@ -434,7 +434,8 @@ async function sendReserved(
  * can prove the write never happened, so it records that itself. Normally `lock_lost` (SENDING ->
  * WAITING). If a new lock holder got there first and marked the attempt UNCERTAIN ("its writer
  * stopped mid-send"), `unsent_proven` (UNCERTAIN -> WAITING) instead of leaving it to the history
- * scans, which would end it CANCELLED; the handoff goes out again under a new request id.
+ * scans, which would end it CANCELLED; the handoff goes out again under a new request id. A
+ * move that lands first (a history scan marking the attempt missing) only makes it read again.
  * Postgres may be away right then (the fault that cost the lock often cuts it off too), and
  * nobody else can ever make this proof: it is retried, bounded as a lost reservation's read-back
  * is (SETTLE_TRIES, `timing.unreachableRetryMs` apart), whether or not the worker is stopping.
@@ -461,7 +462,10 @@ async function recordUnwritten(deps: DispatchDeps, h: Moveable | null, attemptId
       const moved = await move(deps, moveable(row), [
         ['unsent_proven', { reason: `the worker that reserved attempt ${latest.number} proves it never wrote it: ${reason}`, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }],
       ]);
-      if (moved && row.recipientId && row.provider) {
+      // Moved by someone else since the read (a history scan's scan_missed keeps it UNCERTAIN
+      // with a later revision): read it again; only this worker can make the proof.
+      if (!moved) continue;
+      if (row.recipientId && row.provider) {
         await deps.scheduler.enqueue({ ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due', handoffId }, JOB_IDS.unsentProven(handoffId, moved.revision)).catch((err: unknown) => {
           deps.logger.warn({ err, handoffId }, 'could not queue the proven-unsent handoff; the sweep will');
         });

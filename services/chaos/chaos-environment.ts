@@ -45,8 +45,11 @@ export interface ProcessSlot {
   readonly name: string;
   readonly postgresProxy: FaultProxy;
   readonly redisProxy: FaultProxy;
-  /** The API's URL (api slots). */
-  readonly apiUrl: string | null;
+  /**
+   * The API's URL (api slots). Its port is picked free when the slot is made; a start that finds
+   * it taken since (another process's connection got it as its local port) moves it to another.
+   */
+  apiUrl: string | null;
   process: BatonProcess | null;
   /** Processes started in this slot so far. */
   starts: number;
@@ -209,12 +212,14 @@ export class ChaosEnvironment {
     slot.process = p;
     slot.stopping = false;
     slot.starts++;
-    void p.exited().then((code) => {
+    void p.exited().then(async (code) => {
       this.keepLog(slot, p);
       if (slot.process !== p) return;
+      const output = p.output();
+      // Not a fault of Baton's: the harness's port was taken. The next start gets another.
+      if (portTaken(slot, output, serving)) slot.apiUrl = `http://127.0.0.1:${await freePort()}`;
       slot.process = null;
       if (slot.stopping || this.closing) return;
-      const output = p.output();
       this.unexpectedExits.push({
         slot: slot.name,
         at: Date.now(),
@@ -227,7 +232,26 @@ export class ChaosEnvironment {
         if (!this.closing && slot.process === null) void this.start(slot, false);
       }, RESTART_DELAY_MS);
     });
-    if (wait) await p.waitFor(serving, 60_000);
+    if (wait) await this.untilServing(slot, p, serving);
+  }
+
+  /** Waits for the slot's process to serve, through the restarts of a start that found its port taken (at most PORT_TRIES). */
+  private async untilServing(slot: ProcessSlot, first: BatonProcess, serving: RegExp): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    let p: BatonProcess | null = first;
+    for (let tries = 1; ; tries++) {
+      try {
+        await p.waitFor(serving, Math.max(1, deadline - Date.now()));
+        return;
+      } catch (err) {
+        if (!portTaken(slot, p.output(), serving) || tries >= PORT_TRIES) throw err;
+      }
+      const failed: BatonProcess = p;
+      while ((p = slot.process) === null || p === failed) {
+        if (Date.now() > deadline || this.closing) throw new Error(`${slot.name} did not start again after its port was taken`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
   }
 
   /** The first API writes the admin token on its first start; read it once that is done. */
@@ -297,6 +321,14 @@ export class ChaosEnvironment {
   describe(): string {
     return `home ${this.home}, Postgres ${this.postgres.url}, Redis redis://127.0.0.1:${this.redisPort}, demo host ${this.demoHostUrl}`;
   }
+}
+
+/** Starts of one slot that may find the API's port taken before one serves. */
+const PORT_TRIES = 3;
+
+/** Whether an API process stopped at start-up because its port was taken. */
+function portTaken(slot: ProcessSlot, output: string, serving: RegExp): boolean {
+  return slot.role === 'api' && !serving.test(output) && /already in use|EADDRINUSE/.test(output);
 }
 
 /** The line of a process's last output that says why it stopped: an error line, or the last line. */

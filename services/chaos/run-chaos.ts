@@ -71,7 +71,7 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     env.readAdminToken();
     await Promise.all([...otherApis, ...env.workers].map((s) => env.start(s, true)));
     const api = new ApiCaller(
-      env.apis.map((s) => s.apiUrl!),
+      () => env.apis.map((s) => s.apiUrl!),
       env.adminToken,
     );
     const plan = planTraffic(new Random(opts.seed), { agents: opts.agents, handoffs: opts.handoffs, manualAgents: opts.manualAgents, runId });

@@ -14,12 +14,14 @@ export type Answer = { status: number; body: any } | { status: 0; error: string 
 /** Calls the API processes with the admin token; every call has a time-out. */
 export class ApiCaller {
   constructor(
-    readonly urls: readonly string[],
+    /** The APIs' URLs now (a restarted API may have moved to another port). */
+    private readonly urls: () => readonly string[],
     private readonly token: string,
   ) {}
 
   async call(api: number, method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 8_000): Promise<Answer> {
-    const url = `${this.urls[api % this.urls.length]}${path}`;
+    const urls = this.urls();
+    const url = `${urls[api % urls.length]}${path}`;
     try {
       const res = await fetch(url, {
         method,

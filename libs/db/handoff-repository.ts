@@ -300,6 +300,34 @@ export interface TransitionWrite {
   alsoWork?: { from: readonly string[]; to: string; event: EventWrite; result: WorkResultEffect | undefined };
 }
 
+/** Transition texts kept per shape; a process uses a few dozen (SAME_TEXT_MAX bounds a surprise). */
+const sameText = new Map<string, { text: string; params: number }>();
+const SAME_TEXT_MAX = 512;
+
+/**
+ * The transition text built before for the same `shape` (the choices that decide the text), as
+ * the very same string: the prepared-statement name is then a look-up of a string whose hash
+ * V8 keeps, and pg's check that a name still means its text compares one pointer, where a text
+ * built anew (several kilobytes for the end of a turn) is hashed and compared in full on every
+ * call. Two texts of one shape with different lengths or parameter counts mean a choice missing
+ * from the shape: that throws rather than run the wrong text.
+ */
+function sameTextPerShape(shape: ReadonlyArray<string | number | boolean>, text: string, params: number): string {
+  const key = shape.join('|');
+  const known = sameText.get(key);
+  if (known) {
+    if (known.text.length !== text.length || known.params !== params) throw new Error(`transition shape ${key} built two different statements`);
+    return known.text;
+  }
+  if (sameText.size < SAME_TEXT_MAX) sameText.set(key, { text, params });
+  return text;
+}
+
+/** For tests: forgets the kept transition texts (the next of each shape is built and kept anew). */
+export function forgetTransitionTexts(): void {
+  sameText.clear();
+}
+
 const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }> = {
   deliveryDetail: { column: 'delivery_detail', cast: 'text' },
   notBefore: { column: 'not_before', cast: 'timestamptz' },
@@ -789,18 +817,23 @@ export class HandoffRepository {
       params.push(value);
       return `$${params.length}`;
     };
+    // Every choice below that changes the text (not only the parameters) adds to `shape`.
+    const shape: Array<string | number | boolean> = [n];
     const sets = ['delivery_state = $4::delivery_state', 'revision = revision + $6::int', 'updated_at = $5'];
     for (const key of Object.keys(w.patch ?? {}) as Array<keyof HandoffPatch>) {
       const value = w.patch?.[key];
       if (value === undefined) continue;
       const { column, cast } = PATCH_COLUMNS[key];
+      shape.push(key);
       sets.push(`${column} = ${p(cast === 'jsonb' ? jsonParam(value) : value)}::${cast}`);
     }
     for (const counter of w.increment ?? []) {
       const column = COUNTER_COLUMNS[counter];
+      shape.push(counter);
       sets.push(`${column} = ${column} + 1`);
     }
     let workFrom = '';
+    shape.push('work', w.alsoWork?.result ?? !!w.alsoWork);
     if (w.alsoWork) {
       workFrom = p(w.alsoWork.from);
       const hit = `work_state = ANY(${workFrom}::work_state[])`;
@@ -838,6 +871,9 @@ export class HandoffRepository {
     }
     const fence = w.insertAttempt?.fence;
     const fenceParam = fence === undefined ? null : p(fence.toString());
+    const u = w.updateAttempt;
+    shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
+    shape.push('more', !!w.alsoMoveQueued, !!w.thenNextWork, !!w.thenNextWork?.reserve);
     let sql = `WITH before AS (
         SELECT work_state FROM handoffs WHERE id = $1
       ),${
@@ -866,8 +902,7 @@ export class HandoffRepository {
         SELECT ${p(a.id)}::uuid, id, ${p(a.number)}, ${p(a.requestId)}::uuid, 'sending', ${p(a.workerId)}, ${p(a.deliveryTarget)}, $5, ${fenceParam ?? 'NULL'}::bigint FROM moved
       )`;
     }
-    if (w.updateAttempt) {
-      const u = w.updateAttempt;
+    if (u) {
       const attemptSets = [`status = ${p(u.status)}::attempt_status`];
       if (u.error !== undefined) attemptSets.push(`error = ${p(u.error)}`);
       if (u.accepted) attemptSets.push('accepted_at = COALESCE(accepted_at, $5)');
@@ -897,7 +932,7 @@ export class HandoffRepository {
     const eventIds = `ARRAY(SELECT id::text FROM (SELECT id FROM ev${queuedIds}) x ORDER BY id)`;
     if (!w.thenNextWork) {
       sql += ` SELECT revision, ${eventIds} AS "eventIds" FROM moved`;
-      const { rows } = await this.q<TransitionWritten>(sql, params);
+      const { rows } = await this.q<TransitionWritten>(sameTextPerShape(shape, sql, params.length), params);
       return rows[0] ?? null;
     }
     const then = w.thenNextWork;
@@ -906,6 +941,7 @@ export class HandoffRepository {
     if (then.reserve) sql += `, ${reserveHeadSql(reservationParams(then.reserve, p), 'nw', '$5::timestamptz', ' AND EXISTS (SELECT 1 FROM moved) AND nw.id <> $1')}`;
     // Named apart from the next handoff's own columns (`revision` among them).
     sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''} FROM moved LEFT JOIN nw ON true`;
+    sql = sameTextPerShape(shape, sql, params.length);
     const { rows } = await this.q<Partial<WorkRow> & ReservedRow & { movedRevision: number; movedEventIds: string[] }>(sql, params);
     const row = rows[0];
     if (!row) return null;

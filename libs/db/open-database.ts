@@ -3,6 +3,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/prisma/client.ts';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
 import type { Logger } from '../logging/create-logger.ts';
+import { KeptRowQuery } from './row-templates.ts';
 
 export type { PrismaClient } from './generated/prisma/client.ts';
 
@@ -29,6 +30,16 @@ class BoundedClient extends pg.Client {
   // `any`: pg's query() is a set of overloads (promise or callback); this passes each through.
   override query(...args: unknown[]): any {
     const run = (a: unknown[]): unknown => (super.query as (...q: unknown[]) => unknown).apply(this, a);
+    const first = args[0] as Partial<pg.QueryConfig> & { submit?: unknown };
+    // A named statement (libs/db/prepared.ts) as pg's Query with the statement's kept row template.
+    if (typeof first === 'object' && first !== null && typeof first.name === 'string' && first.submit === undefined && args.length <= 3) {
+      const query = new KeptRowQuery(first as pg.QueryConfig & { name: string });
+      const callback = args.find((a) => typeof a === 'function') as ((err: unknown, res: unknown) => void) | undefined;
+      if (callback) return run([query, undefined, (err: unknown, res: unknown) => (this.endIfTimedOut(err), callback(err, res))]);
+      return new Promise((resolve, reject) => {
+        run([query, undefined, (err: unknown, res: unknown) => (err ? (this.endIfTimedOut(err), reject(err)) : resolve(res))]);
+      });
+    }
     const last = args.at(-1);
     if (typeof last === 'function') {
       const callback = last as (err: unknown, res: unknown) => void;

@@ -89,7 +89,7 @@ function randomWrite(r: () => number, i: number): TransitionWrite {
                     fence: BigInt(i),
                     provider: 'demo',
                     passing: { none: pick(), rules: pick() ? [] : ['allow'] },
-                    to: 'DISPATCHING' as const,
+                    to: 'SENDING' as const,
                     queued: { to: 'BUSY' as const, event: 'queued', reason: `q${i}` },
                     queuedBusy: pick(),
                   },

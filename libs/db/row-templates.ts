@@ -1,0 +1,84 @@
+import pg from 'pg';
+
+/**
+ * Rows of named prepared statements without pg's per-result set-up. For every result pg builds
+ * a template row (an object with one key per column, made in dictionary mode and then copied)
+ * and looks up a parser per column: ~70 us for the 65 columns a turn's end returns with the
+ * next head, against ~10 us to parse the row itself. A named statement's columns are the same
+ * on every call, so the first result's template and parsers are kept per statement name and
+ * reused while the columns pg describes are the same (names, types and formats compared one by
+ * one: a statement prepared again after a schema change gets a template of its own).
+ *
+ * pg exposes no hook for this: `KeptRowQuery` is pg's own Query whose result takes its fields
+ * from the kept template (the Result members it sets are those pg's `addFields` sets;
+ * test/integration/row-templates.test.ts fails if a pg upgrade changes them).
+ */
+
+interface FieldDescription {
+  readonly name: string;
+  readonly dataTypeID: number;
+  readonly format?: string;
+}
+
+/** The parts of pg's Result that `addFields` sets and `parseRow` reads. */
+interface ResultFields {
+  fields: FieldDescription[];
+  _parsers: Array<(value: string) => unknown>;
+  _prebuiltEmptyResultObject: Record<string, null>;
+  _types?: { getTypeParser(oid: number, format: string): (value: string) => unknown };
+  addFields(fields: FieldDescription[]): void;
+}
+
+interface RowTemplate {
+  readonly fields: readonly FieldDescription[];
+  readonly types: ResultFields['_types'];
+  readonly parsers: ResultFields['_parsers'];
+  readonly row: Record<string, null>;
+}
+
+/** Templates kept per statement name; a process has a few hundred statements (TEMPLATES_MAX bounds a surprise). */
+const templates = new Map<string, RowTemplate>();
+const TEMPLATES_MAX = 2_000;
+
+function sameFields(a: readonly FieldDescription[], b: readonly FieldDescription[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.dataTypeID !== y.dataTypeID || x.format !== y.format) return false;
+  }
+  return true;
+}
+
+function templateFor(name: string, fields: FieldDescription[], types: ResultFields['_types']): RowTemplate {
+  const kept = templates.get(name);
+  if (kept && kept.types === types && sameFields(kept.fields, fields)) return kept;
+  const source = types ?? pg.types;
+  const parsers = fields.map((f) => source.getTypeParser(f.dataTypeID, (f.format ?? 'text') as 'text') as (value: string) => unknown);
+  // As pg makes it: keys from a prototype-less object, so a column named like an Object.prototype member is a plain key.
+  const keys: Record<string, null> = Object.create(null);
+  for (const f of fields) keys[f.name] = null;
+  const template: RowTemplate = { fields, types, parsers, row: { ...keys } };
+  if (kept || templates.size < TEMPLATES_MAX) templates.set(name, template);
+  return template;
+}
+
+/** pg's Query for a named statement whose result reuses the statement's kept row template. */
+export class KeptRowQuery extends pg.Query {
+  constructor(config: pg.QueryConfig & { name: string }) {
+    super(config);
+    const name = config.name;
+    const result = (this as unknown as { _result: ResultFields })._result;
+    result.addFields = function (this: ResultFields, fields: FieldDescription[]) {
+      const t = templateFor(name, fields, this._types);
+      this.fields = fields;
+      this._parsers = t.parsers;
+      this._prebuiltEmptyResultObject = t.row;
+    };
+  }
+}
+
+/** For tests: how many statements have a kept template. */
+export function keptRowTemplates(): number {
+  return templates.size;
+}

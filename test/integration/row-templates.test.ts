@@ -67,6 +67,17 @@ describe('kept row templates', () => {
     }
   });
 
+  it('takes values given beside a named statement, as pg does', async () => {
+    const res = await db.pool.query({ name: 'baton_row_templates_values', text: 'SELECT $1::text AS v' }, ['beside']);
+    expect(res.rows).toEqual([{ v: 'beside' }]);
+    const client = await db.pool.connect();
+    try {
+      expect((await client.query({ name: 'baton_row_templates_values', text: 'SELECT $1::text AS v' }, ['client'])).rows).toEqual([{ v: 'client' }]);
+    } finally {
+      client.release();
+    }
+  });
+
   it('takes the columns pg describes when a statement of the same name has other columns', async () => {
     const name = 'baton_row_templates_test';
     await db.pool.query({ name, text: 'SELECT 1 AS a, 2 AS b' });

@@ -1,4 +1,4 @@
-import http from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
 import type { DemoHostPort, DemoObservation, DemoSettings, DemoTurnInput, DemoTurnStatus, DemoWrite, ReceiveOutcome } from './demo-agent-host.ts';
 
 /** Thrown when the request was written but no answer came back (the reply was lost). */
@@ -17,49 +17,58 @@ export class DemoHostUnreachable extends Error {
   }
 }
 
-/** DemoHostPort over HTTP, with a keep-alive agent so each call is one round trip. */
+/**
+ * Errors of a request that never reached the host: nothing was written. Anything else after
+ * the request started (a reset, a timeout, a closed socket) may have come after the host read
+ * it, so it counts as a lost reply.
+ */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function neverConnected(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  const causeCode = ((err as { cause?: { code?: unknown } } | null)?.cause as { code?: unknown } | undefined)?.code;
+  return NOT_CONNECTED.has(String(code)) || NOT_CONNECTED.has(String(causeCode));
+}
+
+/**
+ * DemoHostPort over HTTP: an undici pool of keep-alive connections, so each call is one round
+ * trip (and half the client CPU of node:http's request, measured in docs/PERFORMANCE.md).
+ */
 export class DemoHostClient implements DemoHostPort {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  private readonly pool: Pool;
 
-  constructor(private readonly baseUrl: string) {}
+  constructor(baseUrl: string) {
+    this.pool = new Pool(new URL(baseUrl).origin, { connections: 256, pipelining: 1 });
+  }
 
-  private request<T>(method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<T> {
-    const url = new URL(path, this.baseUrl);
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 10_000): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise<T>((resolve, reject) => {
-      let sent = false;
-      const req = http.request(
-        url,
-        {
-          method,
-          agent: this.agent,
-          headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {},
-          timeout: timeoutMs,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            if ((res.statusCode ?? 500) >= 400) return reject(new Error(`demo host ${res.statusCode}: ${text}`));
-            try {
-              resolve(JSON.parse(text) as T);
-            } catch (err) {
-              reject(new DemoReplyLost(err));
-            }
-          });
-          res.on('error', (err) => reject(new DemoReplyLost(err)));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timed out')));
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (!sent || err.code === 'ECONNREFUSED') reject(new DemoHostUnreachable(err));
-        else reject(new DemoReplyLost(err));
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({
+        path,
+        method,
+        headers: payload === undefined ? {} : { 'content-type': 'application/json' },
+        body: payload ?? null,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
-      req.end(payload, () => {
-        sent = true;
-      });
-    });
+    } catch (err) {
+      if (neverConnected(err)) throw new DemoHostUnreachable(err);
+      throw new DemoReplyLost(err);
+    }
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw new DemoReplyLost(err);
+    }
+    if (res.statusCode >= 400) throw new Error(`demo host ${res.statusCode}: ${text}`);
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new DemoReplyLost(err);
+    }
   }
 
   receiveTurn(session: string, turn: DemoTurnInput, settings: DemoSettings): Promise<ReceiveOutcome> {
@@ -91,6 +100,6 @@ export class DemoHostClient implements DemoHostPort {
   }
 
   close(): void {
-    this.agent.destroy();
+    void this.pool.destroy().catch(() => undefined);
   }
 }

@@ -22,7 +22,8 @@ type LockCommands = {
   batonAcquireTurnLock(key: string, fenceKey: string, recheckKey: string, token: string, ttlMs: number, noteMs: number): Promise<[number, string | null, (number | string)?]>;
   batonExtendTurnLock(key: string, token: string, ttlMs: number): Promise<number>;
   batonReleaseTurnLock(key: string, recheckKey: string, token: string): Promise<number>;
-  batonNoteIfHeld(key: string, recheckKey: string, noteMs: number): Promise<number>;
+  /** `keys`: the number of keys, then per agent its lock key and its recheck note key. */
+  batonNoteIfHeld(keys: number, ...keysThenNoteMs: Array<string | number>): Promise<number[]>;
 };
 
 /**
@@ -33,7 +34,7 @@ type LockCommands = {
 export type LockRelease = 'released' | 'recheck' | 'not_held';
 
 /** The per-agent commands eachAnswer sends, on the client or inside a pipeline. */
-type OneSlotCommands = Pick<LockCommands, 'batonNoteIfHeld'> & { exists(...keys: string[]): unknown };
+type OneSlotCommands = { exists(...keys: string[]): unknown };
 
 /** A held turn lock. `signal` aborts the moment ownership can no longer be proven. */
 export interface TurnLock {
@@ -103,7 +104,8 @@ export class TurnLocks {
       redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 3, lua: ACQUIRE });
       redis.defineCommand('batonExtendTurnLock', { numberOfKeys: 1, lua: EXTEND });
       redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 2, lua: RELEASE });
-      redis.defineCommand('batonNoteIfHeld', { numberOfKeys: 2, lua: NOTE_IF_HELD });
+      // Its number of keys varies (two per agent): the caller passes it first.
+      redis.defineCommand('batonNoteIfHeld', { lua: NOTE_IF_HELD });
     }
     this.redis = redis as RedisClient & LockCommands;
   }
@@ -225,11 +227,19 @@ export class TurnLocks {
    * Which of the agents have a turn lock held right now, leaving each holder a recheck note in
    * the same atomic step (note-if-held.lua). For a producer that has just committed work for
    * the agents and adds no wake-up for those whose turn is held: their holder looks at Postgres
-   * again after releasing. Bounded like every lock command; on a cluster, one call per agent.
+   * again after releasing. Bounded like every lock command. On one server, one call for all
+   * the agents (one script run, where a pipeline of one call per agent cost Redis two commands
+   * per agent more); on a cluster, whose agents lie in many slots, one call per agent.
    */
   async noteIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
-    const answers = await this.eachAnswer(agentIds.map((id) => (r) => r.batonNoteIfHeld(this.names.turnLock(id), this.names.turnRecheck(id), RECHECK_NOTE_MS)));
-    return answers.map((n) => n === 1);
+    if (agentIds.length === 0) return [];
+    const keys = (ids: readonly string[]) => ids.flatMap((id) => [this.names.turnLock(id), this.names.turnRecheck(id)]);
+    const redis = this.redis;
+    const answers =
+      redis instanceof Cluster
+        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonNoteIfHeld(2, ...keys([id]), RECHECK_NOTE_MS))))).map((a) => a[0])
+        : await this.bounded(redis.batonNoteIfHeld(agentIds.length * 2, ...keys(agentIds), RECHECK_NOTE_MS));
+    return agentIds.map((_, i) => answers[i] === 1);
   }
 
   /**

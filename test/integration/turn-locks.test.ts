@@ -207,3 +207,31 @@ describe('the turn lock behind a frozen connection', () => {
     }
   });
 });
+
+/** On one server, a producer's check of many agents is one script call (a cluster needs one per agent). */
+describe('noteIfHeld on a single server', () => {
+  it('asks for all the agents of a batch in one command, and leaves notes only for the held ones', async () => {
+    const redis = openRedis(TEST_REDIS_URL, 'locks', silentLogger());
+    const names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
+    const locks = new TurnLocks(redis, names, { ttlMs: 5_000, logger: silentLogger() });
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => `agent-batch-${i}`);
+      const held = await Promise.all(ids.filter((_, i) => i % 4 === 0).map((id) => locks.acquire(id)));
+      const sent: string[] = [];
+      const send = redis.sendCommand.bind(redis);
+      redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+        sent.push(command.name);
+        return (send as (...a: unknown[]) => unknown)(command, ...rest);
+      }) as typeof redis.sendCommand;
+      expect(await locks.noteIfHeld(ids)).toEqual(ids.map((_, i) => i % 4 === 0));
+      expect(sent.filter((name) => name !== 'script')).toEqual(['evalsha']);
+      redis.sendCommand = send;
+      expect(await redis.exists(...ids.filter((_, i) => i % 4 !== 0).map((id) => names.turnRecheck(id)))).toBe(0);
+      expect(await redis.exists(...ids.filter((_, i) => i % 4 === 0).map((id) => names.turnRecheck(id)))).toBe(10);
+      for (const r of held) if (r.acquired) expect(await r.lock.release()).toBe('recheck');
+    } finally {
+      await scanKeys(redis, `${names.prefix}:*`, deleteKeys);
+      await redis.quit();
+    }
+  });
+});

@@ -1,15 +1,21 @@
 --[[
-  Whether an agent's turn lock is held; if it is, leave the recheck note its holder takes on
-  release (release-turn-lock.lua), in the same atomic step.
+  Whether agents' turn locks are held; for each that is, leave the recheck note its holder
+  takes on release (release-turn-lock.lua), in the same atomic step.
 
-  KEYS[1]  the turn lock key
-  KEYS[2]  the agent's recheck note, in the same hash slot
-  ARGV[1]  how long the note lives, milliseconds
+  KEYS     pairs, one per agent: KEYS[2i-1] the agent's turn lock key, KEYS[2i] its recheck
+           note (same hash slot). On a cluster every call names one agent; on one server a
+           producer names all the agents of its batch in one call.
+  ARGV[1]  how long a note lives, milliseconds
 
-  Returns: 1 held (note left), 0 free (nothing written)
+  Returns: per agent, in order, 1 held (note left) or 0 free (nothing written)
 ]]
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
-  return 1
+local out = {}
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('SET', KEYS[i + 1], '1', 'PX', ARGV[1])
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
 end
-return 0
+return out

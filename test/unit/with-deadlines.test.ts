@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { ProviderAdapter } from '../../libs/adapters/provider-adapter.ts';
 import { AdapterDeadlineExceeded, withDeadlines } from '../../libs/adapters/with-deadlines.ts';
@@ -7,6 +8,7 @@ function silent(seen: { signals: AbortSignal[] }): ProviderAdapter {
   const wait = <T>(signal: AbortSignal) =>
     new Promise<T>((_, reject) => {
       seen.signals.push(signal);
+      if (signal.aborted) reject(signal.reason);
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
     });
   return {
@@ -39,6 +41,23 @@ describe('adapter call deadlines', () => {
     const adapter = withDeadlines(silent({ signals: [] }), { writeMs: 50, observeMs: 40, busyMs: 30 });
     await expect(adapter.observeTurn(target, 'r', never)).rejects.toBeInstanceOf(AdapterDeadlineExceeded);
     await expect(adapter.isBusy(target, never)).rejects.toMatchObject({ call: 'busy', ms: 30 });
+  });
+
+  it('passes the caller\'s abort on with its reason, at once when it came before, and leaves no listener on the caller\'s signal', async () => {
+    const seen = { signals: [] as AbortSignal[] };
+    const adapter = withDeadlines(silent(seen), { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 });
+    const outer = new AbortController();
+    const asking = adapter.isBusy(target, outer.signal);
+    outer.abort(new Error('lock lost'));
+    await expect(asking).rejects.toThrow('lock lost');
+    expect(seen.signals[0]?.reason).toEqual(new Error('lock lost'));
+    await expect(adapter.observeTurn(target, 'r', outer.signal)).rejects.toThrow('lock lost');
+
+    // A long-lived signal (a run's turn lock) gathers no listeners from calls that ended.
+    const lock = new AbortController();
+    const answering = withDeadlines({ ...silent(seen), isBusy: async () => false }, { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 });
+    for (let i = 0; i < 20; i++) expect(await answering.isBusy(target, lock.signal)).toBe(false);
+    expect(getEventListeners(lock.signal, 'abort')).toHaveLength(0);
   });
 
   it('follows a turn without a deadline of its own (a turn may run for an hour)', async () => {

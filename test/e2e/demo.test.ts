@@ -1,14 +1,13 @@
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { spawnBaton } from '../support/spawn-baton.ts';
 import { TEST_PG_ADMIN_URL, TEST_REDIS_URL } from '../support/env.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 // The demo's temp files go under a TMPDIR of this test's own (readable by the postgres user, as
 // /tmp is): another test running a demo at the same time cannot make this one's check lie.
-const tmp = mkdtempSync(join(os.tmpdir(), 'baton-demo-test-'));
+const tmp = scratchDir('baton-demo-test-');
 chmodSync(tmp, 0o755);
 
 async function demoDirs(): Promise<string[]> {

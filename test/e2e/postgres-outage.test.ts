@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL } from '../support/env.ts';
@@ -8,13 +7,14 @@ import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { createTestDatabase } from '../support/test-database.ts';
 import { freePort } from '../../services/cli/embedded-infra.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let serve: BatonProcess;
 let api: string;
 let token: string;
-const home = mkdtempSync(join(tmpdir(), 'baton-pgout-'));
+const home = scratchDir('baton-pgout-');
 
 /** The API's Postgres timeouts in this file: a silent Postgres must be answered within their sum. */
 const QUERY_TIMEOUT_MS = 1_000;

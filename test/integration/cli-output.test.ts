@@ -1,11 +1,10 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
 import { runBaton, spawnBaton } from '../support/spawn-baton.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 let baton: TestBaton;
 let env: Record<string, string>;
@@ -19,7 +18,7 @@ async function cli(envOf: Record<string, string>, ...argv: string[]) {
 
 beforeAll(async () => {
   baton = await startTestBaton();
-  env = { BATON_URL: await baton.listen(), BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-out-')) };
+  env = { BATON_URL: await baton.listen(), BATON_TOKEN: baton.adminToken, BATON_HOME: scratchDir('baton-cli-out-') };
 });
 
 afterAll(async () => {

@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
 import { runBaton, spawnBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 /**
  * What a new user meets in the CLI (issue 10, item 14, and the CLI half of item 5): an admin
@@ -39,7 +39,7 @@ const count = async (message: string) =>
 beforeAll(async () => {
   baton = await startTestBaton();
   apiUrl = await baton.listen();
-  env = { BATON_URL: apiUrl, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-use-')) };
+  env = { BATON_URL: apiUrl, BATON_HOME: scratchDir('baton-cli-use-') };
   for (const a of ['ann', 'bob', 'cat']) {
     expect((await cli('admin', ['agent', 'add', a, '--provider', 'manual'])).code).toBe(0);
     tokens[a] = (await json('admin', 'token', 'create', '--agent', a)).token;

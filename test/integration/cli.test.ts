@@ -1,11 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
 import { eventually } from '../support/eventually.ts';
 import { runBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 let baton: TestBaton;
 let apiUrl: string;
@@ -23,7 +22,7 @@ beforeAll(async () => {
   baton = await startTestBaton();
   baton.startWorker();
   apiUrl = await baton.listen();
-  env = { BATON_URL: apiUrl, BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-cli-')) };
+  env = { BATON_URL: apiUrl, BATON_TOKEN: baton.adminToken, BATON_HOME: scratchDir('baton-cli-') };
 });
 
 afterAll(async () => {

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
@@ -8,6 +5,7 @@ import { eventually } from '../support/eventually.ts';
 import { runCli } from '../../services/cli/program.ts';
 import { openEvents } from '../support/sse-follower.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 /**
  * GET /v1/events over real sockets: two API servers on one database and one Redis prefix, the
@@ -240,7 +238,7 @@ describe('baton send --wait and baton watch', () => {
     baton.startWorker();
     expect((await baton.post('/v1/agents', { id: 'doer', provider: 'demo', settings: { thinkMs: 20 } })).status).toBe(201);
     expect((await baton.post('/v1/agents', { id: 'refuser', provider: 'demo', settings: { behavior: 'refuse' } })).status).toBe(201);
-    env = { BATON_URL: apiA, BATON_TOKEN: tokens['s']!, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-events-')) };
+    env = { BATON_URL: apiA, BATON_TOKEN: tokens['s']!, BATON_HOME: scratchDir('baton-events-') };
   });
 
   it('send --wait exits 0 when the demo agent returns the work, and --json prints the final handoff', async () => {

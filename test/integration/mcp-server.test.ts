@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +8,7 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { runCli } from '../../services/cli/program.ts';
 import { IDENTITY_ARGUMENTS } from '../../services/mcp/create-mcp-server.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 /**
  * Baton's MCP server driven by the SDK's own Client, over both transports: `baton mcp` spawned
@@ -80,7 +79,7 @@ async function cli(argv: string[], env: Record<string, string>): Promise<{ code:
 beforeAll(async () => {
   baton = await startTestBaton();
   apiUrl = await baton.listen();
-  home = mkdtempSync(join(tmpdir(), 'baton-mcp-'));
+  home = scratchDir('baton-mcp-');
   for (const a of ['planner', 'engineer', 'outsider']) {
     expect((await baton.post('/v1/agents', { id: a, provider: 'manual' })).status).toBe(201);
     tokens[a] = await baton.tokenFor(a);

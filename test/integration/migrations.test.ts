@@ -1,10 +1,10 @@
-import { mkdtemp, mkdir, writeFile, cp, readFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, writeFile, cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, MigrationError, migrate, readMigrations } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL, databaseUrl } from '../support/env.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 const name = `baton_t_mig_${process.pid}`;
 const url = databaseUrl(name);
@@ -48,7 +48,7 @@ describe('migrations', () => {
   });
 
   it('refuse to run when an applied migration was edited afterwards', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-mig-'));
+    const dir = scratchDir('baton-mig-');
     await cp(MIGRATIONS_DIR, dir, { recursive: true });
     const first = (await readMigrations(dir))[0]!;
     const file = path.join(dir, first.name, 'migration.sql');
@@ -57,7 +57,7 @@ describe('migrations', () => {
   });
 
   it('roll a failing migration back completely and record nothing', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-mig-'));
+    const dir = scratchDir('baton-mig-');
     await cp(MIGRATIONS_DIR, dir, { recursive: true });
     await mkdir(path.join(dir, '99999999999999_broken'));
     await writeFile(path.join(dir, '99999999999999_broken', 'migration.sql'), 'CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;');

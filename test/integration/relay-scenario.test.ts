@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 /**
  * A three-agent relay through the CLI, as agents would run it: Planner hands work to Engineer
@@ -31,7 +30,7 @@ beforeAll(async () => {
   baton = await startTestBaton();
   baton.startWorker();
   apiUrl = await baton.listen();
-  env = { BATON_URL: apiUrl, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-relay-')) };
+  env = { BATON_URL: apiUrl, BATON_HOME: scratchDir('baton-relay-') };
   for (const a of ['planner', 'engineer', 'reviewer']) {
     await cli('admin', 'agent', 'add', a, '--provider', 'manual');
     tokens[a] = (await json('admin', 'token', 'create', '--agent', a)).token;

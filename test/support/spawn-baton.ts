@@ -1,7 +1,5 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { spawnBaton as spawnProcess, type BatonProcess } from '../../services/cli/spawn-baton.ts';
+import { scratchDir } from './scratch-dir.ts';
 
 export type { BatonProcess } from '../../services/cli/spawn-baton.ts';
 
@@ -13,7 +11,7 @@ let scratchHome: string | undefined;
  * scratch BATON_HOME unless `env` names one).
  */
 export function spawnBaton(args: string[], env: Record<string, string>, stdin?: string): BatonProcess {
-  scratchHome ??= mkdtempSync(join(tmpdir(), 'baton-test-home-'));
+  scratchHome ??= scratchDir('baton-test-home-');
   return spawnProcess(args, { BATON_HOME: scratchHome, ...env }, { PATH: process.env['PATH'], HOME: process.env['HOME'] }, stdin);
 }
 

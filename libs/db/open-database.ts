@@ -33,13 +33,12 @@ class BoundedClient extends pg.Client {
     const first = args[0] as Partial<pg.QueryConfig> & { submit?: unknown };
     // A named statement (libs/db/prepared.ts) as pg's Query with the statement's kept row template.
     if (typeof first === 'object' && first !== null && typeof first.name === 'string' && first.submit === undefined && args.length <= 3) {
+      // Goes through the callback path below (which ends a timed-out connection) as a Submittable.
       const values = Array.isArray(args[1]) ? (args[1] as unknown[]) : first.values;
       const query = new KeptRowQuery({ ...(first as pg.QueryConfig & { name: string }), ...(values ? { values } : {}) });
       const callback = args.find((a) => typeof a === 'function') as ((err: unknown, res: unknown) => void) | undefined;
-      if (callback) return run([query, undefined, (err: unknown, res: unknown) => (this.endIfTimedOut(err), callback(err, res))]);
-      return new Promise((resolve, reject) => {
-        run([query, undefined, (err: unknown, res: unknown) => (err ? (this.endIfTimedOut(err), reject(err)) : resolve(res))]);
-      });
+      if (callback) return this.query(query, callback);
+      return new Promise((resolve, reject) => this.query(query, (err: unknown, res: unknown) => (err ? reject(err) : resolve(res))));
     }
     const last = args.at(-1);
     if (typeof last === 'function') {

@@ -1,9 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChaosEnvironment } from '../../services/chaos/chaos-environment.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 
 /**
  * The chaos run's harness: an API's port is picked free when its slot is made, well before the
@@ -11,7 +10,7 @@ import { ChaosEnvironment } from '../../services/chaos/chaos-environment.ts';
  * A start that finds it taken moves the API to another port instead of failing the run.
  */
 
-const tmp = mkdtempSync(join(os.tmpdir(), 'baton-chaos-env-test-'));
+const tmp = scratchDir('baton-chaos-env-test-');
 chmodSync(tmp, 0o755);
 const savedTmp = process.env['TMPDIR'];
 let env: ChaosEnvironment;
@@ -25,7 +24,6 @@ afterAll(async () => {
   await env?.close();
   if (savedTmp === undefined) delete process.env['TMPDIR'];
   else process.env['TMPDIR'] = savedTmp;
-  rmSync(tmp, { recursive: true, force: true });
 });
 
 describe('chaos environment', () => {

@@ -7,7 +7,10 @@ import pg from 'pg';
  * next head, against ~10 us to parse the row itself. A named statement's columns are the same
  * on every call, so the first result's template and parsers are kept per statement name and
  * reused while the columns pg describes are the same (names, types and formats compared one by
- * one: a statement prepared again after a schema change gets a template of its own).
+ * one: a statement prepared again after a schema change gets a template of its own). They are
+ * kept per client's type parsers (pg gives every client an object of its own), so each pooled
+ * connection builds a statement's template once, not each time the pool hands out another one
+ * (a type parser set on a client after that would not be seen: Baton sets none).
  *
  * pg exposes no hook for this: `KeptRowQuery` is pg's own Query whose result takes its fields
  * from the kept template (the Result members it sets are those pg's `addFields` sets;
@@ -31,14 +34,18 @@ interface ResultFields {
 
 interface RowTemplate {
   readonly fields: readonly FieldDescription[];
-  readonly types: ResultFields['_types'];
   readonly parsers: ResultFields['_parsers'];
   readonly row: Record<string, null>;
 }
 
-/** Templates kept per statement name; a process has a few hundred statements (TEMPLATES_MAX bounds a surprise). */
-const templates = new Map<string, RowTemplate>();
+/**
+ * Templates kept per client's type parsers, then per statement name; a process has a few hundred
+ * statements (TEMPLATES_MAX bounds a surprise). A client that is gone takes its templates along.
+ */
+const byTypes = new WeakMap<object, Map<string, RowTemplate>>();
+const untyped = new Map<string, RowTemplate>();
 const TEMPLATES_MAX = 2_000;
+let built = 0;
 
 function sameFields(a: readonly FieldDescription[], b: readonly FieldDescription[]): boolean {
   if (a.length !== b.length) return false;
@@ -50,15 +57,26 @@ function sameFields(a: readonly FieldDescription[], b: readonly FieldDescription
   return true;
 }
 
+function keptFor(types: object): Map<string, RowTemplate> {
+  let templates = byTypes.get(types);
+  if (!templates) {
+    templates = new Map();
+    byTypes.set(types, templates);
+  }
+  return templates;
+}
+
 function templateFor(name: string, fields: FieldDescription[], types: ResultFields['_types']): RowTemplate {
+  const templates = types ? keptFor(types) : untyped;
   const kept = templates.get(name);
-  if (kept && kept.types === types && sameFields(kept.fields, fields)) return kept;
+  if (kept && sameFields(kept.fields, fields)) return kept;
+  built++;
   const source = types ?? pg.types;
   const parsers = fields.map((f) => source.getTypeParser(f.dataTypeID, (f.format ?? 'text') as 'text') as (value: string) => unknown);
   // As pg makes it: keys from a prototype-less object, so a column named like an Object.prototype member is a plain key.
   const keys: Record<string, null> = Object.create(null);
   for (const f of fields) keys[f.name] = null;
-  const template: RowTemplate = { fields, types, parsers, row: { ...keys } };
+  const template: RowTemplate = { fields, parsers, row: { ...keys } };
   if (kept || templates.size < TEMPLATES_MAX) templates.set(name, template);
   return template;
 }
@@ -78,7 +96,7 @@ export class KeptRowQuery extends pg.Query {
   }
 }
 
-/** For tests: how many statements have a kept template. */
-export function keptRowTemplates(): number {
-  return templates.size;
+/** For tests: how many templates were built so far (a kept one is not built again). */
+export function rowTemplatesBuilt(): number {
+  return built;
 }

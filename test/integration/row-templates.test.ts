@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../libs/db/open-database.ts';
 import { prepared } from '../../libs/db/prepared.ts';
-import { keptRowTemplates, KeptRowQuery } from '../../libs/db/row-templates.ts';
+import { KeptRowQuery, rowTemplatesBuilt } from '../../libs/db/row-templates.ts';
 import { createTestDatabase } from '../support/test-database.ts';
 import { silentLogger } from '../support/test-baton.ts';
 
@@ -36,10 +36,10 @@ const WIDE = `SELECT $1::int8 AS big, now() AS at, '{"a":[1,2]}'::jsonb AS doc, 
 describe('kept row templates', () => {
   it('gives the rows pg gives, the first time and every time after, on the pool and in a transaction', async () => {
     const plain = await db.pool.query({ text: WIDE, values: [42n, 'hi'] });
-    const before = keptRowTemplates();
+    const before = rowTemplatesBuilt();
     const first = await prepared(db.pool, WIDE, [42n, 'hi']);
     const again = await prepared(db.pool, WIDE, [7n, 'there']);
-    expect(keptRowTemplates()).toBe(before + 1);
+    expect(rowTemplatesBuilt()).toBe(before + 1);
     const strip = (rows: Record<string, unknown>[]) => rows.map(({ at: _at, ...r }) => r);
     expect(strip(first.rows)).toEqual(strip(plain.rows));
     expect(first.rows[0]!['at']).toBeInstanceOf(Date);
@@ -64,6 +64,22 @@ describe('kept row templates', () => {
       expect(inside.rows.map((r) => r['big'])).toEqual([5n, 5n, 5n]);
     } finally {
       client.release();
+    }
+  });
+
+  it('builds a template once per pooled connection, however often the pool hands out another one', async () => {
+    const pool = openDatabase({ url: test.url, poolSize: 4, logger: silentLogger() });
+    try {
+      const text = `SELECT $1::int AS n, now() AS at, 'kept-per-connection'::text AS what`;
+      const before = rowTemplatesBuilt();
+      for (let round = 0; round < 25; round++) {
+        // Four at once keep every connection busy, so each round spreads over all of them.
+        const results = await Promise.all([0, 1, 2, 3].map((i) => prepared(pool.pool, text, [round * 4 + i])));
+        expect(results.map((r) => r.rows[0]!['n'])).toEqual([0, 1, 2, 3].map((i) => round * 4 + i));
+      }
+      expect(rowTemplatesBuilt() - before).toBeLessThanOrEqual(4);
+    } finally {
+      await pool.close();
     }
   });
 

@@ -1,5 +1,6 @@
 import type { DeliveryTarget, ProviderAdapter, SendResult, TurnObservation, TurnRequest } from './provider-adapter.ts';
 import type { AdapterDeadlines } from './provider-spec.ts';
+import { followAbort } from './race-abort.ts';
 
 /** An adapter call that ran past its deadline. Observations and busy questions throw it: "could not ask". */
 export class AdapterDeadlineExceeded extends Error {
@@ -19,13 +20,11 @@ export class AdapterDeadlineExceeded extends Error {
  */
 async function withDeadline<T>(kind: AdapterDeadlineExceeded['call'], ms: number, outer: AbortSignal, call: (signal: AbortSignal) => Promise<T>, onDeadline: () => T | Promise<T>): Promise<T> {
   if (ms <= 0) return call(outer);
-  // One controller for the adapter, aborted at the deadline or by `outer` (a listener removed
-  // when the call is over: by then it settled, or the deadline aborted the signal already).
+  // One controller for the adapter, aborted at the deadline or by `outer` (followed until the
+  // call is over: by then it settled, or the deadline aborted the signal already).
   // AbortSignal.any over a second controller cost ~20 us per call on Node 20; this, ~5.
   const controller = new AbortController();
-  const onOuter = () => controller.abort(outer.reason);
-  if (outer.aborted) onOuter();
-  else outer.addEventListener('abort', onOuter, { once: true });
+  const unfollow = followAbort(outer, controller);
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<'deadline'>((resolve) => {
     timer = setTimeout(() => {
@@ -43,7 +42,7 @@ async function withDeadline<T>(kind: AdapterDeadlineExceeded['call'], ms: number
     return first;
   } finally {
     clearTimeout(timer);
-    outer.removeEventListener('abort', onOuter);
+    unfollow();
   }
 }
 

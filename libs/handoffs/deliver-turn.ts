@@ -17,6 +17,7 @@ import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
+import { anyAbort } from '../adapters/race-abort.ts';
 
 /**
  * Result of handling one piece of work: go on with the queue, pause it, or stop. `next` may
@@ -547,7 +548,8 @@ async function watch(
     );
   }, deps.timing.recheckMs);
   recheck.unref();
-  const watching = AbortSignal.any([stop, released.signal]);
+  const following = anyAbort([stop, released.signal]);
+  const watching = following.signal;
   try {
     end = await adapter.waitForTurn(
       target,
@@ -574,6 +576,7 @@ async function watch(
     return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   } finally {
     clearInterval(recheck);
+    following.unlink();
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
   return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);

@@ -10,6 +10,7 @@ import type { WorkItem } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import type { UnsentReservations } from './unsent-reservations.ts';
 import type { LockRelease } from '../locks/turn-locks.ts';
+import { anyAbort } from '../adapters/race-abort.ts';
 
 /** A held per-agent turn lock; `signal` aborts when ownership is lost. */
 export interface TurnLockHandle {
@@ -103,8 +104,11 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     return { outcome: 'locked', moved: 0 };
   }
   const { lock } = attempt;
-  const stopStarting = AbortSignal.any([signals.draining, lock.signal]);
-  const stopWatching = AbortSignal.any([signals.handBack, lock.signal]);
+  // Followed only while this run goes (the worker's signals are shared by all its runs).
+  const starting = anyAbort([signals.draining, lock.signal]);
+  const watching = anyAbort([signals.handBack, lock.signal]);
+  const stopStarting = starting.signal;
+  const stopWatching = watching.signal;
   let moved = 0;
   let outcome: DispatchOutcome = 'idle';
   let retryInMs = 0;
@@ -152,6 +156,8 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     }
     if (stopStarting.aborted && outcome === 'idle') outcome = 'stopped';
   } finally {
+    starting.unlink();
+    watching.unlink();
     const released = await lock.release();
     await scheduleFollowUp(deps, job, lock.token, { outcome, retryInMs, released, dueAt });
   }

@@ -43,7 +43,7 @@ describe('adapter call deadlines', () => {
     await expect(adapter.isBusy(target, never)).rejects.toMatchObject({ call: 'busy', ms: 30 });
   });
 
-  it('passes the caller\'s abort on with its reason, at once when it came before, and leaves no listener on the caller\'s signal', async () => {
+  it('passes the caller\'s abort on with its reason, at once when it came before, and adds no listener per call to the caller\'s signal', async () => {
     const seen = { signals: [] as AbortSignal[] };
     const adapter = withDeadlines(silent(seen), { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 });
     const outer = new AbortController();
@@ -53,11 +53,40 @@ describe('adapter call deadlines', () => {
     expect(seen.signals[0]?.reason).toEqual(new Error('lock lost'));
     await expect(adapter.observeTurn(target, 'r', outer.signal)).rejects.toThrow('lock lost');
 
-    // A long-lived signal (a run's turn lock) gathers no listeners from calls that ended.
+    // A long-lived signal (a run's turn lock) gathers no listeners from calls that ended: the
+    // one that all calls following it share (race-abort.ts followAbort), however many there were.
     const lock = new AbortController();
     const answering = withDeadlines({ ...silent(seen), isBusy: async () => false }, { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 });
     for (let i = 0; i < 20; i++) expect(await answering.isBusy(target, lock.signal)).toBe(false);
-    expect(getEventListeners(lock.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(lock.signal, 'abort')).toHaveLength(1);
+  });
+
+  it('many calls at once on one signal (a write is never aborted) leave it one listener and warn of no leak', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const shared = new AbortController().signal;
+      let listening = 0;
+      const slow = withDeadlines(
+        {
+          ...silent({ signals: [] }),
+          isBusy: async () => {
+            listening = Math.max(listening, getEventListeners(shared, 'abort').length);
+            await new Promise((r) => setTimeout(r, 20));
+            return false;
+          },
+        },
+        { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 },
+      );
+      expect(await Promise.all(Array.from({ length: 30 }, () => slow.isBusy(target, shared)))).toEqual(Array(30).fill(false));
+      expect(listening).toBe(1);
+      // Let a warning emitted on this tick reach the listener.
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 
   it('follows a turn without a deadline of its own (a turn may run for an hour)', async () => {

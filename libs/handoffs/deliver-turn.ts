@@ -12,7 +12,7 @@ import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { applyTransitions, type Moveable, type TransitionGuard, type TransitionOptions } from './apply-transition.ts';
-import type { DispatchDeps, TurnLockHandle } from './dispatch-agent.ts';
+import type { DispatchDeps, RunSlot, TurnLockHandle } from './dispatch-agent.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
@@ -181,7 +181,7 @@ const started = (attemptId: string): Move => ['turn_started', { updateAttempt: {
  * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations
  * made together with a look at the head (absent: none; every reservation is its own statement).
  */
-export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly heads?: HeadReserver };
+export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly heads?: HeadReserver } & Pick<RunSlot, 'follow'>;
 
 /** One new turn for the head of the agent's queue. */
 export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
@@ -551,17 +551,21 @@ async function watch(
   const following = anyAbort([stop, released.signal]);
   const watching = following.signal;
   try {
-    end = await adapter.waitForTurn(
-      target,
-      requestId,
-      {
-        onRunning: async () => {
-          if (h.deliveryState !== 'ACCEPTED') return;
-          const running = await move(deps, h, [started(attemptId)]);
-          if (running) h = running;
+    // Following a turn is waiting, not work: the run lends its place to another meanwhile.
+    const follow = lock.follow ?? (<T>(wait: () => Promise<T>) => wait());
+    end = await follow(() =>
+      adapter.waitForTurn(
+        target,
+        requestId,
+        {
+          onRunning: async () => {
+            if (h.deliveryState !== 'ACCEPTED') return;
+            const running = await move(deps, h, [started(attemptId)]);
+            if (running) h = running;
+          },
         },
-      },
-      watching,
+        watching,
+      ),
     );
   } catch (err) {
     if (released.signal.aborted && !stop.aborted) return { kind: 'next' };

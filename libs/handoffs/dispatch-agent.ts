@@ -72,6 +72,14 @@ export interface DispatchSignals {
   readonly handBack: AbortSignal;
 }
 
+/**
+ * What the process's scheduler lends a run: `follow` runs a wait for a turn that is running in
+ * its session as not at work (the worker's QueueSlots let another run start meanwhile).
+ */
+export interface RunSlot {
+  readonly follow?: <T>(wait: () => Promise<T>) => Promise<T>;
+}
+
 export type DispatchOutcome = 'idle' | 'locked' | 'paused' | 'stopped';
 
 export interface DispatchSummary {
@@ -93,7 +101,7 @@ export interface DispatchSummary {
  * agents of `deps.deployment`): it ends `idle`, writing nothing and queuing nothing, because
  * the lock it took is not the one that agent's deployment holds during its turns.
  */
-export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals): Promise<DispatchSummary> {
+export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals, run: RunSlot = {}): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
     // Another worker holds the agent's turn. Nothing to do: the acquisition left it a recheck
@@ -116,7 +124,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let dueAt: number | null = null;
   // Reservations made by the statements that look at the head (reserve-head.ts).
   const heads = new HeadReserver(deps, job.provider, lock.fence, stopStarting);
-  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads };
+  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads, ...(run.follow ? { follow: run.follow } : {}) };
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;

@@ -7,7 +7,7 @@ import { silentLogger } from '../support/test-baton.ts';
  * the test ends by hand: how many run at once, what is taken when, and what a stop and a failed
  * run leave behind. (The set and its arm on a real Redis: test/integration/delivery-queues.test.ts.)
  */
-function harness(agents: string[], limit: number, opts: { failing?: string[] } = {}) {
+function harness(agents: string[], limit: number, opts: { failing?: string[]; working?: number } = {}) {
   const set = [...agents];
   const takes: number[] = [];
   const lingered: boolean[] = [];
@@ -18,7 +18,7 @@ function harness(agents: string[], limit: number, opts: { failing?: string[] } =
   let maxInFlight = 0;
   const consumer: string[] = [];
   const draining = new AbortController();
-  const slots = new QueueSlots(limit, { pause: () => consumer.push('pause'), resume: () => consumer.push('resume') });
+  const slots = new QueueSlots(limit, { pause: () => consumer.push('pause'), resume: () => consumer.push('resume') }, opts.working ?? limit);
   const drain: WakeDrain = {
     queue: '{delivery-demo-0}',
     slots,
@@ -70,6 +70,41 @@ describe('draining a wake-up set', () => {
     expect(h.lingered).toEqual([false, false]);
     expect(h.handedOn()).toBe(0);
     expect(h.consumer).toEqual([]);
+    expect(h.slots.running.size).toBe(0);
+  });
+
+  it('counts a run that follows a turn in its slot but not among the runs at work: another starts in its place, within the slots', async () => {
+    const h = harness(['a', 'b', 'c', 'd', 'e', 'f'], 4, { working: 2 });
+    const done = drainWakeUps(h.drain, NO_LINGER, { batch: 1, waitMs: 60_000 });
+    await settle();
+    // Two at work, though four slots are free.
+    expect(h.started).toEqual(['a', 'b']);
+    expect(h.slots.free).toBe(0);
+    // `a` follows its turn: one more starts.
+    const aFollows = new Promise<void>((resolve) => h.finish.set('a-turn', resolve));
+    const a = h.slots.follow(() => aFollows);
+    await until(() => h.started.length === 3);
+    expect(h.started).toEqual(['a', 'b', 'c']);
+    expect(h.slots.following).toBe(1);
+    // `b` and `c` follow too: one more (four slots in all, not five).
+    const bc = [h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('b-turn', resolve))), h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('c-turn', resolve)))];
+    await until(() => h.started.length === 4);
+    await settle();
+    expect(h.started).toEqual(['a', 'b', 'c', 'd']);
+    expect(h.slots.free).toBe(0);
+    // `a`'s turn ends and its run ends: its slot goes to `e`.
+    h.finish.get('a-turn')!();
+    await a;
+    expect(h.slots.following).toBe(2);
+    h.finish.get('a')!();
+    await until(() => h.started.length === 5);
+    for (const id of ['b-turn', 'c-turn']) h.finish.get(id)!();
+    await Promise.all(bc);
+    for (const id of ['b', 'c', 'd', 'e']) h.finish.get(id)!();
+    await until(() => h.started.length === 6);
+    h.finish.get('f')!();
+    expect(await done).toBe(6);
+    expect(h.slots.following).toBe(0);
     expect(h.slots.running.size).toBe(0);
   });
 

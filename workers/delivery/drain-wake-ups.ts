@@ -1,41 +1,81 @@
 import type { Logger } from '../../libs/logging/create-logger.ts';
 
 /**
+ * How many of a queue's runs in one process may be at work at once (not counting runs that only
+ * follow a turn running in its session), when the queue has more slots than that. Under a
+ * backlog of many agents every slot held a run, and each run held its agent's turn lock while it
+ * waited its turn for the event loop and a database connection: with 64 a run at 10,000 agents
+ * held its lock ~1.4 s, about one lock extension per handoff. 32 measured as fast as 64 with
+ * fewer locks held; 5 lost the batching of takes and head look-ups (docs/PERFORMANCE.md,
+ * "Runs at work and runs that follow a turn").
+ */
+export const WORKING_RUNS_PER_QUEUE = 32;
+
+/**
  * A queue's dispatch-run slots in one process, shared by the wake jobs it takes: at most `limit`
- * runs at once. A drainer that finds them full pauses the process's consumer of the queue
- * (BullMQ's local pause: it takes no more jobs of the queue) and hands the rest on to a new wake
- * job, which a process with free slots takes; it goes on taking agents itself as its runs end,
- * and resumes the consumer when it stops taking.
+ * runs at once, of which at most `working` are at work; a run that follows a turn running in its
+ * session (`following`) holds a slot but is not at work. A drainer that finds them full pauses
+ * the process's consumer of the queue (BullMQ's local pause: it takes no more jobs of the queue)
+ * and hands the rest on to a new wake job, which a process with free slots takes; it goes on
+ * taking agents itself as its runs end, and resumes the consumer when it stops taking.
  */
 export class QueueSlots {
   readonly running = new Set<Promise<void>>();
   private paused = false;
+  /** Runs that only follow a turn now (see following). */
+  private followers = 0;
   /** Who waits for the next run to end (runEnded). */
   private waiting: Array<() => void> = [];
 
   constructor(
     readonly limit: number,
     private readonly consumer: { pause(): void; resume(): void },
+    readonly working = limit,
   ) {}
 
+  /** How many more runs may start: within the slots, and within the runs at work. */
   get free(): number {
-    return this.limit - this.running.size;
+    return Math.max(0, Math.min(this.limit - this.running.size, this.working - (this.running.size - this.followers)));
+  }
+
+  /** Runs that follow a turn now, holding a slot but not at work. */
+  get following(): number {
+    return this.followers;
   }
 
   track(run: Promise<void>): void {
     const tracked: Promise<void> = run.finally(() => {
       this.running.delete(tracked);
-      const waiting = this.waiting;
-      this.waiting = [];
-      for (const wake of waiting) wake();
+      this.wakeWaiters();
     });
     this.running.add(tracked);
   }
 
   /**
-   * Resolves when a run of the queue ends (at once when none runs), or after `ms` if given. A
-   * waiter list, not Promise.race over the runs: a race leaves a reaction on every run still
-   * going, so at a few hundred runs each one's end paid for every race made during its life.
+   * Runs `wait` (a run of this queue following a turn in its session) as not at work: while it
+   * waits, another run may start in its place, within the slots' limit.
+   */
+  async follow<T>(wait: () => Promise<T>): Promise<T> {
+    this.followers++;
+    this.wakeWaiters();
+    try {
+      return await wait();
+    } finally {
+      this.followers--;
+    }
+  }
+
+  private wakeWaiters(): void {
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const wake of waiting) wake();
+  }
+
+  /**
+   * Resolves when a run of the queue ends or starts following a turn (at once when none runs),
+   * or after `ms` if given. A waiter list, not Promise.race over the runs: a race leaves a
+   * reaction on every run still going, so at a few hundred runs each one's end paid for every
+   * race made during its life.
    */
   runEnded(ms?: number): Promise<void> {
     if (this.running.size === 0) return Promise.resolve();
@@ -144,7 +184,7 @@ export async function drainWakeUps(
         }
         await d.slots.runEnded();
         const until = Date.now() + refill.waitMs;
-        const batch = Math.min(refill.batch, d.slots.limit);
+        const batch = Math.min(refill.batch, d.slots.limit, d.slots.working);
         while (d.slots.free < batch && Date.now() < until && !d.draining.aborted) await d.slots.runEnded(until - Date.now());
         continue;
       }

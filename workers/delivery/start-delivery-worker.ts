@@ -14,7 +14,7 @@ import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domai
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob, parseWakeJob, queueRoute, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
-import { drainWakeUps, QueueSlots } from './drain-wake-ups.ts';
+import { drainWakeUps, QueueSlots, WORKING_RUNS_PER_QUEUE } from './drain-wake-ups.ts';
 
 /** How long after a dispatch run failed outright (Postgres unreachable) its agent is woken again. */
 const FAILED_RUN_RETRY_MS = 1_000;
@@ -119,10 +119,16 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   for (const { name: queueName, provider, pool } of routes) {
     const route = queueRoute(provider, pool);
     // The dispatch runs of this queue in flight in this process, whichever wake job started them.
-    const slots = new QueueSlots(opts.concurrency, {
-      pause: () => void worker.pause(true).catch(() => undefined),
-      resume: () => void worker.resume(),
-    });
+    // Runs that only follow a turn in its session hold a slot but do not count as at work.
+    const slots = new QueueSlots(
+      opts.concurrency,
+      {
+        pause: () => void worker.pause(true).catch(() => undefined),
+        resume: () => void worker.resume(),
+      },
+      Math.min(opts.concurrency, WORKING_RUNS_PER_QUEUE),
+    );
+    const run = { follow: <T>(wait: () => Promise<T>) => slots.follow(wait) };
     const worker: Worker = new Worker(
       queueName,
       async (job) => {
@@ -133,7 +139,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
             slots,
             take: (count, lingering) => queues.takeWakeUps(queueName, count, lingering),
             handOn: () => queues.addWakeJob(queueName, route),
-            dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals),
+            dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals, run),
             retryLater: (agentId) =>
               queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + FAILED_RUN_RETRY_MS, job.id ?? ''), FAILED_RUN_RETRY_MS),
             draining: draining.signal,

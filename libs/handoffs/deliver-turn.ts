@@ -548,8 +548,8 @@ async function watch(
     );
   }, deps.timing.recheckMs);
   recheck.unref();
-  const following = anyAbort([stop, released.signal]);
-  const watching = following.signal;
+  const stopOrReleased = anyAbort([stop, released.signal]);
+  const watching = stopOrReleased.signal;
   try {
     // Following a turn is waiting, not work: the run lends its place to another meanwhile.
     const follow = lock.follow ?? (<T>(wait: () => Promise<T>) => wait());
@@ -580,7 +580,7 @@ async function watch(
     return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   } finally {
     clearInterval(recheck);
-    following.unlink();
+    stopOrReleased.unlink();
   }
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
   return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);

@@ -438,20 +438,20 @@ interface ReservationColumns {
 }
 
 /** A HeadReservation as parameters of one statement (`p` adds them). */
-function reservationParams(r: HeadReservation, p: (value: unknown) => string): ReservationColumns {
+function reservationParams(r: HeadReservation, p: (value: unknown, type: string) => string): ReservationColumns {
   return {
-    attemptId: `${p(r.attemptId)}::uuid`,
-    requestId: `${p(r.requestId)}::uuid`,
-    workerId: `${p(r.workerId)}::text`,
-    fence: `${p(r.fence.toString())}::bigint`,
-    provider: `${p(r.provider)}::text`,
-    queuedBusy: `${p(r.queuedBusy)}::boolean`,
-    passingNone: `${p(r.passing.none)}::boolean`,
-    passingRules: `${p(r.passing.rules)}::text[]`,
-    to: `${p(r.to)}::delivery_state`,
-    queuedTo: `${p(r.queued.to)}::delivery_state`,
-    queuedEvent: `${p(r.queued.event)}::text`,
-    queuedReason: `${p(r.queued.reason)}::text`,
+    attemptId: p(r.attemptId, 'uuid'),
+    requestId: p(r.requestId, 'uuid'),
+    workerId: p(r.workerId, 'text'),
+    fence: p(r.fence.toString(), 'bigint'),
+    provider: p(r.provider, 'text'),
+    queuedBusy: p(r.queuedBusy, 'boolean'),
+    passingNone: p(r.passing.none, 'boolean'),
+    passingRules: p(r.passing.rules, 'text[]'),
+    to: p(r.to, 'delivery_state'),
+    queuedTo: p(r.queued.to, 'delivery_state'),
+    queuedEvent: p(r.queued.event, 'text'),
+    queuedReason: p(r.queued.reason, 'text'),
   };
 }
 
@@ -653,9 +653,209 @@ export const ENROLL_SQL = `WITH x AS (
    FROM f LEFT JOIN h ON h.id = f.id LEFT JOIN evs ON evs.handoff_id = f.id
    ORDER BY f.n`;
 
+/** Turn ends per statement (transitionBatch). */
+const TURN_END_MAX_BATCH = 32;
+
+/**
+ * A transition statement as built for one write (`$n` parameters) or for one row of a batch
+ * (`x.cN`: columns of the batch's input rows, `jsonb_to_recordset`, typed as `columns` says).
+ * `shape` lists every choice that changed the text; writes of one shape share one text.
+ */
+interface BuiltTransition {
+  shape: Array<string | number | boolean>;
+  text: string;
+  /** One write: the statement's parameters. A batch's row: its columns' values (c1, c2, ...). */
+  values: unknown[];
+  /** A batch's row: the recordset's column definitions (`c1 uuid`, ...). */
+  columns: string[];
+}
+
+/**
+ * Builds the compare-and-set transition (see HandoffRepository.transition) for one write, or,
+ * with `many`, as the body of a statement that applies many writes of the same shape at once:
+ * each CTE is then correlated to its input row (`x.n`), and every value comes from the row.
+ */
+function buildTransition(w: TransitionWrite, many: boolean): BuiltTransition {
+  const first = w.steps[0];
+  const last = w.steps[w.steps.length - 1];
+  if (!first || !last) throw new Error('a transition needs at least one step');
+  const n = w.steps.length;
+  const values: unknown[] = [];
+  const columns: string[] = [];
+  /** An expression for `value` as a `type`. */
+  const p = (value: unknown, type: string): string => {
+    values.push(type === 'jsonb' ? (many ? (value ?? null) : jsonParam(value)) : value);
+    if (!many) return `$${values.length}::${type}`;
+    columns.push(`c${values.length} ${type}`);
+    return `x.c${values.length}`;
+  };
+  const id = p(w.handoffId, 'uuid');
+  const expect = p(w.expectRevision, 'int');
+  const from = p(first.from, 'delivery_state');
+  const to = p(last.to, 'delivery_state');
+  const at = p(w.at, 'timestamptz');
+  const steps = p(n, 'int');
+  // Correlation to the batch's input row: nothing for one write.
+  const fromX = many ? 'x, ' : '';
+  const updateFromX = many ? ' FROM x' : '';
+  const rowN = (alias: string) => (many ? `${alias}.n, ` : '');
+  const joinX = (alias: string) => (many ? ` JOIN x ON x.n = ${alias}.n` : '');
+  const sameRow = (alias: string, other: string) => (many ? `${alias}.n = ${other}.n` : 'true');
+  const movedForRow = many ? 'SELECT 1 FROM moved WHERE moved.n = x.n' : 'SELECT 1 FROM moved';
+
+  // Every choice below that changes the text (not only the values) adds to `shape`.
+  const shape: Array<string | number | boolean> = [many ? 'many' : 'one', n];
+  const sets = [`delivery_state = ${to}`, `revision = revision + ${steps}`, `updated_at = ${at}`];
+  for (const key of Object.keys(w.patch ?? {}) as Array<keyof HandoffPatch>) {
+    const value = w.patch?.[key];
+    if (value === undefined) continue;
+    const { column, cast } = PATCH_COLUMNS[key];
+    shape.push(key);
+    sets.push(`${column} = ${p(value, cast)}`);
+  }
+  for (const counter of w.increment ?? []) {
+    const column = COUNTER_COLUMNS[counter];
+    shape.push(counter);
+    sets.push(`${column} = ${column} + 1`);
+  }
+  let workFrom = '';
+  shape.push('work', w.alsoWork?.result ?? !!w.alsoWork);
+  if (w.alsoWork) {
+    workFrom = p(w.alsoWork.from, 'work_state[]');
+    const hit = `work_state = ANY(${workFrom})`;
+    sets.push(
+      `work_state = CASE WHEN ${hit} THEN ${p(w.alsoWork.to, 'work_state')} ELSE work_state END`,
+      `work_revision = CASE WHEN ${hit} THEN work_revision + 1 ELSE work_revision END`,
+      `claim_token = CASE WHEN ${hit} THEN NULL ELSE claim_token END`,
+      `lease_expires_at = CASE WHEN ${hit} THEN NULL ELSE lease_expires_at END`,
+    );
+    const result = w.alsoWork.result;
+    if (result === 'succeeded' || result === 'failed') {
+      sets.push(`returned_at = CASE WHEN ${hit} THEN ${at} ELSE returned_at END`, `return_outcome = CASE WHEN ${hit} THEN ${p(result, 'text')} ELSE return_outcome END`);
+    } else if (result === 'cleared') {
+      for (const column of ['returned_at', 'return_outcome', 'result_summary', 'result']) sets.push(`${column} = CASE WHEN ${hit} THEN NULL ELSE ${column} END`);
+      sets.push(`result_fact_ids = CASE WHEN ${hit} THEN '{}' ELSE result_fact_ids END`);
+    }
+  }
+  const attemptParam = p(w.insertAttempt?.id ?? w.updateAttempt?.id ?? null, 'uuid');
+  const events = w.steps.map(
+    (step, i) =>
+      `SELECT moved.id, ${p(step.from, 'delivery_state')}, ${p(step.to, 'delivery_state')}, NULL::work_state, NULL::work_state, ${p(step.event.event, 'text')},
+          ${p(step.event.actorKind, 'actor_kind')}, ${p(step.event.actorId, 'text')}, ${p(step.event.tokenId ?? null, 'uuid')}, ${p(step.event.reason ?? null, 'text')},
+          ${p(step.event.detail, 'jsonb')}, moved.revision - ${n - 1 - i}, ${attemptParam}, ${at} FROM moved${joinX('moved')}`,
+  );
+  // The work's move, when there is one, is logged after the delivery's, in the same INSERT:
+  // separate INSERTs in one statement run in no guaranteed order.
+  if (w.alsoWork) {
+    const a = w.alsoWork;
+    events.push(
+      `SELECT moved.id, ${to}, ${to}, before.work_state, ${p(a.to, 'work_state')}, ${p(a.event.event, 'text')},
+          ${p(a.event.actorKind, 'actor_kind')}, ${p(a.event.actorId, 'text')}, ${p(a.event.tokenId ?? null, 'uuid')}, ${p(a.event.reason ?? null, 'text')}, NULL::jsonb, moved.revision, NULL::uuid, ${at}
+        FROM moved JOIN before ON ${sameRow('before', 'moved')}${joinX('moved')} WHERE before.work_state = ANY(${workFrom})`,
+    );
+  }
+  const fence = w.insertAttempt?.fence;
+  const fenceParam = fence === undefined ? null : p(fence.toString(), 'bigint');
+  const u = w.updateAttempt;
+  shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
+  shape.push('more', !!w.alsoMoveQueued, !!w.thenNextWork, !!w.thenNextWork?.reserve);
+  // A batch's input rows say n >= 0 AND n < TURN_END_MAX_BATCH, which is true, so that the
+  // planner expects one of them (a range of unknown selectivity) rather than the 100 it
+  // assumes of a set-returning function: it then finds each row's handoff, attempt and queue by
+  // index (a nested loop), never by hashing the batch against a sequential scan of the table.
+  let sql = `WITH ${many ? `x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, ${'$COLUMNS'}) WHERE x.n >= 0 AND x.n < ${TURN_END_MAX_BATCH}), ` : ''}before AS (
+        SELECT ${rowN('x')}h.work_state FROM ${fromX}handoffs h WHERE h.id = ${id}
+      ),${
+        fenceParam === null
+          ? ''
+          : ` fenced AS (
+        INSERT INTO agent_turn_fences AS f (agent_id, fence)
+        SELECT h.recipient_id, ${fenceParam} FROM ${fromX}handoffs h WHERE h.id = ${id} AND h.recipient_id IS NOT NULL
+        ON CONFLICT (agent_id) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
+        RETURNING agent_id
+      ),`
+      } moved AS (
+        UPDATE handoffs SET ${sets.join(', ')}${updateFromX}
+        WHERE handoffs.id = ${id} AND (${expect} IS NULL OR handoffs.revision = ${expect}) AND handoffs.delivery_state = ${from}${
+          fenceParam === null ? '' : ' AND EXISTS (SELECT 1 FROM fenced WHERE fenced.agent_id = handoffs.recipient_id)'
+        }
+        RETURNING ${rowN('x')}handoffs.id, handoffs.revision
+      ), ev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
+          revision, attempt_id, created_at)
+        ${events.join(' UNION ALL ')}
+        RETURNING id, handoff_id
+      )`;
+  if (w.insertAttempt) {
+    const a = w.insertAttempt;
+    sql += `, att AS (
+        INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
+        SELECT ${p(a.id, 'uuid')}, moved.id, ${p(a.number, 'int')}, ${p(a.requestId, 'uuid')}, 'sending', ${p(a.workerId, 'text')}, ${p(a.deliveryTarget, 'text')}, ${at}, ${fenceParam ?? 'NULL::bigint'}
+        FROM moved${joinX('moved')}
+      )`;
+  }
+  if (u) {
+    const attemptId = p(u.id, 'uuid');
+    const attemptSets = [`status = ${p(u.status, 'attempt_status')}`];
+    if (u.error !== undefined) attemptSets.push(`error = ${p(u.error, 'text')}`);
+    if (u.accepted) attemptSets.push(`accepted_at = COALESCE(accepted_at, ${at})`);
+    if (u.finished) attemptSets.push(`finished_at = ${at}`);
+    if (u.observed) attemptSets.push(`last_observed_at = ${at}`);
+    if (u.absentScan) attemptSets.push('absent_scans = absent_scans + 1', `first_absent_at = COALESCE(first_absent_at, ${at})`);
+    sql += `, upd AS (
+        UPDATE delivery_attempts SET ${attemptSets.join(', ')}${updateFromX}
+        WHERE delivery_attempts.id = ${attemptId} AND EXISTS (${movedForRow})
+      )`;
+  }
+  if (w.alsoMoveQueued) {
+    const o = w.alsoMoveQueued;
+    const queuedFrom = p(o.from, 'delivery_state');
+    const queuedTo = p(o.to, 'delivery_state');
+    const recipient = p(o.recipientId, 'uuid');
+    sql += `, queued AS (
+        UPDATE handoffs SET delivery_state = ${queuedTo}, revision = handoffs.revision + 1, updated_at = ${at}${updateFromX}
+        WHERE handoffs.recipient_id = ${recipient} AND handoffs.delivery_state = ${queuedFrom} AND handoffs.id <> ${id}
+          AND EXISTS (${movedForRow})
+        RETURNING ${rowN('x')}handoffs.id, handoffs.revision
+      ), queued_ev AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
+        SELECT queued.id, ${queuedFrom}, ${queuedTo}, ${p(o.event.event, 'text')}, ${p(o.event.actorKind, 'actor_kind')},
+          ${p(o.event.actorId, 'text')}, ${p(o.event.reason ?? null, 'text')}, queued.revision, ${at} FROM queued${joinX('queued')}
+        RETURNING id, handoff_id
+      )`;
+  }
+  const queuedIds = w.alsoMoveQueued ? ` UNION ALL SELECT qe.id FROM queued_ev qe JOIN queued q ON q.id = qe.handoff_id WHERE ${sameRow('q', 'moved')}` : '';
+  const eventIds = `ARRAY(SELECT e.id::text FROM (SELECT ev.id FROM ev WHERE ev.handoff_id = moved.id${queuedIds}) e ORDER BY e.id)`;
+  if (!w.thenNextWork) {
+    sql += ` SELECT ${rowN('moved')}moved.revision, ${eventIds} AS "eventIds" FROM moved`;
+  } else {
+    const then = w.thenNextWork;
+    const head = nextWorkSql(p(then.recipientId, 'uuid'), p(then.now, 'timestamptz'), p(then.deployment, 'text'), id);
+    sql += many ? `, nw AS (SELECT x.n, w.* FROM x LEFT JOIN LATERAL (${head}) w ON true)` : `, nw AS (${head})`;
+    // The next head is reserved only when this turn's end committed (and is never the ended one).
+    if (then.reserve) {
+      const movedToo = many ? 'SELECT 1 FROM moved WHERE moved.n = nw.n' : 'SELECT 1 FROM moved';
+      sql += `, ${reserveHeadSql(reservationParams(then.reserve, p), many ? 'nw JOIN x ON x.n = nw.n' : 'nw', at, ` AND EXISTS (${movedToo}) AND nw.id <> ${id}`)}`;
+    }
+    // Named apart from the next handoff's own columns (`revision` among them).
+    sql += ` SELECT ${many ? 'moved.n AS "batchN", ' : ''}moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''}
+      FROM moved LEFT JOIN nw ON ${sameRow('nw', 'moved')}`;
+  }
+  return { shape, text: many ? sql.replace('$COLUMNS', columns.join(', ')) : sql, values, columns };
+}
+
+/** A turn end's row: the moved handoff's revision and events, and the next head's columns (all null when there is none). */
+type TurnEndRow = Partial<WorkRow> & ReservedRow & { movedRevision: number; movedEventIds: string[]; n?: number };
+
+function toTurnEnd(row: TurnEndRow, w: TransitionWrite): TransitionWritten {
+  const { movedRevision, movedEventIds, n: _n, ...next } = row;
+  return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow & ReservedRow, w.thenNextWork?.reserve) : null };
+}
+
 export class HandoffRepository {
   private readonly enrollments: GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>;
   private readonly reservingLookUps: GroupCommit<ReservingLookUp, WorkItem | null>;
+  private readonly turnEnds: GroupCommit<TransitionWrite, TransitionWritten | null>;
 
   constructor(private readonly pool: Queryable) {
     const poolSize = (this.pool as Partial<pg.Pool>).options?.max;
@@ -668,6 +868,11 @@ export class HandoffRepository {
     this.reservingLookUps = new GroupCommit<ReservingLookUp, WorkItem | null>((items) => this.nextWorkMany(items), {
       maxInFlight: batchesInFlight(poolSize),
       maxBatch: LOOK_UP_MAX_BATCH,
+      isolate: isolateUnlessUnavailable,
+    });
+    this.turnEnds = new GroupCommit<TransitionWrite, TransitionWritten | null>((items) => this.transitionBatch(items), {
+      maxInFlight: batchesInFlight(poolSize),
+      maxBatch: TURN_END_MAX_BATCH,
       isolate: isolateUnlessUnavailable,
     });
   }
@@ -805,148 +1010,68 @@ export class HandoffRepository {
    * `from` at `expectRevision`, bumps the revision once per step, and appends one event per
    * step (and the attempt changes) in the same statement. Returns the new revision and the ids
    * of every event row the statement appended (in id order), or null when the row was not in
-   * the expected state (nothing was written).
+   * the expected state (nothing was written). The ends of turns (`thenNextWork`) of the same
+   * moment share one statement (GroupCommit, `transitionBatch`), each row applied as if alone.
    */
-  async transition(w: TransitionWrite): Promise<TransitionWritten | null> {
-    const first = w.steps[0];
-    const last = w.steps[w.steps.length - 1];
-    if (!first || !last) throw new Error('a transition needs at least one step');
-    const n = w.steps.length;
-    const params: unknown[] = [w.handoffId, w.expectRevision, first.from, last.to, w.at, n];
-    const p = (value: unknown) => {
-      params.push(value);
-      return `$${params.length}`;
-    };
-    // Every choice below that changes the text (not only the parameters) adds to `shape`.
-    const shape: Array<string | number | boolean> = [n];
-    const sets = ['delivery_state = $4::delivery_state', 'revision = revision + $6::int', 'updated_at = $5'];
-    for (const key of Object.keys(w.patch ?? {}) as Array<keyof HandoffPatch>) {
-      const value = w.patch?.[key];
-      if (value === undefined) continue;
-      const { column, cast } = PATCH_COLUMNS[key];
-      shape.push(key);
-      sets.push(`${column} = ${p(cast === 'jsonb' ? jsonParam(value) : value)}::${cast}`);
-    }
-    for (const counter of w.increment ?? []) {
-      const column = COUNTER_COLUMNS[counter];
-      shape.push(counter);
-      sets.push(`${column} = ${column} + 1`);
-    }
-    let workFrom = '';
-    shape.push('work', w.alsoWork?.result ?? !!w.alsoWork);
-    if (w.alsoWork) {
-      workFrom = p(w.alsoWork.from);
-      const hit = `work_state = ANY(${workFrom}::work_state[])`;
-      sets.push(
-        `work_state = CASE WHEN ${hit} THEN ${p(w.alsoWork.to)}::work_state ELSE work_state END`,
-        `work_revision = CASE WHEN ${hit} THEN work_revision + 1 ELSE work_revision END`,
-        `claim_token = CASE WHEN ${hit} THEN NULL ELSE claim_token END`,
-        `lease_expires_at = CASE WHEN ${hit} THEN NULL ELSE lease_expires_at END`,
-      );
-      const result = w.alsoWork.result;
-      if (result === 'succeeded' || result === 'failed') {
-        sets.push(`returned_at = CASE WHEN ${hit} THEN $5 ELSE returned_at END`, `return_outcome = CASE WHEN ${hit} THEN ${p(result)} ELSE return_outcome END`);
-      } else if (result === 'cleared') {
-        for (const column of ['returned_at', 'return_outcome', 'result_summary', 'result']) sets.push(`${column} = CASE WHEN ${hit} THEN NULL ELSE ${column} END`);
-        sets.push(`result_fact_ids = CASE WHEN ${hit} THEN '{}' ELSE result_fact_ids END`);
-      }
-    }
-    const attemptId = w.insertAttempt?.id ?? w.updateAttempt?.id ?? null;
-    const attemptParam = p(attemptId);
-    const events = w.steps.map(
-      (step, i) =>
-        `SELECT id, ${p(step.from)}::delivery_state, ${p(step.to)}::delivery_state, NULL::work_state, NULL::work_state, ${p(step.event.event)},
-          ${p(step.event.actorKind)}::actor_kind, ${p(step.event.actorId)}, ${p(step.event.tokenId ?? null)}::uuid, ${p(step.event.reason ?? null)},
-          ${p(jsonParam(step.event.detail))}::jsonb, revision - ${n - 1 - i}, ${attemptParam}::uuid, $5::timestamptz FROM moved`,
-    );
-    // The work's move, when there is one, is logged after the delivery's, in the same INSERT:
-    // separate INSERTs in one statement run in no guaranteed order.
-    if (w.alsoWork) {
-      const a = w.alsoWork;
-      events.push(
-        `SELECT moved.id, $4::delivery_state, $4::delivery_state, before.work_state, ${p(a.to)}::work_state, ${p(a.event.event)},
-          ${p(a.event.actorKind)}::actor_kind, ${p(a.event.actorId)}, ${p(a.event.tokenId ?? null)}::uuid, ${p(a.event.reason ?? null)}, NULL::jsonb, moved.revision, NULL::uuid, $5::timestamptz
-        FROM moved, before WHERE before.work_state = ANY(${workFrom}::work_state[])`,
-      );
-    }
-    const fence = w.insertAttempt?.fence;
-    const fenceParam = fence === undefined ? null : p(fence.toString());
-    const u = w.updateAttempt;
-    shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
-    shape.push('more', !!w.alsoMoveQueued, !!w.thenNextWork, !!w.thenNextWork?.reserve);
-    let sql = `WITH before AS (
-        SELECT work_state FROM handoffs WHERE id = $1
-      ),${
-        fenceParam === null
-          ? ''
-          : ` fenced AS (
-        INSERT INTO agent_turn_fences AS f (agent_id, fence)
-        SELECT recipient_id, ${fenceParam}::bigint FROM handoffs WHERE id = $1 AND recipient_id IS NOT NULL
-        ON CONFLICT (agent_id) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
-        RETURNING agent_id
-      ),`
-      } moved AS (
-        UPDATE handoffs SET ${sets.join(', ')}
-        WHERE id = $1 AND ($2::int IS NULL OR revision = $2::int) AND delivery_state = $3::delivery_state${fenceParam === null ? '' : ' AND EXISTS (SELECT 1 FROM fenced)'}
-        RETURNING id, revision
-      ), ev AS (
-        INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail,
-          revision, attempt_id, created_at)
-        ${events.join(' UNION ALL ')}
-        RETURNING id
-      )`;
-    if (w.insertAttempt) {
-      const a = w.insertAttempt;
-      sql += `, att AS (
-        INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, worker_id, delivery_target, started_at, fence)
-        SELECT ${p(a.id)}::uuid, id, ${p(a.number)}, ${p(a.requestId)}::uuid, 'sending', ${p(a.workerId)}, ${p(a.deliveryTarget)}, $5, ${fenceParam ?? 'NULL'}::bigint FROM moved
-      )`;
-    }
-    if (u) {
-      const attemptSets = [`status = ${p(u.status)}::attempt_status`];
-      if (u.error !== undefined) attemptSets.push(`error = ${p(u.error)}`);
-      if (u.accepted) attemptSets.push('accepted_at = COALESCE(accepted_at, $5)');
-      if (u.finished) attemptSets.push('finished_at = $5');
-      if (u.observed) attemptSets.push('last_observed_at = $5');
-      if (u.absentScan) attemptSets.push('absent_scans = absent_scans + 1', 'first_absent_at = COALESCE(first_absent_at, $5)');
-      sql += `, upd AS (
-        UPDATE delivery_attempts SET ${attemptSets.join(', ')}
-        WHERE id = ${p(u.id)}::uuid AND EXISTS (SELECT 1 FROM moved)
-      )`;
-    }
-    if (w.alsoMoveQueued) {
-      const o = w.alsoMoveQueued;
-      sql += `, queued AS (
-        UPDATE handoffs SET delivery_state = ${p(o.to)}::delivery_state, revision = revision + 1, updated_at = $5
-        WHERE recipient_id = ${p(o.recipientId)}::uuid AND delivery_state = ${p(o.from)}::delivery_state AND id <> $1
-          AND EXISTS (SELECT 1 FROM moved)
-        RETURNING id, revision
-      ), queued_ev AS (
-        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
-        SELECT id, ${p(o.from)}::delivery_state, ${p(o.to)}::delivery_state, ${p(o.event.event)}, ${p(o.event.actorKind)}::actor_kind,
-          ${p(o.event.actorId)}, ${p(o.event.reason ?? null)}, revision, $5 FROM queued
-        RETURNING id
-      )`;
-    }
-    const queuedIds = w.alsoMoveQueued ? ' UNION ALL SELECT id FROM queued_ev' : '';
-    const eventIds = `ARRAY(SELECT id::text FROM (SELECT id FROM ev${queuedIds}) x ORDER BY id)`;
+  transition(w: TransitionWrite): Promise<TransitionWritten | null> {
+    if (w.thenNextWork) return this.turnEnds.submit(w);
+    return this.transitionAlone(w);
+  }
+
+  private async transitionAlone(w: TransitionWrite): Promise<TransitionWritten | null> {
+    const built = buildTransition(w, false);
+    const sql = sameTextPerShape(built.shape, built.text, built.values.length);
     if (!w.thenNextWork) {
-      sql += ` SELECT revision, ${eventIds} AS "eventIds" FROM moved`;
-      const { rows } = await this.q<TransitionWritten>(sameTextPerShape(shape, sql, params.length), params);
+      const { rows } = await this.q<TransitionWritten>(sql, built.values);
       return rows[0] ?? null;
     }
-    const then = w.thenNextWork;
-    sql += `, nw AS (${nextWorkSql(`${p(then.recipientId)}::uuid`, `${p(then.now)}::timestamptz`, p(then.deployment), '$1')})`;
-    // The next head is reserved only when this turn's end committed (and is never the ended one).
-    if (then.reserve) sql += `, ${reserveHeadSql(reservationParams(then.reserve, p), 'nw', '$5::timestamptz', ' AND EXISTS (SELECT 1 FROM moved) AND nw.id <> $1')}`;
-    // Named apart from the next handoff's own columns (`revision` among them).
-    sql += ` SELECT moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''} FROM moved LEFT JOIN nw ON true`;
-    sql = sameTextPerShape(shape, sql, params.length);
-    const { rows } = await this.q<Partial<WorkRow> & ReservedRow & { movedRevision: number; movedEventIds: string[] }>(sql, params);
-    const row = rows[0];
-    if (!row) return null;
-    const { movedRevision, movedEventIds, ...next } = row;
-    return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow & ReservedRow, then.reserve) : null };
+    const { rows } = await this.q<TurnEndRow>(sql, built.values);
+    return rows[0] ? toTurnEnd(rows[0], w) : null;
+  }
+
+  /**
+   * Turn ends of one moment: writes of the same shape, each of its own handoff and recipient,
+   * go in one statement (a write whose handoff or recipient is already in a group starts
+   * another, so no row of a statement can meet another's); the groups run side by side.
+   */
+  private async transitionBatch(items: TransitionWrite[]): Promise<Array<TransitionWritten | null>> {
+    if (items.length === 1) return [await this.transitionAlone(items[0]!)];
+    const groups: Array<{ key: string; built: BuiltTransition[]; at: number[]; taken: Set<string> }> = [];
+    items.forEach((w, i) => {
+      const built = buildTransition(w, true);
+      const key = built.shape.join('|');
+      const ids = [w.handoffId, `r:${w.thenNextWork?.recipientId ?? w.handoffId}`];
+      const group = groups.find((g) => g.key === key && g.built.length < TURN_END_MAX_BATCH && !ids.some((x) => g.taken.has(x)));
+      if (group) {
+        group.built.push(built);
+        group.at.push(i);
+        for (const x of ids) group.taken.add(x);
+      } else groups.push({ key, built: [built], at: [i], taken: new Set(ids) });
+    });
+    const out: Array<TransitionWritten | null> = new Array(items.length).fill(null);
+    await Promise.all(
+      groups.map(async (g) => {
+        if (g.built.length === 1) {
+          out[g.at[0]!] = await this.transitionAlone(items[g.at[0]!]!);
+          return;
+        }
+        const first = g.built[0]!;
+        const sql = sameTextPerShape(first.shape, first.text, first.values.length);
+        const input = g.built.map((b, n) => {
+          const row: Record<string, unknown> = { n };
+          b.values.forEach((v, k) => {
+            row[`c${k + 1}`] = typeof v === 'bigint' ? v.toString() : v;
+          });
+          return row;
+        });
+        const { rows } = await this.q<TurnEndRow & { batchN: number }>(sql, [JSON.stringify(input)]);
+        for (const { batchN, ...row } of rows) {
+          const i = g.at[batchN]!;
+          out[i] = toTurnEnd(row, items[i]!);
+        }
+      }),
+    );
+    return out;
   }
 
   async findById(id: string): Promise<HandoffRecord | null> {

@@ -124,6 +124,23 @@ function hotStatementsStayNarrow(): void {
     expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length);
   });
 
+  it.each(['force_generic_plan', 'force_custom_plan'] as const)('the ends of several turns in one statement find each handoff by primary key and each next head by recipient (%s)', async (mode) => {
+    const reserve = turnEnd.thenNextWork!.reserve!;
+    const other: TransitionWrite = {
+      ...turnEnd,
+      handoffId: uuid(6),
+      updateAttempt: { ...turnEnd.updateAttempt!, id: uuid(7) },
+      thenNextWork: { ...turnEnd.thenNextWork!, recipientId: uuid(8), reserve: { ...reserve, attemptId: uuid(9), requestId: uuid(12) } },
+    };
+    const [statement] = await captured((repo) => Promise.all([repo.transition(turnEnd), repo.transition(other)]));
+    expect(statement?.text).toMatch(/^WITH x AS \(SELECT \* FROM jsonb_to_recordset/);
+    const scans = await handoffScans(statement!, mode);
+    expectNarrow(scans);
+    const byIndex = (name: string) => scans.filter((s) => s['Index Name'] === name).length;
+    expect(byIndex('handoffs_pkey')).toBeGreaterThanOrEqual(3);
+    expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length);
+  });
+
   it.each(['force_generic_plan', 'force_custom_plan'] as const)('a batch of reserving look-ups probes by recipient only (%s)', async (mode) => {
     const input = [{ n: 0, recipient: uuid(3), now: at.toISOString(), deployment: 'baton', attempt_id: uuid(4), request_id: uuid(5), worker_id: 'w', fence: 1 }];
     const scans = await handoffScans({ text: NEXT_WORK_MANY_SQL, values: [JSON.stringify(input)] }, mode);

@@ -337,6 +337,84 @@ describe('the look-up of the head, reserving it', () => {
     expect((await row(ids[1]!)).delivery_state).toBe('WAITING');
   });
 
+  it('is done for the ends of many agents\' turns in shared statements, each end and reservation as if alone', async () => {
+    const batched = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH x AS (SELECT * FROM jsonb_to_recordset'));
+    const alone = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH before AS'));
+    // Six agents, each ending a live turn with two more queued behind it; one with nothing
+    // behind it; one whose end is stale (nothing written, nothing reserved); one whose end
+    // carries a value Postgres refuses (it alone fails); two ends of one agent (never in the
+    // same statement: both see that agent's queue).
+    const agents = await Promise.all(Array.from({ length: 6 }, () => agentWith(3)));
+    const lone = await agentWith(1);
+    const stale = await agentWith(2);
+    const bad = await agentWith(2);
+    const also = await agentWith(2);
+    const twice = await agentWith(3);
+    const all = [...agents, lone, stale, bad, also];
+    await set(all.map((a) => a.ids[0]!), `delivery_state = 'RUNNING', attempt_count = 1`);
+    await set(all.flatMap((a) => a.ids.slice(1)), `delivery_state = 'BUSY'`);
+    await set(twice.ids.slice(0, 2), `delivery_state = 'RUNNING', attempt_count = 1`);
+    const revisions = await Promise.all([...all, twice].map(async (a) => (await baton.repos.handoffs.findById(a.ids[0]!))!.revision));
+    const twiceSecond = (await baton.repos.handoffs.findById(twice.ids[1]!))!.revision;
+    const specs = all.map(() => spec({ queuedBusy: true }));
+    const end = (a: { agentId: string; ids: string[] }, i: number, over: { id?: string; revision?: number; actorKind?: string; reserve?: HeadReservation } = {}) =>
+      baton.repos.handoffs.transition({
+        handoffId: over.id ?? a.ids[0]!,
+        steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: (over.actorKind ?? 'system') as 'system', actorId: `w${i}` } }],
+        expectRevision: over.revision ?? revisions[i]!,
+        at: new Date(),
+        patch: { resultSummary: `done ${i}` },
+        thenNextWork: { recipientId: a.agentId, now: new Date(), deployment: mine, reserve: over.reserve ?? specs[i]! },
+      });
+    const ends = await Promise.allSettled([
+      ...agents.map((a, i) => end(a, i)),
+      end(lone, agents.length),
+      end(stale, agents.length + 1, { revision: revisions[agents.length + 1]! - 1 }),
+      end(twice, all.length, { revision: revisions[all.length]!, reserve: spec({ queuedBusy: true }) }),
+      end(twice, all.length, { id: twice.ids[1]!, revision: twiceSecond, reserve: spec({ queuedBusy: true }) }),
+    ]);
+    // Fewer statements than ends: they were shared.
+    expect(batched.count()).toBeGreaterThan(0);
+    expect(batched.count() + alone.count()).toBeLessThan(ends.length);
+    const value = (i: number) => (ends[i]!.status === 'fulfilled' ? ends[i]!.value : undefined);
+    for (const [i, a] of agents.entries()) {
+      const ended = value(i);
+      expect(ended?.revision).toBe(revisions[i]! + 1);
+      expect(await row(a.ids[0]!)).toMatchObject({ delivery_state: 'RETURNED', revision: revisions[i]! + 1 });
+      expect((await baton.repos.handoffs.findById(a.ids[0]!))?.resultSummary).toBe(`done ${i}`);
+      // Its own end's event only, and its own next head reserved with its own attempt.
+      const own = (await baton.db.pool.query(`SELECT id::text, actor_id FROM handoff_events WHERE handoff_id = $1 AND event = 'turn_returned'`, [a.ids[0]])).rows;
+      expect(own).toEqual([{ id: ended!.eventIds[0], actor_id: `w${i}` }]);
+      expect(ended?.eventIds).toHaveLength(1);
+      expect(ended?.nextWork?.handoff.id).toBe(a.ids[1]);
+      expect(ended?.nextWork?.reserved).toMatchObject({ attemptId: specs[i]!.attemptId, requestId: specs[i]!.requestId });
+      expect(await row(a.ids[1]!)).toMatchObject({ delivery_state: 'SENDING', attempt_count: 1 });
+      expect((await row(a.ids[2]!)).delivery_state).toBe('BUSY');
+      const attempts = (await baton.db.pool.query(`SELECT id, fence FROM delivery_attempts WHERE handoff_id = $1`, [a.ids[1]])).rows;
+      expect(attempts).toEqual([{ id: specs[i]!.attemptId, fence: specs[i]!.fence }]);
+      const reservedEvents = (await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = $1 AND event = 'attempt_reserved'`, [a.ids[1]])).rows;
+      expect(ended?.nextWork?.reserved?.eventIds).toEqual(reservedEvents.map((e) => e.id));
+    }
+    expect(value(agents.length)).toMatchObject({ revision: revisions[agents.length]! + 1, nextWork: null });
+    expect(value(agents.length + 1)).toBeNull();
+    expect(await row(stale.ids[0]!)).toMatchObject({ delivery_state: 'RUNNING' });
+    expect((await row(stale.ids[1]!)).delivery_state).toBe('BUSY');
+    expect(value(agents.length + 2)?.revision).toBeGreaterThan(0);
+    expect(value(agents.length + 3)?.revision).toBeGreaterThan(0);
+    expect((await row(twice.ids[0]!)).delivery_state).toBe('RETURNED');
+    expect((await row(twice.ids[1]!)).delivery_state).toBe('RETURNED');
+
+    // A value Postgres refuses fails its own end only: the statement it shared is run again, one end at a time.
+    const [refused, fine] = await Promise.allSettled([end(bad, agents.length + 2, { actorKind: 'nobody' }), end(also, agents.length + 3)]);
+    expect(refused.status).toBe('rejected');
+    expect((await row(bad.ids[0]!)).delivery_state).toBe('RUNNING');
+    expect((await row(bad.ids[1]!)).delivery_state).toBe('BUSY');
+    expect(fine.status === 'fulfilled' ? fine.value?.nextWork?.handoff.id : undefined).toBe(also.ids[1]);
+    expect(await row(also.ids[1]!)).toMatchObject({ delivery_state: 'SENDING', attempt_count: 1 });
+    batched.stop();
+    alone.stop();
+  });
+
   it('is done by the statement that ends a turn, for the next head, only when that end commits', async () => {
     const { agentId, ids } = await agentWith(3);
     await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);

@@ -60,7 +60,14 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     outside.set(prompt, held);
     a.live = 'outside-turn';
     const previous = fx.fake.exchanges.length;
-    const run = fx.execThread(prompt, threadId);
+    // The outside turn is over when Codex says so (`turn.completed`), which Baton's adapter can
+    // see in the thread before `codex exec` has exited: a write after it overlaps nothing.
+    const ended = () => {
+      if (a.live === 'outside-turn') a.live = null;
+    };
+    const run = fx.execThread(prompt, threadId, (e) => {
+      if (e.type === 'turn.completed' || e.type === 'turn.failed') ended();
+    });
     run.catch(() => undefined);
     // The outside turn is live once its model request arrived (and is held).
     while (!closed && !fx.fake.exchanges.slice(previous).some((x) => x.prompt.includes(prompt))) await new Promise((r) => setTimeout(r, 20));
@@ -75,7 +82,7 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
       }
       held.release();
       await run.catch(() => undefined);
-      if (a.live === 'outside-turn') a.live = null;
+      ended();
     })();
   }
 

@@ -26,8 +26,12 @@ export interface CodexFixture {
   readonly env: Record<string, string>;
   /** A reply the fake holds until `release()`: the turn stays active meanwhile. */
   hold(text: string): ReturnType<ReturnType<typeof holdableReplies>['hold']>;
-  /** Runs `codex exec` outside Baton: a new thread with one turn, or a turn of `resume`; resolves with the thread id. */
-  execThread(prompt: string, resume?: string): Promise<string>;
+  /**
+   * Runs `codex exec` outside Baton: a new thread with one turn, or a turn of `resume`; resolves
+   * with the thread id when the process exits. `onEvent` gets each of its `--json` events as
+   * it prints them (`turn.completed` says the turn ended, before the process has exited).
+   */
+  execThread(prompt: string, resume?: string, onEvent?: (event: { type?: string }) => void): Promise<string>;
   /** The pid of the home's running app-server daemon (its pid record), or null when none runs. */
   daemonPid(): number | null;
   /** Stops the home's daemon (`codex app-server daemon stop`) and waits until its process is gone. */
@@ -97,11 +101,26 @@ export async function startCodexFixture(): Promise<CodexFixture> {
     tripwire,
     env,
     hold: (text) => holdable.hold(text),
-    execThread(prompt, resume) {
+    execThread(prompt, resume, onEvent) {
       return new Promise<string>((resolve, reject) => {
         const child = spawn(binary, ['exec', '--skip-git-repo-check', '--json', ...(resume ? ['resume', resume] : []), prompt], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
-        child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+        let seen = 0;
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString('utf8');
+          if (!onEvent) return;
+          // Each complete line printed since the last chunk, as it arrives.
+          const end = out.lastIndexOf('\n') + 1;
+          for (const line of out.slice(seen, end).split('\n')) {
+            if (!line.startsWith('{')) continue;
+            try {
+              onEvent(JSON.parse(line) as { type?: string });
+            } catch {
+              // Not an event line.
+            }
+          }
+          seen = Math.max(seen, end);
+        });
         child.on('error', reject);
         child.on('exit', (code) => {
           const started = out.split('\n').map((l) => (l.startsWith('{') ? (JSON.parse(l) as { type?: string; thread_id?: string }) : {})).find((e) => e.type === 'thread.started');

@@ -209,7 +209,7 @@ export class AgentRepository {
       ), revoked AS (
         UPDATE agent_tokens t SET revoked_at = ${at} FROM gone WHERE t.agent_id = gone.id AND t.revoked_at IS NULL
       )${settle ? settlementSql(settle, at) : Prisma.empty}
-      SELECT id, ${settle ? Prisma.sql`ARRAY(SELECT id::text FROM settled_events ORDER BY id)` : Prisma.sql`ARRAY[]::text[]`} AS "eventIds" FROM gone`;
+      SELECT id, ${settle ? Prisma.sql`ARRAY(SELECT s.id::text FROM settled_events s ORDER BY s.id)` : Prisma.sql`ARRAY[]::text[]`} AS "eventIds" FROM gone`;
     const row = rows[0];
     return row ? { eventIds: row.eventIds } : null;
   }

@@ -506,10 +506,10 @@ function reserveHeadSql(c: ReservationColumns, from: string, at: string, require
 
 /** Per row of `nw`: the revision its reservation left and the event rows it appended (its own and its queue's). */
 const reservedColumns = `(SELECT m.revision FROM r_moved m WHERE m.id = nw.id) AS "reservedRevision",
-  ARRAY(SELECT id::text FROM (
+  ARRAY(SELECT r.id::text FROM (
     SELECT e.id FROM r_ev e WHERE e.handoff_id = nw.id
     UNION ALL SELECT qe.id FROM r_queued_ev qe JOIN r_queued q ON q.id = qe.handoff_id WHERE q.recipient_id = nw."recipientId"
-  ) x ORDER BY id) AS "reservedEventIds"`;
+  ) r ORDER BY r.id) AS "reservedEventIds"`;
 
 /**
  * Reserving look-ups of a batch ($1: one JSON object per agent, `n` its place): each agent's

@@ -131,7 +131,7 @@ export class WorkRepository {
         RETURNING id
       )`;
     sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState",
-      ARRAY(SELECT id::text FROM ev ORDER BY id) AS "eventIds" FROM moved`;
+      ARRAY(SELECT e.id::text FROM ev e ORDER BY e.id) AS "eventIds" FROM moved`;
     const { rows } = await this.q<WorkMoved>(sql, params);
     return rows[0] ?? null;
   }

@@ -415,6 +415,63 @@ describe('the look-up of the head, reserving it', () => {
     alone.stop();
   });
 
+  it('shares a statement for ends of every shape a write can take, each written as alone', async () => {
+    const batched = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH x AS (SELECT * FROM jsonb_to_recordset'));
+    const alone = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH before AS'));
+    // Two agents, each ending a live turn with every option of a write at once (a patch of every
+    // kind, a counter, the attempt's update, the queue moved, the work returned), one WAITING behind it.
+    const pair = await Promise.all([agentWith(2), agentWith(2)]);
+    await set(pair.map((a) => a.ids[0]!), `delivery_state = 'RUNNING', attempt_count = 1, work_state = 'open'`);
+    const attempts = pair.map(() => randomUUID());
+    for (const [i, a] of pair.entries()) {
+      await baton.db.pool.query(`INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, started_at) VALUES ($1, $2, 1, $3, 'running', now())`, [
+        attempts[i],
+        a.ids[0],
+        randomUUID(),
+      ]);
+    }
+    const revisions = await Promise.all(pair.map(async (a) => (await baton.repos.handoffs.findById(a.ids[0]!))!.revision));
+    const at = new Date();
+    const ends = await Promise.all(
+      pair.map((a, i) =>
+        baton.repos.handoffs.transition({
+          handoffId: a.ids[0]!,
+          steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: `w${i}`, detail: { n: i } } }],
+          expectRevision: revisions[i]!,
+          at,
+          patch: { resultSummary: `sum ${i}`, result: { n: i }, settledAt: at, inProgressKey: null, deliveryDetail: `d ${i}`, notBefore: null },
+          increment: ['refusals'],
+          updateAttempt: { id: attempts[i]!, status: 'returned', error: `e ${i}`, accepted: true, finished: true, observed: true, absentScan: true },
+          alsoMoveQueued: { recipientId: a.agentId, from: 'WAITING', to: 'BUSY', event: { event: 'recipient_busy', actorKind: 'system', actorId: `w${i}`, reason: 'r' } },
+          alsoWork: { from: ['open'], to: 'returned', event: { event: 'work_returned', actorKind: 'system', actorId: `w${i}`, reason: null }, result: 'succeeded' },
+          thenNextWork: { recipientId: a.agentId, now: at, deployment: mine },
+        }),
+      ),
+    );
+    // One shared statement, and none run again alone (a statement Postgres refused would be).
+    expect(batched.count()).toBe(1);
+    expect(alone.count()).toBe(0);
+    for (const [i, a] of pair.entries()) {
+      expect(ends[i]?.revision).toBe(revisions[i]! + 1);
+      const h = (await baton.repos.handoffs.findById(a.ids[0]!))!;
+      expect(h).toMatchObject({ deliveryState: 'RETURNED', resultSummary: `sum ${i}`, result: { n: i }, deliveryDetail: `d ${i}`, refusals: 1, workState: 'returned', returnOutcome: 'succeeded' });
+      const attempt = (await baton.db.pool.query(`SELECT status, error, absent_scans, finished_at IS NOT NULL AS finished FROM delivery_attempts WHERE id = $1`, [attempts[i]])).rows[0];
+      expect(attempt).toEqual({ status: 'returned', error: `e ${i}`, absent_scans: 1, finished: true });
+      expect((await row(a.ids[1]!)).delivery_state).toBe('BUSY');
+      // Its own events, in id order (numeric: 9 before 10): the end, the work's move, the queued one's wait.
+      const events = (
+        await baton.db.pool.query(`SELECT e.id::text AS id, e.event, e.actor_id FROM handoff_events e WHERE e.handoff_id = ANY($1::uuid[]) AND e.event <> 'enrolled' ORDER BY e.id`, [a.ids])
+      ).rows;
+      expect(events.map((e) => e.event).sort()).toEqual(['recipient_busy', 'turn_returned', 'work_returned']);
+      expect(events.every((e) => e.actor_id === `w${i}`)).toBe(true);
+      expect(ends[i]?.eventIds).toEqual(events.map((e) => e.id));
+      // The head after it: the one moved to BUSY, as a look-up would find it.
+      expect(ends[i]?.nextWork?.handoff.id).toBe(a.ids[1]);
+    }
+    batched.stop();
+    alone.stop();
+  });
+
   it('is done by the statement that ends a turn, for the next head, only when that end commits', async () => {
     const { agentId, ids } = await agentWith(3);
     await set([ids[0]!], `delivery_state = 'RUNNING', attempt_count = 1`);

@@ -658,7 +658,7 @@ const TURN_END_MAX_BATCH = 32;
 
 /**
  * A transition statement as built for one write (`$n` parameters) or for one row of a batch
- * (`x.cN`: columns of the batch's input rows, `jsonb_to_recordset`, typed as `columns` says).
+ * (`x.cN`: columns of the batch's input rows, `jsonb_to_recordset`, each typed as its use says).
  * `shape` lists every choice that changed the text; writes of one shape share one text.
  */
 interface BuiltTransition {
@@ -666,8 +666,6 @@ interface BuiltTransition {
   text: string;
   /** One write: the statement's parameters. A batch's row: its columns' values (c1, c2, ...). */
   values: unknown[];
-  /** A batch's row: the recordset's column definitions (`c1 uuid`, ...). */
-  columns: string[];
 }
 
 /**
@@ -841,7 +839,7 @@ function buildTransition(w: TransitionWrite, many: boolean): BuiltTransition {
     sql += ` SELECT ${many ? 'moved.n AS "batchN", ' : ''}moved.revision AS "movedRevision", ${eventIds} AS "movedEventIds", nw.*${then.reserve ? `, ${reservedColumns}` : ''}
       FROM moved LEFT JOIN nw ON ${sameRow('nw', 'moved')}`;
   }
-  return { shape, text: many ? sql.replace('$COLUMNS', columns.join(', ')) : sql, values, columns };
+  return { shape, text: many ? sql.replace('$COLUMNS', columns.join(', ')) : sql, values };
 }
 
 /** A turn end's row: the moved handoff's revision and events, and the next head's columns (all null when there is none). */
@@ -1060,7 +1058,7 @@ export class HandoffRepository {
         const input = g.built.map((b, n) => {
           const row: Record<string, unknown> = { n };
           b.values.forEach((v, k) => {
-            row[`c${k + 1}`] = typeof v === 'bigint' ? v.toString() : v;
+            row[`c${k + 1}`] = v;
           });
           return row;
         });

@@ -106,25 +106,27 @@ export async function startCodexFixture(): Promise<CodexFixture> {
         const child = spawn(binary, ['exec', '--skip-git-repo-check', '--json', ...(resume ? ['resume', resume] : []), prompt], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         let seen = 0;
+        let threadId: string | undefined;
         child.stdout.on('data', (d: Buffer) => {
           out += d.toString('utf8');
-          if (!onEvent) return;
           // Each complete line printed since the last chunk, as it arrives.
           const end = out.lastIndexOf('\n') + 1;
           for (const line of out.slice(seen, end).split('\n')) {
             if (!line.startsWith('{')) continue;
+            let event: { type?: string; thread_id?: string };
             try {
-              onEvent(JSON.parse(line) as { type?: string });
+              event = JSON.parse(line) as { type?: string; thread_id?: string };
             } catch {
-              // Not an event line.
+              continue; // Not an event line.
             }
+            if (event.type === 'thread.started') threadId = event.thread_id;
+            onEvent?.(event);
           }
           seen = Math.max(seen, end);
         });
         child.on('error', reject);
         child.on('exit', (code) => {
-          const started = out.split('\n').map((l) => (l.startsWith('{') ? (JSON.parse(l) as { type?: string; thread_id?: string }) : {})).find((e) => e.type === 'thread.started');
-          if (code === 0 && started?.thread_id) resolve(started.thread_id);
+          if (code === 0 && threadId) resolve(threadId);
           else reject(new Error(`codex exec exited ${code}: ${out.slice(-500)}`));
         });
       });

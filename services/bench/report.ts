@@ -126,6 +126,13 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
   }
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
+  // What the processes' first handoffs cost (JIT compiling the hot path among it), measured apart.
+  if (delivery.some((d) => d.warmUp)) {
+    cost.push([
+      'warm-up before: CPU ms per handoff',
+      ...delivery.map((d) => (d.warmUp ? `${d.warmUp.perHandoff.cpuMs.total} (first ${d.warmUp.handoffs} handoffs of fresh processes)` : 'n/a')),
+    ]);
+  }
   if (send) {
     cost.push([
       'Redis memory, nothing delivering',

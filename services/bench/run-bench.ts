@@ -38,11 +38,11 @@ export function parseScenarios(text: string): BenchScenario[] {
 export function benchSizes(quick: boolean) {
   return quick
     ? {
-        ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150,
+        ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, warmUp: 50, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
       }
     : {
-        ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000,
+        ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, warmUp: 1_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000,
         // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
@@ -60,7 +60,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     2 +
     (want('ceilings') ? 1 : 0) +
     (want('send') ? 2 : 0) +
-    (want('delivery') ? sizes.agentCounts.length * 2 : 0) +
+    (want('delivery') ? sizes.agentCounts.length * 3 : 0) +
     (want('dispatch-latency') ? 1 : 0) +
     (want('busy-agents') ? 2 : 0) +
     (want('recovery') ? 2 : 0) +
@@ -92,7 +92,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       delivery = [];
       for (const agents of sizes.agentCounts) {
         progress.show(`e2e with ${agents} agents`);
-        delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, (label) => progress.step(label)));
+        delivery.push(await measureDelivery(env, agents, sizes.handoffs, !opts.quick, sizes.warmUp, (label) => progress.step(label)));
       }
     }
     let dispatchLatency;

@@ -35,6 +35,7 @@ function run(agents: number, o: { cpuTotal: number; statements: number | null; r
       postgresStatements: o.statements,
       redisCommands: o.redisCommands,
     },
+    warmUp: null,
   };
 }
 
@@ -187,6 +188,15 @@ describe('issue 16 targets as data', () => {
 });
 
 describe('bench report: targets and guarantees', () => {
+  it("prints the warm-up's cost per handoff beside the measured run's, per agent count", () => {
+    const m = atGoals();
+    const ten = runOf(m, 10);
+    ten.warmUp = { handoffs: 1_000, perHandoff: { ...ten.perHandoff, cpuMs: { ...ten.perHandoff.cpuMs, total: 4.75 } } };
+    const text = renderReport({ ...m, targets: evaluateTargets(m), guarantees: evaluateGuarantees(m) });
+    expect(text).toMatch(/warm-up before: CPU ms per handoff\s+4\.75 \(first 1000 handoffs of fresh processes\)\s+n\/a/);
+    expect(text).toMatch(/CPU ms per handoff, all processes\s+2\.5\s/);
+  });
+
   it('prints the targets with yes, NO and n/a, and the guarantees in their own table', () => {
     const m = atGoals();
     runOf(m, 10).perHandoff.postgresStatements = null;
@@ -201,6 +211,7 @@ describe('bench report: targets and guarantees', () => {
     expect(text).toMatch(/worker SIGKILL -> UNCERTAIN\s+<= 5 s\s+3 s\s+yes/);
     expect(text).toMatch(/Redis wipe -> all handoffs final\s+<= 10 s\s+9 s\s+yes/);
     expect(text).toMatch(/busy agents: no overlapping turns, order held, one write each\s+all 0\s+0\/0\/0\s+yes/);
+    expect(text).not.toContain('warm-up before');
     // The old round's targets are gone from the table.
     expect(text).not.toContain('handoffs/s to ACCEPTED');
     expect(text).not.toContain('>= 1000/s');

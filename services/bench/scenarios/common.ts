@@ -93,14 +93,15 @@ export interface DeliveryMetrics {
 /**
  * Delivery figures from Postgres (the truth): per handoff, commit -> attempt reserved (the
  * adapter is called right after), -> accepted, -> returned; throughput over the whole run.
+ * `afterSeq`: only the project's handoffs sent after the one with this seq (a warm-up before).
  */
-export async function deliveryMetrics(pool: pg.Pool, project: string): Promise<DeliveryMetrics> {
+export async function deliveryMetrics(pool: pg.Pool, project: string, afterSeq = '0'): Promise<DeliveryMetrics> {
   const id = await projectId(pool, project);
   const { rows } = await pool.query<{ created: Date; started: Date | null; accepted: Date | null; finished: Date | null; state: string }>(
     `SELECT h.created_at AS created, a.started_at AS started, a.accepted_at AS accepted, a.finished_at AS finished, h.delivery_state AS state
      FROM handoffs h LEFT JOIN delivery_attempts a ON a.handoff_id = h.id AND a.number = 1
-     WHERE h.project_id = $1`,
-    [id],
+     WHERE h.project_id = $1 AND h.seq > $2::bigint`,
+    [id, afterSeq],
   );
   const ms = (a: Date | null, b: Date) => (a ? a.getTime() - b.getTime() : NaN);
   const first = Math.min(...rows.map((r) => r.created.getTime()));

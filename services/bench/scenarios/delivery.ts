@@ -25,17 +25,25 @@ export interface DeliveryRun extends DeliveryMetrics {
   agents: number;
   send: LoadResult;
   cost: ProcessCost;
-  /** CPU, statements and commands per handoff, from the first send to the last RETURNED. */
+  /** CPU, statements and commands per handoff, from the first measured send to the last RETURNED. */
   perHandoff: UsagePerHandoff;
+  /**
+   * The warm-up before it, in the same fresh processes: `handoffs` sent and delivered the same
+   * way, and what each cost (a process's first handoffs also pay for its JIT compiling the hot
+   * path). null: no warm-up.
+   */
+  warmUp: { handoffs: number; perHandoff: UsagePerHandoff } | null;
 }
 
 /**
  * End to end with API and two workers as separate processes and zero-think demo agents: send
  * `handoffs` over HTTP (32 clients) round-robin to `agents` agents, wait until every one is
  * RETURNED, then read throughput and latencies from Postgres and the cost from /proc and
- * pg_stat_activity. Fresh processes per run, so peaks belong to this agent count.
+ * pg_stat_activity. Fresh processes per run, so peaks belong to this agent count. First
+ * `warmUp` handoffs go the same way and are measured apart: the figures of the run are those of
+ * processes that run steadily, as a fleet's do, and the warm-up's cost is reported beside them.
  */
-export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, fresh: boolean, tick: (label: string) => void): Promise<DeliveryRun> {
+export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, fresh: boolean, warmUp: number, tick: (label: string) => void): Promise<DeliveryRun> {
   const project = `e2e-${agents}`;
   await env.createProject(project);
   await env.resetDemoHost();
@@ -43,17 +51,22 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
+  const body = (tag: string) => (i: number) => ({ from: `e${agents}-sender`, to: handles[i % agents], title: `${tag} ${i}`, message: `End-to-end handoff ${i}` });
+  let warm: DeliveryRun['warmUp'] = null;
+  if (warmUp > 0) {
+    const before = await usageSnapshot(env);
+    await sendMany(client, project, warmUp, 32, body('warm-up'));
+    await waitSettled(env.pool, project, warmUp, 300_000);
+    warm = { handoffs: warmUp, perHandoff: usagePerHandoff(before, await usageSnapshot(env), warmUp) };
+    tick(`e2e ${agents} agents: warmed up`);
+  }
+  const afterSeq = await lastSeq(env, project);
   const profiled = await statementProfile(env);
   const before = await usageSnapshot(env);
-  const send = await sendMany(client, project, handoffs, 32, (i) => ({
-    from: `e${agents}-sender`,
-    to: handles[i % agents],
-    title: `task ${i}`,
-    message: `End-to-end handoff ${i}`,
-  }));
+  const send = await sendMany(client, project, handoffs, 32, body('task'));
   const memoryAtPeak = await redisMemoryOfWaitingJobs(env);
   const queuedAtPeak = await openHandoffs(env, project);
-  await waitSettled(env.pool, project, handoffs, 300_000);
+  await waitSettled(env.pool, project, warmUp + handoffs, 300_000);
   const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
   await profiled(`e2e-${agents}-agents`, handoffs);
   const cost: ProcessCost = {
@@ -61,11 +74,20 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
     redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(memoryAtPeak / queuedAtPeak, 0) : null,
     queuedAtPeak,
   };
-  const metrics = await deliveryMetrics(env.pool, project);
+  const metrics = await deliveryMetrics(env.pool, project, afterSeq);
   await env.releaseProcesses(fresh);
   if (fresh) await env.clearRedis();
   tick(`e2e ${agents} agents: done`);
-  return { agents, send, cost, perHandoff, ...metrics };
+  return { agents, send, cost, perHandoff, warmUp: warm, ...metrics };
+}
+
+/** The project's highest handoff seq (0: none): handoffs sent later have a higher one. */
+async function lastSeq(env: BenchEnvironment, project: string): Promise<string> {
+  const { rows } = await env.pool.query<{ seq: string }>(
+    `${BENCH_SQL} SELECT coalesce(max(seq), 0)::text AS seq FROM handoffs WHERE project_id = (SELECT id FROM projects WHERE slug = $1)`,
+    [project],
+  );
+  return rows[0]?.seq ?? '0';
 }
 
 async function openHandoffs(env: BenchEnvironment, project: string): Promise<number> {

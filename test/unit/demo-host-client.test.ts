@@ -2,7 +2,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDemoAdapter } from '../../libs/adapters/demo/create-demo-adapter.ts';
+import { DemoAgentHost } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { DemoHostClient, DemoHostUnreachable, DemoReplyLost } from '../../libs/adapters/demo/demo-host-client.ts';
+import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
 import type { DeliveryTarget, TurnRequest } from '../../libs/adapters/provider-adapter.ts';
 
 /**
@@ -86,5 +88,28 @@ describe('demo host client', () => {
       });
     });
     expect(await client(url).receiveTurn('s 1', turn, {})).toEqual({ status: 'busy', echo: { method: 'POST', url: '/sessions/s%201/turns', requestId: 'r1' } });
+  });
+});
+
+describe('demo host client under many followed turns', () => {
+  it("writes a new turn at once while more long polls are open than the calls' pool has connections", async () => {
+    const host = new DemoAgentHost();
+    const served = await serveDemoHost(host);
+    closers.push(() => served.close());
+    const c = new DemoHostClient(served.url, 4);
+    closers.push(() => c.close());
+    // Eight hanging turns, each followed by a long poll of 4 s: twice the calls' connections.
+    for (let i = 0; i < 8; i++) await c.receiveTurn(`s${i}`, { ...turn, requestId: `r${i}`, handoffId: `h${i}` }, { behavior: 'hang' });
+    const polls = Array.from({ length: 8 }, (_, i) => c.waitForChange(`s${i}`, `r${i}`, 'running', 4_000));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = performance.now();
+    expect(await c.receiveTurn('fresh', { ...turn, requestId: 'r-new', handoffId: 'h-new' }, { behavior: 'hang' })).toMatchObject({ status: 'accepted' });
+    expect(await c.observe('fresh', 'r-new')).toMatchObject({ found: true });
+    // With the long polls in the calls' pool, the write waited for one of them to end (4 s).
+    expect(performance.now() - started).toBeLessThan(2_000);
+    // The long polls are all still open: they were not what made room.
+    expect(host.writes().filter((w) => w.answer === 'accepted')).toHaveLength(9);
+    for (let i = 0; i < 8; i++) host.finish(`s${i}`, `r${i}`);
+    expect((await Promise.all(polls)).map((o) => (o.found ? o.status : 'not found'))).toEqual(Array(8).fill('returned'));
   });
 });

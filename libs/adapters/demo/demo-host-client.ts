@@ -31,21 +31,28 @@ function neverConnected(err: unknown): boolean {
 }
 
 /**
- * DemoHostPort over HTTP: an undici pool of keep-alive connections, so each call is one round
+ * DemoHostPort over HTTP: undici pools of keep-alive connections, so each call is one round
  * trip (and half the client CPU of node:http's request, measured in docs/PERFORMANCE.md).
+ * Long polls (`waitForChange`, one per followed turn, each holding its connection for up to its
+ * window) have a pool of their own without a cap: in the calls' pool of `callConnections`,
+ * turns followed beyond the cap held every connection, and a new turn's write waited in
+ * undici's queue for a long poll to end (up to 5 s per write with 1,000 long turns followed).
  */
 export class DemoHostClient implements DemoHostPort {
-  private readonly pool: Pool;
+  private readonly calls: Pool;
+  private readonly watches: Pool;
 
-  constructor(baseUrl: string) {
-    this.pool = new Pool(new URL(baseUrl).origin, { connections: 256, pipelining: 1 });
+  constructor(baseUrl: string, callConnections = 256) {
+    const origin = new URL(baseUrl).origin;
+    this.calls = new Pool(origin, { connections: callConnections, pipelining: 1 });
+    this.watches = new Pool(origin, { connections: null, pipelining: 1 });
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 10_000): Promise<T> {
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 10_000, pool = this.calls): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({
+      res = await pool.request({
         path,
         method,
         headers: payload === undefined ? {} : { 'content-type': 'application/json' },
@@ -86,6 +93,7 @@ export class DemoHostClient implements DemoHostPort {
       `/sessions/${encodeURIComponent(session)}/turns/${encodeURIComponent(requestId)}/change?${q}`,
       undefined,
       timeoutMs + 10_000,
+      this.watches,
     );
   }
 
@@ -100,6 +108,7 @@ export class DemoHostClient implements DemoHostPort {
   }
 
   close(): void {
-    void this.pool.destroy().catch(() => undefined);
+    void this.calls.destroy().catch(() => undefined);
+    void this.watches.destroy().catch(() => undefined);
   }
 }

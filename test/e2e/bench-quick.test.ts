@@ -26,7 +26,11 @@ describe('baton bench --quick --json', () => {
     expect(r.send.recipients).toBe(100);
     expect(r.delivery.map((d: any) => d.agents)).toEqual([10, 100]);
     for (const d of r.delivery) {
+      // The run's figures are those of its own handoffs, the warm-up's measured apart.
+      expect(d.handoffs).toBe(200);
       expect(d.returned).toBe(d.handoffs);
+      expect(d.warmUp).toMatchObject({ handoffs: 50 });
+      expect(d.warmUp.perHandoff.cpuMs.total).toBeGreaterThan(0);
       for (const f of ['acceptedPerSec', 'returnedPerSec', 'acceptedP50Ms', 'acceptedP99Ms', 'returnedP50Ms', 'returnedP99Ms', 'dispatchP50Ms', 'dispatchP99Ms']) {
         expect(isNumber(d[f]), `delivery.${d.agents}.${f}`).toBe(true);
       }

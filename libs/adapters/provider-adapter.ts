@@ -34,6 +34,54 @@ export interface TurnRequest {
    * which everything agents wrote is fenced as data. Adapters put it in the turn.
    */
   readonly packet: string;
+  /**
+   * Earlier Baton requests whose prompts may still sit unanswered in this session (a model
+   * error leaves its prompt in a Codex thread or Claude Code session): what this turn replaces,
+   * and what Baton gave up on. Absent or empty for most turns. Text adapters put
+   * `earlierRequestsText(turn)` before the message.
+   */
+  readonly earlier?: EarlierRequests;
+}
+
+/** A request Baton gave up on whose prompt stayed in the session without an answer. */
+export interface WithdrawnRequest {
+  readonly requestId: string;
+  readonly handoffId: string;
+  readonly title: string | null;
+  /** How its handoff ended (FAILED, CANCELLED) and why, in a few words. */
+  readonly reason: string;
+}
+
+export interface EarlierRequests {
+  /** This handoff's own earlier attempts that reached the session and got no answer: this turn replaces them. */
+  readonly replaces: readonly string[];
+  /** Other handoffs' requests in this session that got no answer and that Baton gave up on: not to be acted on. */
+  readonly withdrawn: readonly WithdrawnRequest[];
+}
+
+/**
+ * The lines a turn's text starts with when earlier requests sit unanswered in the session, or ''
+ * when none do. Every text adapter (command, Claude Code, Codex) puts them before the message, so
+ * the model reads what to ignore before what to do.
+ */
+export function earlierRequestsText(turn: Pick<TurnRequest, 'earlier'>): string {
+  const e = turn.earlier;
+  if (!e || (e.replaces.length === 0 && e.withdrawn.length === 0)) return '';
+  const lines: string[] = [];
+  if (e.replaces.length > 0) {
+    const ids = e.replaces.map((id) => `baton-request-id ${id}`).join(', ');
+    lines.push(
+      `[Baton] This request replaces the earlier unanswered request${e.replaces.length > 1 ? 's' : ''} ${ids} of the same handoff (its turn ended in an error). ` +
+        'Act on this request once; do not act on the earlier copies separately.',
+    );
+  }
+  if (e.withdrawn.length > 0) {
+    lines.push('[Baton] Baton gave up on these earlier requests in this session. Their senders were told so: they are withdrawn, and must not be acted on:');
+    for (const w of e.withdrawn) {
+      lines.push(`- baton-request-id ${w.requestId} (handoff ${w.handoffId}${w.title ? `, "${w.title}"` : ''}): ${w.reason}`);
+    }
+  }
+  return `${lines.join('\n')}\n\n`;
 }
 
 /**
@@ -54,6 +102,31 @@ export type SendResult =
   | { readonly outcome: 'not_sent'; readonly error: string }
   | { readonly outcome: 'gone'; readonly reason: string }
   | { readonly outcome: 'lost'; readonly error: string };
+
+/**
+ * What kind of failure a turn's error was, as the runtime reported it. It decides whether a
+ * resend can help (libs/domain/delivery-policy.ts):
+ * - `transient`: a server error, an overload, a rate limit, a broken stream or connection: resent
+ *   after a growing back-off, never sooner than `retryAfterMs`.
+ * - `configuration`: the agent or its host is set up wrongly (a missing environment variable, an
+ *   unknown model, a bad base URL): every resend would fail the same way until someone fixes it.
+ * - `authentication`: the runtime's credentials were refused (an invalid or missing key, 401/403).
+ * - `refusal`: the model or its provider refused the request (a policy block).
+ * - `limit`: a limit a resend meets again (the context window, a usage or budget quota, the
+ *   account's credit).
+ * A failure with no kind is treated as transient.
+ */
+export type FailureKind = 'transient' | 'configuration' | 'authentication' | 'refusal' | 'limit';
+
+export const FAILURE_KINDS: readonly FailureKind[] = ['transient', 'configuration', 'authentication', 'refusal', 'limit'];
+
+export interface TurnFailure {
+  readonly kind: FailureKind;
+  /** The model API's HTTP status, when the runtime said it. */
+  readonly httpStatus?: number;
+  /** When the runtime said the request may be tried again (a 429's or an overload's retry time). */
+  readonly retryAfterMs?: number;
+}
 
 export interface TurnResult {
   readonly summary: string;
@@ -78,12 +151,15 @@ export type TurnObservation =
       readonly status: ObservedStatus;
       readonly result?: TurnResult;
       readonly error?: string;
+      /** For `failed`: what kind of failure, when the provider could tell. */
+      readonly failure?: TurnFailure;
     };
 
 /** How a watched turn ended, as far as Baton could see. */
 export type TurnEnd =
   | { readonly status: 'returned'; readonly result: TurnResult }
-  | { readonly status: 'failed'; readonly error: string }
+  /** `failure`: what kind, when the runtime said (absent: transient). */
+  | { readonly status: 'failed'; readonly error: string; readonly failure?: TurnFailure }
   | { readonly status: 'interrupted'; readonly error: string }
   /** The recipient said, after the write, that it was busy and did nothing: resent later, no attempt budget spent. */
   | { readonly status: 'busy'; readonly detail: string }
@@ -127,7 +203,7 @@ export function endOfObservation(seen: TurnObservation): TurnEnd | null {
     case 'returned':
       return { status: 'returned', result: seen.result ?? { summary: '' } };
     case 'failed':
-      return { status: 'failed', error: seen.error ?? 'failed' };
+      return { status: 'failed', error: seen.error ?? 'failed', ...(seen.failure ? { failure: seen.failure } : {}) };
     case 'interrupted':
       return { status: 'interrupted', error: seen.error ?? 'interrupted' };
     case 'busy':

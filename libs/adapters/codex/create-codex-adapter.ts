@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import type { DeliveryTarget, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
-import { endOfObservation } from '../provider-adapter.ts';
+import { earlierRequestsText, endOfObservation } from '../provider-adapter.ts';
 import { AppServerError, AppServerPool, AppServerUnavailable, isSpawnError, type AppServerClient, type Notification } from './app-server-client.ts';
 import { CODEX_APPROVAL_POLICY, CODEX_DEFAULTS, codexHomeOf, parseCodexSettings, type CodexSettings } from './codex-settings.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
@@ -16,7 +16,7 @@ export interface CodexAdapterOptions {
 export const markerLine = (requestId: string): string => `baton-request-id: ${requestId}`;
 
 export function codexTurnText(turn: TurnRequest): string {
-  return `${turn.message}\n\n${turn.packet}\n\n${markerLine(turn.requestId)}\n`;
+  return `${earlierRequestsText(turn)}${turn.message}\n\n${turn.packet}\n\n${markerLine(turn.requestId)}\n`;
 }
 
 /** A Codex turn as `thread/turns/list` (itemsView full) and `turn/completed` give it. */

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
+import { earlierRequestsText, endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
 import { INHERITED_ENV_NAMES, parseCommandSettings, type CommandSettings } from './command-settings.ts';
 import { readBounded, recordDir, type Reservation, type RunView } from './run-record.ts';
 import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
@@ -38,7 +38,7 @@ export function inheritedEnv(env: Readonly<Record<string, string | undefined>>):
 
 /** What the program reads on standard input: the message, the context packet, and the request id as a marker line. */
 export function commandTurnText(turn: TurnRequest): string {
-  return `${turn.message}\n\n${turn.packet}\n\nbaton-request-id: ${turn.requestId}\n`;
+  return `${earlierRequestsText(turn)}${turn.message}\n\n${turn.packet}\n\nbaton-request-id: ${turn.requestId}\n`;
 }
 
 function turnEnv(base: Readonly<Record<string, string>>, settings: CommandSettings, turn: TurnRequest): Record<string, string> {

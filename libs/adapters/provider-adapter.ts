@@ -5,6 +5,8 @@
  * cases in libs/handoffs turn into transitions.
  */
 
+import type { TurnFailure } from '../domain/turn-failure.ts';
+
 /** Where a turn goes: the agent and the session/endpoint it had when the handoff was enrolled. */
 export interface DeliveryTarget {
   readonly agentId: string;
@@ -43,12 +45,12 @@ export interface TurnRequest {
   readonly earlier?: EarlierRequests;
 }
 
-/** A request Baton gave up on whose prompt stayed in the session without an answer. */
+/** An earlier request of another handoff whose prompt stayed in the session without an answer. */
 export interface WithdrawnRequest {
   readonly requestId: string;
   readonly handoffId: string;
   readonly title: string | null;
-  /** How its handoff ended (FAILED, CANCELLED) and why, in a few words. */
+  /** How its handoff ended (FAILED, CANCELLED) or why it waits, in a few words. */
   readonly reason: string;
 }
 
@@ -57,6 +59,8 @@ export interface EarlierRequests {
   readonly replaces: readonly string[];
   /** Other handoffs' requests in this session that got no answer and that Baton gave up on: not to be acted on. */
   readonly withdrawn: readonly WithdrawnRequest[];
+  /** Other handoffs' requests in this session that got no answer and that Baton will send again later: not to be acted on now. */
+  readonly pending: readonly WithdrawnRequest[];
 }
 
 /**
@@ -66,7 +70,7 @@ export interface EarlierRequests {
  */
 export function earlierRequestsText(turn: Pick<TurnRequest, 'earlier'>): string {
   const e = turn.earlier;
-  if (!e || (e.replaces.length === 0 && e.withdrawn.length === 0)) return '';
+  if (!e || (e.replaces.length === 0 && e.withdrawn.length === 0 && e.pending.length === 0)) return '';
   const lines: string[] = [];
   if (e.replaces.length > 0) {
     const ids = e.replaces.map((id) => `baton-request-id ${id}`).join(', ');
@@ -78,6 +82,12 @@ export function earlierRequestsText(turn: Pick<TurnRequest, 'earlier'>): string 
   if (e.withdrawn.length > 0) {
     lines.push('[Baton] Baton gave up on these earlier requests in this session. Their senders were told so: they are withdrawn, and must not be acted on:');
     for (const w of e.withdrawn) {
+      lines.push(`- baton-request-id ${w.requestId} (handoff ${w.handoffId}${w.title ? `, "${w.title}"` : ''}): ${w.reason}`);
+    }
+  }
+  if (e.pending.length > 0) {
+    lines.push('[Baton] These earlier requests in this session got no answer; Baton will send each again later as a request of its own. Do not act on them now:');
+    for (const w of e.pending) {
       lines.push(`- baton-request-id ${w.requestId} (handoff ${w.handoffId}${w.title ? `, "${w.title}"` : ''}): ${w.reason}`);
     }
   }
@@ -103,30 +113,7 @@ export type SendResult =
   | { readonly outcome: 'gone'; readonly reason: string }
   | { readonly outcome: 'lost'; readonly error: string };
 
-/**
- * What kind of failure a turn's error was, as the runtime reported it. It decides whether a
- * resend can help (libs/domain/delivery-policy.ts):
- * - `transient`: a server error, an overload, a rate limit, a broken stream or connection: resent
- *   after a growing back-off, never sooner than `retryAfterMs`.
- * - `configuration`: the agent or its host is set up wrongly (a missing environment variable, an
- *   unknown model, a bad base URL): every resend would fail the same way until someone fixes it.
- * - `authentication`: the runtime's credentials were refused (an invalid or missing key, 401/403).
- * - `refusal`: the model or its provider refused the request (a policy block).
- * - `limit`: a limit a resend meets again (the context window, a usage or budget quota, the
- *   account's credit).
- * A failure with no kind is treated as transient.
- */
-export type FailureKind = 'transient' | 'configuration' | 'authentication' | 'refusal' | 'limit';
-
-export const FAILURE_KINDS: readonly FailureKind[] = ['transient', 'configuration', 'authentication', 'refusal', 'limit'];
-
-export interface TurnFailure {
-  readonly kind: FailureKind;
-  /** The model API's HTTP status, when the runtime said it. */
-  readonly httpStatus?: number;
-  /** When the runtime said the request may be tried again (a 429's or an overload's retry time). */
-  readonly retryAfterMs?: number;
-}
+export { FAILURE_KINDS, type FailureKind, type TurnFailure } from '../domain/turn-failure.ts';
 
 export interface TurnResult {
   readonly summary: string;
@@ -167,6 +154,14 @@ export type TurnEnd =
   | { readonly status: 'rejected'; readonly reason: string }
   | { readonly status: 'unobservable'; readonly error: string };
 
+/** What preparing an agent's runtime did (`ProviderAdapter.prepare`). */
+export interface PrepareResult {
+  /** The runtime is ready for a first turn without a slow start. */
+  readonly ready: boolean;
+  /** What was done, or why it could not be, in a few words (logged by the worker). */
+  readonly detail: string;
+}
+
 export interface WatchHooks {
   /** Called once when the turn is first seen running. */
   onRunning(): Promise<void>;
@@ -174,6 +169,12 @@ export interface WatchHooks {
 
 export interface ProviderAdapter {
   readonly provider: string;
+  /**
+   * true when a turn's prompt stays in the recipient's session even when the turn fails (a Codex
+   * thread, a Claude Code session): the engine then tells each turn which earlier Baton requests
+   * in the session got no answer (`TurnRequest.earlier`), at the cost of one read per turn.
+   */
+  readonly sessionKeepsPrompts?: boolean;
   /**
    * true when `sendTurn` itself answers `busy` (atomically, nothing written) while the session
    * is in a turn; Baton then skips the separate `isBusy` question before each write.
@@ -190,6 +191,15 @@ export interface ProviderAdapter {
    * (shutdown, lost lock); the turn keeps running in the session and is observed again later.
    */
   waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd>;
+  /**
+   * Optional: readies the agent's runtime ahead of its first turn, so that no write pays a slow
+   * first start inside its deadline (Codex: link the installed package into the Codex home and
+   * start its daemon). The worker calls it at start for each agent it serves. Idempotent, writes no
+   * turn, takes no turn lock, may take long (no deadline but the signal). Resolves with what it
+   * did (`ready: false` when the agent's settings cannot be readied); throws when the runtime
+   * could not be reached (the first write then tries again).
+   */
+  prepare?(target: DeliveryTarget, signal: AbortSignal): Promise<PrepareResult>;
   close(): Promise<void>;
 }
 

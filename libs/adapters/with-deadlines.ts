@@ -53,12 +53,15 @@ async function withDeadline<T>(kind: AdapterDeadlineExceeded['call'], ms: number
  * - an observation or a busy question past its deadline throws AdapterDeadlineExceeded, which
  *   the engine treats as "the provider could not be asked".
  * Following a turn (`waitForTurn`) has no deadline here: a turn may run for an hour, and the
- * engine's unobservable rule and each adapter's own turn deadline bound it.
+ * engine's unobservable rule and each adapter's own turn deadline bound it. Nor has `prepare`:
+ * it exists to take the slow first start out of the write's deadline, and runs under the
+ * caller's signal only.
  */
 export function withDeadlines(adapter: ProviderAdapter, deadlines: AdapterDeadlines): ProviderAdapter {
   return {
     provider: adapter.provider,
     ...(adapter.reportsBusyOnSend !== undefined ? { reportsBusyOnSend: adapter.reportsBusyOnSend } : {}),
+    ...(adapter.sessionKeepsPrompts !== undefined ? { sessionKeepsPrompts: adapter.sessionKeepsPrompts } : {}),
     sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult> {
       return withDeadline(
         'write',
@@ -79,6 +82,7 @@ export function withDeadlines(adapter: ProviderAdapter, deadlines: AdapterDeadli
       });
     },
     waitForTurn: (target, requestId, hooks, signal) => adapter.waitForTurn(target, requestId, hooks, signal),
+    ...(adapter.prepare ? { prepare: adapter.prepare.bind(adapter) } : {}),
     close: () => adapter.close(),
   };
 }

@@ -121,6 +121,7 @@ export const CONFIG_VARIABLES = [
   'BATON_DB_CONNECT_TIMEOUT_MS',
   'BATON_UNOBSERVABLE_AFTER_MS',
   'BATON_INTERRUPTED_RESEND_AFTER_MS',
+  'BATON_ERROR_RESEND_AFTER_MS',
   'BATON_UNCERTAIN_SCANS',
   'BATON_UNCERTAIN_SCAN_WINDOW_MS',
   'BATON_DEMO_HOST_URL',
@@ -299,6 +300,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     deliveryWindows: Object.freeze({
       unobservableAfterMs: int(env, 'BATON_UNOBSERVABLE_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.unobservableAfterMs, 100, WEEK_MS),
       interruptResendDelayMs: int(env, 'BATON_INTERRUPTED_RESEND_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.interruptResendDelayMs, 0, WEEK_MS),
+      errorResendDelayMs: int(env, 'BATON_ERROR_RESEND_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.errorResendDelayMs, 0, 24 * 3_600_000),
       absenceScans: int(env, 'BATON_UNCERTAIN_SCANS', DEFAULT_DELIVERY_WINDOWS.absenceScans, 2, 100),
       absenceWindowMs: int(env, 'BATON_UNCERTAIN_SCAN_WINDOW_MS', DEFAULT_DELIVERY_WINDOWS.absenceWindowMs, 100, 30 * 24 * 3_600_000),
     }),

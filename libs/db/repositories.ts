@@ -9,6 +9,7 @@ import { AuditRepository } from './audit-repository.ts';
 import { TurnReportRepository } from './turn-report-repository.ts';
 import { EventLogRepository } from './event-log-repository.ts';
 import { LiveViewRepository } from './live-view-repository.ts';
+import { SessionTurnRepository } from './session-turn-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -23,6 +24,8 @@ export interface Repositories {
   readonly eventLog: EventLogRepository;
   /** Reads of the live page (GET /v1/live): load per agent, delivery times. */
   readonly liveView: LiveViewRepository;
+  /** The turns Baton wrote into a recipient's session (what a new turn says about earlier ones). */
+  readonly sessionTurns: SessionTurnRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -37,5 +40,6 @@ export function createRepositories(db: Database): Repositories {
     turnReports: new TurnReportRepository(db.pool),
     eventLog: new EventLogRepository(db.pool),
     liveView: new LiveViewRepository(db.pool),
+    sessionTurns: new SessionTurnRepository(db.pool),
   };
 }

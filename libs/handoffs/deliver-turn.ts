@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent } from '../domain/delivery-policy.ts';
+import { errorResendDelayMs, eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent, type DeliveryWindows } from '../domain/delivery-policy.ts';
+import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
 import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
 import { planTransition } from '../domain/transitions.ts';
@@ -17,6 +18,7 @@ import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
+import { earlierRequestsFor } from './earlier-requests.ts';
 import { anyAbort } from '../adapters/race-abort.ts';
 
 /**
@@ -109,12 +111,15 @@ function didNothing(end: TurnEnd): boolean {
   return end.status === 'busy' || end.status === 'rejected' || end.status === 'unobservable';
 }
 
+/** The windows that say when a resend goes out. */
+export type ResendWindows = Pick<DeliveryWindows, 'interruptResendDelayMs' | 'errorResendDelayMs'>;
+
 /**
- * The moves that record how a turn ended (resend rules included). `interruptResendDelayMs`: how
- * long an interrupted turn waits before it is resent (`DeliveryWindows`). `busyRetryMs`: when a turn
+ * The moves that record how a turn ended (resend rules included). `windows`: how long an
+ * interrupted turn, and an errored one, waits before it is resent. `busyRetryMs`: when a turn
  * that answered "busy, nothing done" is tried again.
  */
-export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, interruptResendDelayMs: number): Move[] {
+export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':
@@ -134,14 +139,18 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
         ],
       ];
     case 'failed': {
-      const event = eventAfterTurnError(h);
+      const event = eventAfterTurnError(h, end.failure);
+      // A failure a resend cannot mend says so first, in the user's words; the runtime's own text follows.
+      const reason = end.failure && end.failure.kind !== 'transient' ? `${FAILURE_HEADLINES[end.failure.kind]}: ${end.error}` : end.error;
+      const resendInMs = event === 'turn_failed_resend' ? errorResendDelayMs(h.errorResends, end.failure, windows) : undefined;
       return [
         [
           event,
           {
-            reason: end.error,
-            patch: { deliveryDetail: end.error },
-            ...(event === 'turn_failed_resend' ? { increment: ['errorResends'] as const } : {}),
+            reason,
+            patch: { deliveryDetail: reason },
+            ...(end.failure || resendInMs !== undefined ? { detail: { ...(end.failure ? { failure: end.failure } : {}), ...(resendInMs !== undefined ? { resendInMs } : {}) } } : {}),
+            ...(resendInMs !== undefined ? { notBeforeInMs: resendInMs, increment: ['errorResends'] as const } : {}),
             updateAttempt: { id: attemptId, status: 'failed', error: end.error, ...finished },
           },
         ],
@@ -156,7 +165,7 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
           {
             reason: end.error,
             patch: { deliveryDetail: end.error },
-            ...(resend ? { notBeforeInMs: interruptResendDelayMs, increment: ['interruptResends'] as const } : {}),
+            ...(resend ? { notBeforeInMs: windows.interruptResendDelayMs, increment: ['interruptResends'] as const } : {}),
             updateAttempt: { id: attemptId, status: 'interrupted', error: end.error, ...finished },
           },
         ],
@@ -341,6 +350,9 @@ async function sendReserved(
 ): Promise<Step> {
   const record = item.handoff;
   const h = reserved;
+  // Prompts of earlier turns that got no answer stay in sessions that keep them: the turn says
+  // what it replaces and what was given up, so the model acts on neither again.
+  const earlier = await earlierRequestsFor(deps, record, requestId, adapter.sessionKeepsPrompts === true);
   const turn: TurnRequest = {
     requestId,
     handoffId: record.id,
@@ -352,6 +364,7 @@ async function sendReserved(
     doneWhen: record.doneWhen,
     context: { summary: record.contextSummary, openQuestions: record.openQuestions, nextSteps: record.nextSteps },
     packet: (await contextPacketFor(deps, record, item.senderHandle)).text,
+    ...(earlier ? { earlier } : {}),
   };
   // Only the lock's current holder may write: prove it right before the write (a bounded Redis
   // call). A holder cut off from Redis, or overtaken, writes nothing and says so.
@@ -380,7 +393,7 @@ async function sendReserved(
       }
       const end = seen ? endOfObservation(seen) : null;
       if (end) {
-        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
+        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows);
         // The end of the turn and the choice of the next one: one statement.
         return endTurn(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], record, lock);
       }
@@ -582,6 +595,6 @@ async function watch(
     clearInterval(recheck);
     stopOrReleased.unlink();
   }
-  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows.interruptResendDelayMs);
+  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows);
   return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);
 }

@@ -9,6 +9,7 @@ import type { TokenRepository } from '../db/token-repository.ts';
 import type { TokenCache } from './token-cache.ts';
 import type { AuditRepository } from '../db/audit-repository.ts';
 import type { LiveViewRepository } from '../db/live-view-repository.ts';
+import type { SessionTurnRepository } from '../db/session-turn-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -69,6 +70,8 @@ export interface CoreDeps {
   readonly audit: AuditRepository;
   /** The live page's reads (libs/handoffs/live-view.ts). */
   readonly liveView: LiveViewRepository;
+  /** The turns Baton wrote into a recipient's session (earlier-requests.ts). */
+  readonly sessionTurns: SessionTurnRepository;
   readonly scheduler: DispatchScheduler;
   /** Announces committed handoff events to the event followers (after the commit, never failing the write). */
   readonly events: EventPublisher;

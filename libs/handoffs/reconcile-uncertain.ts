@@ -67,7 +67,7 @@ export async function reconcileUncertain(deps: Deps, signal: AbortSignal = new A
         // Found, and it provably did nothing: settled exactly as the same answer to the write.
         const end = seen.status === 'busy' ? ({ status: 'busy', detail: seen.error ?? 'busy; nothing done' } as const) : ({ status: 'rejected', reason: seen.error ?? 'refused' } as const);
         try {
-          await applyTransitions(deps, h, endMoves(h, end, c.attemptId, true, c.handoff.workState, 0, deps.windows.interruptResendDelayMs), { ...SYSTEM_ACTOR, id: deps.workerId });
+          await applyTransitions(deps, h, endMoves(h, end, c.attemptId, true, c.handoff.workState, 0, deps.windows), { ...SYSTEM_ACTOR, id: deps.workerId });
           touched++;
         } catch (err) {
           if (!hasErrorCode(err, 'stale_revision')) throw err;

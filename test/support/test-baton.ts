@@ -20,7 +20,7 @@ import { startApiServer } from '../../services/api/server.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from './env.ts';
 import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
-import type { DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
+import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
 import { createProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
@@ -173,7 +173,9 @@ export async function startTestBaton(
         outage: createProviderStatusCheck({ cacheMs: 0 }),
         ...(o.hooks ? { hooks: o.hooks } : {}),
         ...(o.pools ? { pools: o.pools } : {}),
-        ...(o.windows ? { windows: o.windows } : {}),
+        // Errored turns are resent after 50 ms unless a test gives its own windows: the default
+        // back-off (30 s, then 2 min) would only slow tests that are about something else.
+        windows: o.windows ?? { ...DEFAULT_DELIVERY_WINDOWS, errorResendDelayMs: 50 },
       });
       workers.push(w);
       return w;

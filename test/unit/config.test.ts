@@ -52,7 +52,7 @@ describe('loadConfig', () => {
   it('bounds every database call and keeps the reconciliation windows at their documented defaults when unset', () => {
     const c = loadConfig({});
     expect(c.dbTimeouts).toEqual({ queryMs: 5_000, connectMs: 3_000 });
-    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 600_000, interruptResendDelayMs: 600_000, absenceScans: 3, absenceWindowMs: 3_600_000 });
+    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 600_000, interruptResendDelayMs: 600_000, errorResendDelayMs: 30_000, absenceScans: 3, absenceWindowMs: 3_600_000 });
     expect(Object.isFrozen(c.dbTimeouts) && Object.isFrozen(c.deliveryWindows)).toBe(true);
   });
 
@@ -62,11 +62,12 @@ describe('loadConfig', () => {
       BATON_DB_CONNECT_TIMEOUT_MS: '800',
       BATON_UNOBSERVABLE_AFTER_MS: '120000',
       BATON_INTERRUPTED_RESEND_AFTER_MS: '0',
+      BATON_ERROR_RESEND_AFTER_MS: '500',
       BATON_UNCERTAIN_SCANS: '5',
       BATON_UNCERTAIN_SCAN_WINDOW_MS: '7200000',
     });
     expect(c.dbTimeouts).toEqual({ queryMs: 1_500, connectMs: 800 });
-    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 120_000, interruptResendDelayMs: 0, absenceScans: 5, absenceWindowMs: 7_200_000 });
+    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 120_000, interruptResendDelayMs: 0, errorResendDelayMs: 500, absenceScans: 5, absenceWindowMs: 7_200_000 });
   });
 
   it('refuses database timeouts and reconciliation windows outside their documented bounds', () => {
@@ -74,6 +75,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BATON_DB_CONNECT_TIMEOUT_MS: '5s' })).toThrow(/BATON_DB_CONNECT_TIMEOUT_MS must be a whole number/);
     expect(() => loadConfig({ BATON_UNOBSERVABLE_AFTER_MS: '99' })).toThrow(/BATON_UNOBSERVABLE_AFTER_MS must be between 100 and/);
     expect(() => loadConfig({ BATON_INTERRUPTED_RESEND_AFTER_MS: '-1' })).toThrow(/BATON_INTERRUPTED_RESEND_AFTER_MS must be a whole number/);
+    expect(() => loadConfig({ BATON_ERROR_RESEND_AFTER_MS: '86400001' })).toThrow(/BATON_ERROR_RESEND_AFTER_MS must be between 0 and 86400000/);
     // One scan cannot be spread over a window: absence takes at least two looks.
     expect(() => loadConfig({ BATON_UNCERTAIN_SCANS: '1' })).toThrow(/BATON_UNCERTAIN_SCANS must be between 2 and 100/);
     expect(() => loadConfig({ BATON_UNCERTAIN_SCAN_WINDOW_MS: '3000000000' })).toThrow(/BATON_UNCERTAIN_SCAN_WINDOW_MS must be between 100 and 2592000000/);

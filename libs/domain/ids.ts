@@ -47,6 +47,11 @@ export const HANDLE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$';
 
 /** A worker pool's name (agents' `pool`, BATON_WORKER_POOLS); "default" names the unnamed pool. */
 export const POOL_PATTERN = '^[a-z0-9][a-z0-9_-]{0,31}$';
+
+/** A pool as people read it: the unnamed pool ('' in the database) is "default". */
+export function poolName(pool: string): string {
+  return pool === '' ? 'default' : pool;
+}
 const HANDLE_RE = new RegExp(HANDLE_PATTERN);
 
 export function isHandle(value: string): boolean {

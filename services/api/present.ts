@@ -2,6 +2,7 @@ import type { AgentRecord, AttemptRecord, EventRecord, HandoffView, Notification
 import type { RuntimeSettings } from '../../libs/domain/runtime-settings.ts';
 import { redactProviderSettings } from '../../libs/adapters/provider-specs.ts';
 import type { ConnectionRecord } from '../../libs/db/settings-repository.ts';
+import { poolName } from '../../libs/domain/ids.ts';
 
 /** What callers see of Baton's records. Internal ids (agent uuids, project ids) stay inside. */
 
@@ -15,7 +16,7 @@ export function presentAgent(a: AgentRecord) {
     // Secrets (a webhook secret, an env value marked secret) are never shown.
     settings: redactProviderSettings(a.provider, a.providerSettings),
     target: a.deliveryTarget,
-    pool: a.pool === '' ? 'default' : a.pool,
+    pool: poolName(a.pool),
     deployment: a.deployment,
     generation: a.generation,
     createdAt: a.createdAt.toISOString(),

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { MetricsRepository } from '../../libs/db/metrics-repository.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { DELIVERY_BUCKETS, type BatonMetrics } from './baton-metrics.ts';
+import { poolName } from '../../libs/domain/ids.ts';
 
 export interface DeploymentSources {
   readonly repo: MetricsRepository;
@@ -15,7 +16,6 @@ const PAGE = 5_000;
 const MAX_PER_SCRAPE = 200_000;
 const MAX_LOCK_AGENTS = 10_000;
 
-const poolLabel = (pool: string) => (pool === '' ? 'default' : pool);
 
 /**
  * What the whole deployment is doing, read at scrape time (nothing is computed between scrapes):
@@ -48,7 +48,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
         const rows = await repo.transitionsAfter(cursor, PAGE);
         for (const r of rows) {
           const provider = r.provider ?? 'none';
-          transitions.inc({ kind: r.kind, state: r.state, provider, pool: poolLabel(r.pool) });
+          transitions.inc({ kind: r.kind, state: r.state, provider, pool: poolName(r.pool) });
           if (r.kind === 'delivery' && r.state === 'ACCEPTED') toAccepted.observe({ provider }, r.sinceSendMs / 1000);
           if (r.kind === 'delivery' && r.state === 'RETURNED') toReturned.observe({ provider }, r.sinceSendMs / 1000);
           cursor = r.id;
@@ -94,7 +94,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
       const pools = await repo.providerPools();
       const counts = await Promise.all(pools.map(async (p) => ({ ...p, counts: await sources.queues.jobCounts(p.provider, p.pool) })));
       for (const { provider, pool, counts: c } of counts) {
-        for (const state of ['waiting', 'delayed', 'active'] as const) this.set({ provider, pool: poolLabel(pool), state }, c[state]);
+        for (const state of ['waiting', 'delayed', 'active'] as const) this.set({ provider, pool: poolName(pool), state }, c[state]);
       }
     },
   });
@@ -105,7 +105,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     async collect() {
       this.reset();
-      for (const r of await repo.turnsInFlight()) this.set({ provider: r.provider, pool: poolLabel(r.pool) }, r.count);
+      for (const r of await repo.turnsInFlight()) this.set({ provider: r.provider, pool: poolName(r.pool) }, r.count);
     },
   });
   new Gauge({
@@ -118,7 +118,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
       const agents = await repo.agentsWithOpenWork(MAX_LOCK_AGENTS);
       const held = await sources.locks.held(agents.map((a) => a.agentId));
       agents.forEach((a, i) => {
-        if (held[i]) this.inc({ provider: a.provider, pool: poolLabel(a.pool) });
+        if (held[i]) this.inc({ provider: a.provider, pool: poolName(a.pool) });
       });
     },
   });

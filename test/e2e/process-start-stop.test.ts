@@ -81,6 +81,8 @@ describe('stopping `baton serve`', () => {
       const graceMs = 1_500;
       const p = serve({ DATABASE_URL: db.url, REDIS_URL: redis.url, BATON_API_PORT: String(await freePort()), BATON_SHUTDOWN_GRACE_MS: String(graceMs) });
       await p.waitFor(/delivery worker started/, 30_000);
+      // The unnamed pool is named as people know it (it was logged as "").
+      expect(p.output().split('\n').find((l) => l.includes('delivery worker started'))).toMatch(/pools[^\n]*default/);
       await p.waitFor(/Baton API on/, 30_000);
       await redis.stop();
       redisStopped = true;

@@ -15,6 +15,8 @@ import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-qu
 import { parseDispatchJob, parseWakeJob, queueRoute, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
 import { drainWakeUps, QueueSlots, WORKING_RUNS_PER_QUEUE } from './drain-wake-ups.ts';
+import { prepareAgents, type PreparedAgent } from './prepare-agents.ts';
+import { poolName } from '../../libs/domain/ids.ts';
 
 /** How long after a dispatch run failed outright (Postgres unreachable) its agent is woken again. */
 const FAILED_RUN_RETRY_MS = 1_000;
@@ -58,6 +60,11 @@ export interface RunningDeliveryWorker {
   readonly locks: TurnLocks;
   /** The dependencies the delivery use cases run with (the reconciler shares them). */
   readonly deps: DispatchDeps & { locks: TurnLocks };
+  /**
+   * The runtimes of this worker's agents being readied ahead of their first turns
+   * (prepare-agents.ts): resolves with what was done for each once all are, never rejects.
+   */
+  readonly prepared: Promise<PreparedAgent[]>;
   /** Graceful stop: take no new turns, let live turns finish for the grace period, hand back the rest. */
   stop(): Promise<void>;
   /**
@@ -169,13 +176,19 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     worker.on('error', (err) => opts.logger.warn({ err, queue: queueName }, 'delivery worker error'));
     workers.push(worker);
   }
-  opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), pools, queues: workers.length }, 'delivery worker started');
+  opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), pools: pools.map(poolName), queues: workers.length }, 'delivery worker started');
+  // Alongside delivery, not before it: a turn that comes first starts its runtime itself.
+  const prepared = prepareAgents({ agents: opts.repos.agents, adapters: opts.adapters, deployment: names.deployment, pools, logger: opts.logger }, draining.signal).catch((err: unknown) => {
+    opts.logger.warn({ err }, 'preparing the agents failed');
+    return [];
+  });
 
   let stopping: Promise<void> | undefined;
   return {
     queues,
     locks,
     deps,
+    prepared,
     stop() {
       stopping ??= (async () => {
         draining.abort(new Error('shutting down'));

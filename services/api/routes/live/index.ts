@@ -4,6 +4,7 @@ import type { HandoffView } from '../../../../libs/db/records.ts';
 import { getLiveView } from '../../../../libs/handoffs/live-view.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas.ts';
+import { poolName } from '../../../../libs/domain/ids.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
@@ -92,7 +93,7 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
           id: a.agent.handle,
           displayName: a.agent.displayName,
           provider: a.agent.provider,
-          pool: a.agent.pool === '' ? 'default' : a.agent.pool,
+          pool: poolName(a.agent.pool),
           activity: a.activity,
           live: a.live,
           queued: a.queued,

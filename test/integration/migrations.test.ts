@@ -6,7 +6,8 @@ import { MIGRATIONS_DIR, MigrationError, migrate, readMigrations } from '../../l
 import { TEST_PG_ADMIN_URL, databaseUrl } from '../support/env.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 
-const name = `baton_t_mig_${process.pid}`;
+// baton_t_<pid>_...: the global set-up of a concurrent run leaves a live process's databases alone.
+const name = `baton_t_${process.pid}_mig`;
 const url = databaseUrl(name);
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {

@@ -188,6 +188,18 @@ export class AgentRepository {
     return rows;
   }
 
+  /**
+   * Active agents of a deployment with one of the providers and pools, over every project: the
+   * agents a worker serves (read at its start to prepare their runtimes), oldest first.
+   */
+  async listServed(deployment: string, providers: readonly ProviderName[], pools: readonly string[]): Promise<AgentRecord[]> {
+    const rows = await this.prisma.agent.findMany({
+      where: { deployment, provider: { in: [...providers] }, pool: { in: [...pools] }, removedAt: null },
+      orderBy: { createdAt: 'asc' },
+    });
+    return rows.map(toRecord);
+  }
+
   async listActive(projectId: string): Promise<AgentRecord[]> {
     const rows = await this.prisma.agent.findMany({ where: { projectId, removedAt: null }, orderBy: { handle: 'asc' } });
     return rows.map(toRecord);

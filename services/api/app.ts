@@ -123,7 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   // MCP over streamable HTTP: each request's bearer token is its identity; its tools call the
   // /v1 routes above in process (routes/mcp/index.ts), so they pass the same checks.
-  await app.register(mcpRoutes, { core: deps.core, defaultProject: deps.defaultProject, inject: app.inject.bind(app) });
+  await app.register(mcpRoutes, { core: deps.core, defaultProject: deps.defaultProject, inject: app.inject.bind(app), limiter });
   if (metrics) await app.register(metricsRoutes, { core: deps.core, metrics, limiter });
   // The live page and sign-in (/ui), and Bull Board (/admin/queues) for admins' browsers.
   await app.register(uiRoutes, { core: deps.core, browser: deps.browser, limiter });

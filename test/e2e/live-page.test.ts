@@ -120,6 +120,27 @@ describe('the live page in a browser', () => {
     await context.close();
   });
 
+  it.each(['/%5Cevil.example', 'https://evil.example/ui/', '/v1/status'])(
+    'after sign-in never leaves for next=%s: only Baton\'s own pages on this origin',
+    async (next) => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const left: string[] = [];
+      page.on('request', (r) => {
+        if (!r.url().startsWith(url)) left.push(r.url());
+      });
+      await page.goto(`${url}/ui/sign-in?next=${next}`);
+      await page.fill('#token', baton.adminToken);
+      await page.click('button[type=submit]');
+      await page.waitForURL((u) => !u.pathname.startsWith('/ui/sign-in'));
+      const landed = new URL(page.url());
+      expect(landed.origin).toBe(new URL(url).origin);
+      expect(landed.pathname).toBe('/ui/');
+      expect(left, 'no request left for another origin').toEqual([]);
+      await context.close();
+    },
+  );
+
   it('opens Bull Board for an admin, read-only: every delivery queue listed, a write refused', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

@@ -84,4 +84,19 @@ describe('a rate limit shared by every API process', () => {
     // Another address is not held back by them.
     expect((await baton.app.inject({ method: 'GET', url: '/v1/status', headers: auth(`baton_${'Z'.repeat(43)}`), remoteAddress: '192.0.2.8' })).statusCode).toBe(401);
   });
+
+  it.each([
+    ['POST /mcp', { method: 'POST' as const, url: '/mcp', payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } }],
+    ['GET /admin/queues', { method: 'GET' as const, url: '/admin/queues' }],
+    ['GET /admin/queues/api/queues', { method: 'GET' as const, url: '/admin/queues/api/queues' }],
+  ])('refused tokens on %s are counted per client address like every other route', async (_what, request) => {
+    const address = `192.0.2.${10 + Math.floor(Math.random() * 200)}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await baton.app.inject({ ...request, headers: auth(`baton_${String(i).repeat(43).slice(0, 43)}`), remoteAddress: address });
+      statuses.push(res.statusCode);
+    }
+    expect(statuses.filter((s) => s === 401)).toHaveLength(LIMIT.burst);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(8 - LIMIT.burst);
+  });
 });

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RequestLimiter } from './rate-limit.ts';
@@ -6,6 +6,38 @@ import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
 
 /** How often a token's last_used_at is written (at most), so reads stay reads. */
 const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Proves the request's caller: its bearer token, else (when `browser` is given) its browser
+ * session cookie (Host, Origin and CSRF checked: browser-session.ts). A refused caller spends
+ * the per-address budget before the refusal is thrown (`limiter`; keyed by the client address,
+ * since no caller is known), so guessing tokens is limited everywhere it is tried; an accepted
+ * one spends its token's budget unless `limitAccepted` is false (a route whose work is limited
+ * elsewhere: `/mcp` calls /v1, which counts each call).
+ * @throws BatonError unauthenticated (or a browser session's refusal), rate_limited
+ */
+export async function authenticateRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  core: CoreDeps,
+  limiter: RequestLimiter | undefined,
+  opts: { readonly browser?: BrowserSessions | undefined; readonly limitAccepted?: boolean } = {},
+): Promise<Caller> {
+  let caller: Caller;
+  try {
+    // A bearer token wins; without one, a browser's session cookie stands for the token it was opened with.
+    caller =
+      !request.headers.authorization && opts.browser && sessionCookieOf(request) !== undefined
+        ? (await opts.browser.resolve(request, core)).caller
+        : await authenticate(core, request.headers.authorization);
+  } catch (refused) {
+    if (limiter) await limiter(request, reply);
+    throw refused;
+  }
+  request.caller = caller;
+  if (limiter && opts.limitAccepted !== false) await limiter(request, reply);
+  return caller;
+}
 
 /**
  * Every request in the scope it is installed in proves its caller with a bearer token (or a
@@ -20,20 +52,7 @@ export function installAuthentication(app: FastifyInstance, core: CoreDeps, limi
   const touched = new Map<string, number>();
 
   app.addHook('onRequest', async (request, reply) => {
-    let caller: Caller;
-    try {
-      // A bearer token wins; without one, a browser's session cookie stands for the token it
-      // was opened with (Host, Origin and CSRF checked: plugins/browser-session.ts).
-      caller =
-        !request.headers.authorization && browser && sessionCookieOf(request) !== undefined
-          ? (await browser.resolve(request, core)).caller
-          : await authenticate(core, request.headers.authorization);
-    } catch (refused) {
-      if (limiter) await limiter(request, reply);
-      throw refused;
-    }
-    request.caller = caller;
-    if (limiter) await limiter(request, reply);
+    const caller = await authenticateRequest(request, reply, core, limiter, { browser });
     const now = core.clock.now();
     const last = touched.get(caller.tokenId) ?? 0;
     if (now.getTime() - last >= TOUCH_EVERY_MS) {

@@ -2,10 +2,26 @@
 const form = document.getElementById('sign-in');
 const error = document.getElementById('error');
 
-/** Only a path on this site: never send a signed-in browser elsewhere. */
+/** Baton's own pages a sign-in may lead to. */
+const OWN_PAGES = ['/ui/', '/admin/queues'];
+
+/**
+ * Only one of Baton's own pages on this site: never send a signed-in browser elsewhere. `next`
+ * is resolved against this page's origin exactly as the browser would follow it (so `/\evil`,
+ * which browsers read as `//evil`, names another origin) and kept only when the origin is
+ * unchanged and the path is under Baton's pages.
+ */
 function nextPath() {
   const next = new URLSearchParams(location.search).get('next');
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/ui/';
+  if (!next) return '/ui/';
+  let target;
+  try {
+    target = new URL(next, location.origin);
+  } catch {
+    return '/ui/';
+  }
+  const own = target.origin === location.origin && (target.pathname === '/ui' || OWN_PAGES.some((p) => target.pathname.startsWith(p)));
+  return own ? `${target.pathname}${target.search}${target.hash}` : '/ui/';
 }
 
 form.addEventListener('submit', async (e) => {

@@ -5,11 +5,11 @@ import { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '../../../../libs/queue/open-redis.ts';
 import { BatonError, ERROR_CATALOG } from '../../../../libs/domain/errors.ts';
-import { authenticate, type Caller } from '../../../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { RedisNames } from '../../../../libs/queue/redis-names.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
+import { authenticateRequest } from '../../plugins/authenticate.ts';
 
 /** Where Bull Board is served. */
 export const ADMIN_QUEUES_PREFIX = '/admin/queues';
@@ -73,14 +73,9 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
     reply.header('content-security-policy', BOARD_CSP);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
-    let caller: Caller;
     try {
-      if (request.headers.authorization || !opts.browser) {
-        caller = await authenticate(opts.core, request.headers.authorization);
-      } else {
-        caller = (await opts.browser.resolve(request, opts.core)).caller;
-      }
-      if (opts.limiter) await opts.limiter(request, reply);
+      // Refused callers spend the per-address budget too, as everywhere.
+      const caller = await authenticateRequest(request, reply, opts.core, opts.limiter, { browser: opts.browser });
       if (!caller.admin) throw new BatonError('forbidden', 'Bull Board needs an admin token (or an admin\'s browser session)');
       await refresh();
     } catch (err) {

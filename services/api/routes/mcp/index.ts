@@ -1,12 +1,13 @@
-import type { FastifyInstance, FastifyPluginAsync, InjectOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import type { Response as InjectResponse } from 'light-my-request';
 import { BatonError } from '../../../../libs/domain/errors.ts';
-import { authenticate } from '../../../../libs/handoffs/manage-tokens.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { ApiClient } from '../../../cli/api-client.ts';
 import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
+import { authenticateRequest } from '../../plugins/authenticate.ts';
+import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { projectOf } from '../../route-context.ts';
 import { Type } from 'typebox';
 import { ErrorBody, ProjectHeader } from '../../schemas.ts';
@@ -28,6 +29,8 @@ export interface McpRouteOptions {
   readonly defaultProject: string;
   /** The root app's inject: the tools call the API's own /v1 routes through it, in process. */
   readonly inject: FastifyInstance['inject'];
+  /** A refused token spends the client address's budget here (an accepted one, in each /v1 call its tools make). */
+  readonly limiter: RequestLimiter | undefined;
 }
 
 /** Where the in-process client "is"; never resolved, app.inject routes on the path alone. */
@@ -82,9 +85,13 @@ const header = (value: string | string[] | undefined) => (typeof value === 'stri
 const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
   const { core, defaultProject, inject } = opts;
 
-  app.post('/mcp', { schema: McpPostSchema }, async (request, reply) => {
-    const caller = await authenticate(core, request.headers.authorization);
-    request.caller = caller;
+  // Before the body is read: a refused token is answered 401 (and counted per client address) without parsing anything.
+  const onRequest = async (request: FastifyRequest, reply: FastifyReply) => {
+    await authenticateRequest(request, reply, core, opts.limiter, { limitAccepted: false });
+  };
+  app.post('/mcp', { schema: McpPostSchema, onRequest }, async (request, reply) => {
+    const caller = request.caller;
+    if (!caller) throw new BatonError('unauthenticated', 'no caller');
     const project = projectOf(request, defaultProject);
     const identity = resolveIdentity(
       { tokenId: caller.tokenId, admin: caller.admin, agent: caller.agent?.handle ?? null, project },

@@ -108,7 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const routeOptions = { core: deps.core, defaultProject: deps.defaultProject };
   await app.register(
     async (v1) => {
-      installAuthentication(v1, deps.core, limiter, deps.browser);
+      installAuthentication(v1, deps.core, limiter, deps.browser, deps.defaultProject);
       await v1.register(identityRoutes, routeOptions);
       await v1.register(agentRoutes, routeOptions);
       await v1.register(handoffRoutes, routeOptions);

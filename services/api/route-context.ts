@@ -8,6 +8,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the auth plugin on every /v1 request. */
     caller?: Caller;
+    /** An admin's request naming an agent with X-Baton-Agent: reads show what that agent sees (set by the auth plugin). */
+    viewAs?: { readonly id: string; readonly handle: string };
   }
 }
 
@@ -72,12 +74,15 @@ export function requireAdmin(request: FastifyRequest): Caller {
 /**
  * Whose handoffs the caller may see (libs/domain/visibility.ts). An agent sees what it sent or
  * received and the unowned work of its project. An admin sees unowned work and what it sent
- * itself, and everything with `all_owners=true`; anyone else asking for that is refused.
+ * itself, and everything with `all_owners=true`; anyone else asking for that is refused. An
+ * admin naming an agent with `X-Baton-Agent` (an MCP session acting for it) sees exactly what
+ * that agent sees, unless it asks for `all_owners` too.
  */
 export function viewerOf(request: FastifyRequest, allOwners: 'true' | 'false' | undefined): Viewer {
   const caller = callerOf(request);
   const all = allOwners === 'true';
   if (all && !caller.admin) throw new BatonError('forbidden', 'all_owners needs an admin token');
+  if (!all && caller.admin && request.viewAs) return { agentId: request.viewAs.id, tokenId: null, allOwners: false };
   return { agentId: caller.agent?.id ?? null, tokenId: caller.tokenId, allOwners: all };
 }
 

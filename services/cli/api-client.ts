@@ -99,6 +99,16 @@ export class ApiClient {
     private readonly fetchImpl?: typeof fetch,
   ) {}
 
+  /** Headers every request of this client carries (withHeaders). */
+  private extraHeaders: Readonly<Record<string, string>> = {};
+
+  /** The same client, every request of which also carries `headers` (e.g. `X-Baton-Agent`). */
+  withHeaders(headers: Readonly<Record<string, string>>): ApiClient {
+    const c = new ApiClient(this.baseUrl, this.project, this.token, this.profilePath, this.fetchImpl);
+    c.extraHeaders = { ...this.extraHeaders, ...headers };
+    return c;
+  }
+
   async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
     const url = new URL(path, this.baseUrl);
     const init = {
@@ -107,6 +117,7 @@ export class ApiClient {
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.project ? { 'x-baton-project': this.project } : {}),
         ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...this.extraHeaders,
         ...headers,
       },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -155,6 +166,7 @@ export class ApiClient {
           accept: 'text/event-stream',
           ...(this.project ? { 'x-baton-project': this.project } : {}),
           ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+          ...this.extraHeaders,
           ...headers,
         },
         signal,

@@ -1,6 +1,6 @@
 import { ApiError } from '../cli/api-client.ts';
 import type { HandoffJson } from './schemas.ts';
-import { actor, handoffPath, visible, type ToolContext } from './tool-context.ts';
+import { actor, handoffPath, type ToolContext } from './tool-context.ts';
 
 /**
  * The claim this session's agent holds on handoff `id`, for `heartbeat` and `return` without a
@@ -10,7 +10,7 @@ import { actor, handoffPath, visible, type ToolContext } from './tool-context.ts
  */
 export async function ownClaim(ctx: ToolContext, id: string): Promise<{ token: string; revision: number | undefined }> {
   const me = ctx.identity.agent;
-  const h = await ctx.api.get<HandoffJson>(visible(ctx, handoffPath(id)));
+  const h = await ctx.api.get<HandoffJson>(handoffPath(id));
   if (h.work?.state !== 'claimed' || h.work.claimedBy?.toLowerCase() !== me) {
     const now = h.work ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}` : 'it is a plain message';
     throw new ApiError('claim_lost', `${me} holds no claim on handoff ${h.id} (${now}): accept it first, or give claimToken`, 409);

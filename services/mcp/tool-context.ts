@@ -8,7 +8,7 @@ import type { ApiClient } from '../cli/api-client.ts';
 export interface McpIdentity {
   /** The agent every tool acts as. */
   readonly agent: string;
-  /** An admin token acting for `agent` (named at start); its reads use `all_owners`. */
+  /** An admin token acting for `agent` (named at start): every call names it (`X-Baton-Agent`), and reads see what the agent sees. */
   readonly admin: boolean;
   readonly project: string;
   readonly tokenId: string;
@@ -32,10 +32,11 @@ export function actor(ctx: ToolContext, field: 'as' | 'from' = 'as'): Record<str
 }
 
 /**
- * An admin acting for an agent sees that agent's owned handoffs only with `all_owners`
- * (docs/API.md, visibility); an agent token never sends it.
+ * The context of an MCP session: for an admin token acting for an agent, every call carries
+ * `X-Baton-Agent`, so the API shows it exactly what that agent sees (never `all_owners`: the
+ * model in the session must not read other pairs' private handoffs; an operator who wants more
+ * uses the CLI or HTTP).
  */
-export function visible(ctx: ToolContext, path: string): string {
-  if (!ctx.identity.admin) return path;
-  return `${path}${path.includes('?') ? '&' : '?'}all_owners=true`;
+export function toolContext(api: ApiClient, identity: McpIdentity): ToolContext {
+  return { api: identity.admin ? api.withHeaders({ 'x-baton-agent': identity.agent }) : api, identity };
 }

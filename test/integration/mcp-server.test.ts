@@ -241,6 +241,21 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
     await expect(connect(kind, baton.adminToken)).rejects.toThrow();
   });
 
+  it("an admin session acting for an agent sees exactly what that agent sees: another pair's private handoff is not found", async () => {
+    const { handoff: other } = await call(engineer, 'send', { to: 'outsider', title: `private ${kind}`, message: 'between engineer and outsider' });
+    const { handoff: mine } = await call(engineer, 'send', { to: 'planner', title: `for planner ${kind}`, message: 'to planner' });
+    const admin = await connect(kind, baton.adminToken, { agent: 'planner' });
+    const unseen = await refused(admin, 'read', { id: other.id });
+    expect((unseen.structuredContent as any).error.code).toBe('handoff_not_found');
+    expect(((await refused(admin, 'status', { id: other.id })).structuredContent as any).error.code).toBe('handoff_not_found');
+    expect((await call(admin, 'read', { id: mine.id })).handoff.id).toBe(mine.id);
+    const board = JSON.stringify(await call(admin, 'board'));
+    expect(board).toContain(mine.id);
+    expect(board).not.toContain(other.id);
+    // The planner's own token sees the same.
+    expect(((await refused(planner, 'read', { id: other.id })).structuredContent as any).error.code).toBe('handoff_not_found');
+  });
+
   it('refuses a bad token before any tool is listed', async () => {
     await expect(connect(kind, `baton_${'x'.repeat(43)}`)).rejects.toThrow();
   });

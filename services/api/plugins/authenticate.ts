@@ -1,5 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
+import { getAgent } from '../../../libs/handoffs/manage-agents.ts';
+import { BatonError } from '../../../libs/domain/errors.ts';
+import { projectOf } from '../route-context.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RequestLimiter } from './rate-limit.ts';
 import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
@@ -40,6 +43,21 @@ export async function authenticateRequest(
 }
 
 /**
+ * The agent an `X-Baton-Agent` header names. For an admin token: that agent of the request's
+ * project (its reads then show what the agent sees); for an agent token: itself, and naming
+ * any other is refused.
+ * @throws BatonError agent_not_found, identity_mismatch
+ */
+async function viewingAs(request: FastifyRequest, core: CoreDeps, caller: Caller, named: string, defaultProject: string): Promise<{ id: string; handle: string } | undefined> {
+  if (caller.agent) {
+    if (named.toLowerCase() !== caller.agent.handle) throw new BatonError('identity_mismatch', `this token belongs to ${caller.agent.handle}; it cannot act as ${named.toLowerCase()}`);
+    return undefined;
+  }
+  const agent = await getAgent(core, projectOf(request, defaultProject), named);
+  return { id: agent.id, handle: agent.handle };
+}
+
+/**
  * Every request in the scope it is installed in proves its caller with a bearer token (or a
  * browser session cookie, when `browser` is given) before
  * anything else happens (the body is not even parsed for a refused one) and is rate-limited
@@ -48,11 +66,13 @@ export async function authenticateRequest(
  * private, no-store` (no-store.ts runs first). Successful changes outside the handoff event log
  * are audited by token id.
  */
-export function installAuthentication(app: FastifyInstance, core: CoreDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions): void {
+export function installAuthentication(app: FastifyInstance, core: CoreDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions, defaultProject = 'default'): void {
   const touched = new Map<string, number>();
 
   app.addHook('onRequest', async (request, reply) => {
     const caller = await authenticateRequest(request, reply, core, limiter, { browser });
+    const named = request.headers['x-baton-agent'];
+    if (typeof named === 'string' && named !== '') request.viewAs = await viewingAs(request, core, caller, named, defaultProject);
     const now = core.clock.now();
     const last = touched.get(caller.tokenId) ?? 0;
     if (now.getTime() - last >= TOUCH_EVERY_MS) {

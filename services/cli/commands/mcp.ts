@@ -40,7 +40,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       const conn = ctx.connection(cmd);
       // stdout is the MCP channel: people's lines go to stderr.
       ctx.note(`baton mcp: serving as ${identity.agent} in project ${identity.project} (Baton at ${conn.url})`);
-      await serveStdio({ api: ctx.client(cmd), identity });
+      const { toolContext } = await import('../../mcp/tool-context.ts');
+      await serveStdio(toolContext(ctx.client(cmd), identity));
     });
 
   mcp

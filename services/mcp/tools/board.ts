@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LANES } from '../../../libs/domain/board.ts';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { Handle, HandoffOut } from '../schemas.ts';
-import { visible } from '../tool-context.ts';
+import { } from '../tool-context.ts';
 
 const Card = z.looseObject({ handoff: HandoffOut, lane: z.string(), reasons: z.array(z.string()), next: z.looseObject({ action: z.string(), who: z.string() }) });
 
@@ -18,6 +18,6 @@ export const boardTool = defineTool({
   annotations: READ_ONLY,
   headline: (r) => `board: ${LANES.map((lane) => `${lane} ${(r as Record<string, unknown[]>)[lane]?.length ?? 0}`).join(', ')}`,
   async run({ involving }, ctx) {
-    return ctx.api.get(visible(ctx, `/v1/board${involving ? `?agent=${encodeURIComponent(involving)}` : ''}`));
+    return ctx.api.get(`/v1/board${involving ? `?agent=${encodeURIComponent(involving)}` : ''}`);
   },
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { HandoffOut } from '../schemas.ts';
-import { visible } from '../tool-context.ts';
+import { } from '../tool-context.ts';
 
 /** `inbox`: this agent's handoffs in progress and its notifications (deadline reminders). */
 export const inboxTool = defineTool({
@@ -17,6 +17,6 @@ export const inboxTool = defineTool({
   annotations: READ_ONLY,
   headline: (r) => `inbox of ${r.agent}: ${r.handoffs.length} in progress, ${r.notifications.length} notifications`,
   async run(_args, ctx) {
-    return ctx.api.get(visible(ctx, `/v1/agents/${encodeURIComponent(ctx.identity.agent)}/inbox`));
+    return ctx.api.get(`/v1/agents/${encodeURIComponent(ctx.identity.agent)}/inbox`);
   },
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { AttemptOut, EventOut, HandoffId, HandoffOut, PacketOut } from '../schemas.ts';
-import { handoffPath, visible } from '../tool-context.ts';
+import { handoffPath } from '../tool-context.ts';
 
 /**
  * `read`: one handoff as its sender or recipient sees it, with its delivery attempts, its
@@ -23,8 +23,8 @@ export const readTool = defineTool({
   annotations: READ_ONLY,
   headline: (r) => `handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}, ${r.events.length} events`,
   async run({ id }, ctx) {
-    const { attempts, events, notifications, ...handoff } = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: never[]; events: never[]; notifications: never[] }>(visible(ctx, handoffPath(id)));
-    const packet = await ctx.api.get<z.infer<typeof PacketOut>>(visible(ctx, handoffPath(id, 'packet')));
+    const { attempts, events, notifications, ...handoff } = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: never[]; events: never[]; notifications: never[] }>(handoffPath(id));
+    const packet = await ctx.api.get<z.infer<typeof PacketOut>>(handoffPath(id, 'packet'));
     return { handoff: handoff as z.infer<typeof HandoffOut>, attempts, events, notifications, packet };
   },
 });

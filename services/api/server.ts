@@ -1,3 +1,4 @@
+import type { TrustProxy } from '../../libs/config/load-config.ts';
 import type { FastifyInstance } from 'fastify';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
@@ -37,6 +38,8 @@ export interface ApiServerOptions {
   readonly allowedHosts?: readonly string[] | undefined;
   /** The session cookie's Secure attribute even over plain HTTP (`BATON_URL` is https: TLS ends in front). */
   readonly secureCookies?: boolean | undefined;
+  /** `BATON_TRUST_PROXY`: believe a reverse proxy's X-Forwarded-* headers (app.ts). */
+  readonly trustProxy?: TrustProxy | undefined;
 }
 
 export interface RunningApi {
@@ -103,6 +106,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     rateLimit: opts.rateLimit ? { limit: opts.rateLimit, redis: opts.redis, names } : undefined,
     metrics,
     browser,
+    trustProxy: opts.trustProxy,
     queueBoard: { redis: opts.redis, names, queueNames },
     checks: {
       database: async () => {

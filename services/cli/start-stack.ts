@@ -116,6 +116,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           metrics,
           allowedHosts: config.api.allowedHosts,
           secureCookies: config.api.publicUrl.startsWith('https:'),
+          trustProxy: config.api.trustProxy,
         });
       } catch (err) {
         throw listenStartupError(err, config.api.host, config.api.port);

@@ -184,3 +184,53 @@ describe('Bull Board at /admin/queues', () => {
     expect([forged.status, forged.body.error.code]).toEqual([403, 'csrf_failed']);
   });
 });
+
+describe('behind a TLS-terminating proxy (BATON_TRUST_PROXY)', () => {
+  // What a proxy in front of Baton sends: the browser's https Origin and public name, the
+  // scheme in X-Forwarded-Proto, the connection itself plain HTTP from the proxy.
+  const proxied = { origin: 'https://baton.example', host: 'baton.example', 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' };
+
+  it('with the setting on, signs in and changes things from the https page, and the cookie is Secure', async () => {
+    const behind = await startTestBaton({ trustProxy: true, allowedHosts: ['baton.example'] });
+    try {
+      expect((await behind.post('/v1/agents', { id: 'p', provider: 'manual' })).status).toBe(201);
+      const token = await behind.tokenFor('p');
+      const res = await behind.app.inject({ method: 'POST', url: '/ui/session', headers: proxied, payload: { token } });
+      expect(res.statusCode, res.body).toBe(200);
+      const cookie = String(res.headers['set-cookie']);
+      expect(cookie).toMatch(/; Secure/);
+      const session = /baton_session=([^;]+)/.exec(cookie)?.[1] as string;
+      const csrf = res.json().csrfToken as string;
+      const sent = await behind.app.inject({
+        method: 'POST',
+        url: '/v1/handoffs',
+        headers: { ...proxied, cookie: `${SESSION_COOKIE}=${session}`, 'x-csrf-token': csrf },
+        payload: { to: 'p', message: 'sent from the https page' },
+      });
+      expect(sent.statusCode, sent.body).toBe(201);
+    } finally {
+      await behind.stop();
+    }
+  });
+
+  it('with the setting off (the default), the same https sign-in is refused csrf_failed: the proxy is not believed', async () => {
+    const res = await baton.app.inject({ method: 'POST', url: '/ui/session', headers: { ...proxied, host: 'localhost', origin: 'https://localhost' }, payload: { token: tokens['a'] } });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('csrf_failed');
+  });
+
+  it('trusting only the proxy\'s address ignores the same headers from anyone else', async () => {
+    const behind = await startTestBaton({ trustProxy: ['10.0.0.5'], allowedHosts: ['baton.example'] });
+    try {
+      expect((await behind.post('/v1/agents', { id: 'q', provider: 'manual' })).status).toBe(201);
+      const token = await behind.tokenFor('q');
+      const fromProxy = await behind.app.inject({ method: 'POST', url: '/ui/session', headers: proxied, payload: { token }, remoteAddress: '10.0.0.5' });
+      expect(fromProxy.statusCode, fromProxy.body).toBe(200);
+      const fromElsewhere = await behind.app.inject({ method: 'POST', url: '/ui/session', headers: proxied, payload: { token }, remoteAddress: '198.51.100.7' });
+      expect(fromElsewhere.statusCode).toBe(403);
+      expect(fromElsewhere.json().error.code).toBe('csrf_failed');
+    } finally {
+      await behind.stop();
+    }
+  });
+});

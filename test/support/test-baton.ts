@@ -82,6 +82,9 @@ export async function startTestBaton(
     /** Redis prefix of the rate-limit counters (default: this Baton's own): give two Batons one to share a budget. */
     rateLimitPrefix?: string;
     logger?: Logger;
+    /** BATON_TRUST_PROXY for the app (default off), and hostnames browsers may use beside the loopback names. */
+    trustProxy?: boolean | readonly string[];
+    allowedHosts?: readonly string[];
     /**
      * The Redis prefix, which is also the deployment its API registers agents in and its workers
      * serve (default: a random one, so tests sharing a Redis never meet).
@@ -117,7 +120,8 @@ export async function startTestBaton(
     rateLimit: opts.rateLimit ? { limit: opts.rateLimit, redis: producer, names: new RedisNames(opts.rateLimitPrefix ?? prefix) } : undefined,
     metrics,
     // Browser sessions as the server has them; app.inject's Host is `localhost`.
-    browser: new BrowserSessions({ redis: producer, names, allowedHosts: ['localhost', '127.0.0.1', '[::1]'] }),
+    browser: new BrowserSessions({ redis: producer, names, allowedHosts: ['localhost', '127.0.0.1', '[::1]', ...(opts.allowedHosts ?? [])] }),
+    ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
     queueBoard: { redis: producer, names, queueNames: async () => (await new MetricsRepository(db.pool).providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool)) },
     checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
   });

@@ -118,4 +118,13 @@ describe('loadConfig', () => {
     expect(c.command.baseEnv).toEqual({ PATH: '/bin', LANG: '' });
     expect(c.codex.baseEnv).toEqual({ PATH: '/bin', CODEX_HOME: '/c' });
   });
+
+  it('BATON_TRUST_PROXY: off by default; true, false, or the proxy\'s addresses and CIDR ranges; anything else refused', () => {
+    expect(loadConfig({}).api.trustProxy).toBe(false);
+    expect(loadConfig({ BATON_TRUST_PROXY: 'true' }).api.trustProxy).toBe(true);
+    expect(loadConfig({ BATON_TRUST_PROXY: '0' }).api.trustProxy).toBe(false);
+    expect(loadConfig({ BATON_TRUST_PROXY: '10.0.0.5, 172.16.0.0/12,::1' }).api.trustProxy).toEqual(['10.0.0.5', '172.16.0.0/12', '::1']);
+    expect(() => loadConfig({ BATON_TRUST_PROXY: 'proxy.example' })).toThrow(/BATON_TRUST_PROXY holds "proxy.example"/);
+    expect(() => loadConfig({ BATON_TRUST_PROXY: '10.0.0.0/33' })).toThrow(/BATON_TRUST_PROXY/);
+  });
 });

@@ -91,7 +91,8 @@ export class BrowserSessions {
    * @throws BatonError host_not_allowed
    */
   requireAllowedHost(request: FastifyRequest): void {
-    const host = request.headers.host;
+    // The Host header, or a trusted proxy's X-Forwarded-Host (BATON_TRUST_PROXY).
+    const host = request.host;
     if (typeof host !== 'string' || !this.allowedHosts.has(hostnameOf(host))) {
       throw new BatonError('host_not_allowed', `this API answers browsers only as ${[...this.allowedHosts].join(', ')} (BATON_ALLOWED_HOSTS)`);
     }
@@ -105,7 +106,8 @@ export class BrowserSessions {
    */
   requireSameOrigin(request: FastifyRequest): void {
     const origin = request.headers.origin;
-    const host = request.headers.host;
+    // The scheme and host the browser used: a trusted proxy's X-Forwarded-Proto/-Host (BATON_TRUST_PROXY), else the connection's.
+    const host = request.host;
     let same = false;
     try {
       // Both through URL, so a default port (":80") written on one side only still matches.

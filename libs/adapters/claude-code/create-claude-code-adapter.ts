@@ -6,6 +6,8 @@ import { createRunLauncher } from '../command/run-launcher.ts';
 import { readBounded, recordDir, type Reservation, type RunView } from '../command/run-record.ts';
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
 import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
+import { claudeErrorText, claudeFailure, type ClaudeErrorReport } from './claude-failure.ts';
+import { readStreamEnd, streamErrorReport } from './stream-end.ts';
 import { scanTranscript, transcriptPath } from './transcript.ts';
 import { abortReason } from '../race-abort.ts';
 
@@ -56,38 +58,9 @@ function configDirOf(settings: ClaudeCodeSettings, env: Readonly<Record<string, 
   return home ? join(home, '.claude') : null;
 }
 
-/** The last `result` event of a stream-json output (the CLI writes it last, on one line). */
-interface StreamResult {
-  readonly is_error?: boolean;
-  readonly subtype?: string;
-  readonly result?: string;
-  readonly session_id?: string;
-  readonly num_turns?: number;
-  readonly duration_ms?: number;
-  readonly total_cost_usd?: number;
-  readonly api_error_status?: number | null;
-  readonly errors?: unknown;
-}
-
-function lastResult(stream: string): StreamResult | null {
-  const lines = stream.split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i]?.trim() ?? '';
-    if (!line.startsWith('{') || !line.includes('"result"')) continue;
-    try {
-      const event = JSON.parse(line) as { type?: string } & StreamResult;
-      if (event.type === 'result') return event;
-    } catch {
-      // The cut at the front of a bounded read, or a line being written.
-    }
-  }
-  return null;
-}
-
-function resultError(r: StreamResult): string {
-  const text = r.result ?? (Array.isArray(r.errors) ? r.errors.join('; ') : '');
-  const head = r.api_error_status ? `claude reported an error (API status ${r.api_error_status})` : `claude reported an error (${r.subtype ?? 'error'})`;
-  return text ? `${head}: ${text}` : head;
+/** A failed turn as claude reported it: its text and what kind of failure it was. */
+function failedWith(report: ClaudeErrorReport): TurnObservation {
+  return { found: true, status: 'failed', error: claudeErrorText(report), failure: claudeFailure(report) };
 }
 
 function withOutput(head: string, output: string): string {
@@ -103,7 +76,7 @@ function withOutput(head: string, output: string): string {
  * id, grouped by session: it outlives the worker, is started at most once per request id, and
  * no turn starts while another claude process of Baton's is alive in the same session (Claude
  * Code has no busy guard of its own; Baton's lock and this are the guard). The stream's result
- * is the turn's end (`is_error` → failed); without a record the session's transcript is scanned
+ * is the turn's end (`is_error` → failed, its kind classified by claude-failure.ts); without a record the session's transcript is scanned
  * for the marker.
  */
 export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): ProviderAdapter {
@@ -151,7 +124,8 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     if (alive) return { found: true, status: 'running' };
     const a = seen.answer;
     if (a && !a.pendingTool) {
-      return a.apiError ? { found: true, status: 'failed', error: `claude reported an error: ${a.text}` } : { found: true, status: 'returned', result: { summary: a.text, output: { source: 'transcript' } } };
+      if (a.apiError) return failedWith({ text: a.text, ...(a.errorName ? { errorName: a.errorName } : {}), ...(a.httpStatus ? { httpStatus: a.httpStatus } : {}) });
+      return { found: true, status: 'returned', result: { summary: a.text, output: { source: 'transcript' } } };
     }
     return { found: true, status: 'interrupted', error: 'the claude process ended before the turn answered (its transcript has the prompt but no final answer)' };
   }
@@ -175,9 +149,10 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     if (exit.kind === 'spawn_failed') {
       return CONFIG_SPAWN_ERRORS.has(exit.code) ? { found: true, status: 'rejected', error: `cannot start ${reservation.argv[0] ?? 'claude'}: ${exit.message}` } : { found: false, complete: true };
     }
-    const result = lastResult(await readBounded(join(dir, 'stdout'), bytes));
-    if (exit.kind === 'exited' && result) {
-      if (result.is_error) return { found: true, status: 'failed', error: resultError(result) };
+    const end = readStreamEnd(await readBounded(join(dir, 'stdout'), bytes));
+    if (exit.kind === 'exited' && end) {
+      const result = end.result;
+      if (result.is_error) return failedWith(streamErrorReport(end));
       return {
         found: true,
         status: 'returned',

@@ -25,13 +25,25 @@ export type TranscriptFinding =
   | {
       readonly found: true;
       /** How the turn's last assistant message reads (null: no answer yet). */
-      readonly answer: { readonly text: string; readonly apiError: boolean; readonly pendingTool: boolean } | null;
+      readonly answer: TranscriptAnswer | null;
     };
+
+export interface TranscriptAnswer {
+  readonly text: string;
+  /** claude's synthetic message for an API error (`isApiErrorMessage`). */
+  readonly apiError: boolean;
+  /** Its `error` (claude's name for the kind) and `apiErrorStatus`, when it is one. */
+  readonly errorName?: string;
+  readonly httpStatus?: number;
+  readonly pendingTool: boolean;
+}
 
 interface Line {
   readonly type?: string;
   readonly isMeta?: boolean;
   readonly isApiErrorMessage?: boolean;
+  readonly error?: unknown;
+  readonly apiErrorStatus?: unknown;
   readonly message?: { readonly role?: string; readonly content?: unknown };
 }
 
@@ -45,6 +57,13 @@ function isPrompt(line: Line): boolean {
   if (line.type !== 'user' || line.isMeta === true) return false;
   const blocks = blocksOf(line.message?.content);
   return blocks.length > 0 && blocks.every((b) => b.type === 'text');
+}
+
+function textOf(line: Line): string {
+  return blocksOf(line.message?.content)
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => b.text as string)
+    .join('\n');
 }
 
 function promptHasMarker(line: Line, marker: string): boolean {
@@ -69,7 +88,7 @@ export async function scanTranscript(path: string, requestId: string): Promise<T
   const marker = markerLine(requestId);
   let inTurn = false;
   let found = false;
-  let answer: { text: string; apiError: boolean; pendingTool: boolean } | null = null;
+  let answer: TranscriptAnswer | null = null;
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   for await (const raw of lines) {
     // Cheap skip before the turn: its prompt line must contain the id.
@@ -88,12 +107,21 @@ export async function scanTranscript(path: string, requestId: string): Promise<T
       continue;
     }
     if (!inTurn || line.type !== 'assistant') continue;
-    const blocks = blocksOf(line.message?.content);
-    const text = blocks.filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text as string).join('\n');
-    const toolUse = blocks.some((b) => b.type === 'tool_use');
+    const text = textOf(line);
+    const toolUse = blocksOf(line.message?.content).some((b) => b.type === 'tool_use');
     // One line per content block: a text block followed by a tool call is still a turn at work.
-    if (text !== '') answer = { text, apiError: line.isApiErrorMessage === true, pendingTool: false };
+    if (text !== '') {
+      const apiError = line.isApiErrorMessage === true;
+      answer = {
+        text,
+        apiError,
+        ...(apiError && typeof line.error === 'string' ? { errorName: line.error } : {}),
+        ...(apiError && typeof line.apiErrorStatus === 'number' ? { httpStatus: line.apiErrorStatus } : {}),
+        pendingTool: false,
+      };
+    }
     if (toolUse) answer = { text: answer?.text ?? '', apiError: false, pendingTool: true };
   }
   return found ? { found: true, answer } : { found: false, exists: true };
 }
+

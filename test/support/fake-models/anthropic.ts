@@ -52,6 +52,26 @@ function message(text: string, model: string) {
   };
 }
 
+/** The error type the Anthropic API gives each status (its documented error shapes). */
+function errorTypeOf(status: number): string {
+  switch (status) {
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 529:
+      return 'overloaded_error';
+    default:
+      return status >= 500 ? 'api_error' : 'invalid_request_error';
+  }
+}
+
 function sse(res: ServerResponse, event: string, data: unknown): void {
   res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
@@ -76,8 +96,8 @@ export const anthropicProtocol: ProtocolHandler = {
     const model = typeof (body as { model?: unknown } | null)?.model === 'string' ? (body as { model: string }).model : MODEL;
     if (behaviour.kind === 'error') {
       res
-        .writeHead(behaviour.status, { 'content-type': 'application/json', 'request-id': `req_fake_${randomBytes(4).toString('hex')}` })
-        .end(JSON.stringify({ type: 'error', error: { type: behaviour.status >= 500 ? 'api_error' : 'invalid_request_error', message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
+        .writeHead(behaviour.status, { 'content-type': 'application/json', 'request-id': `req_fake_${randomBytes(4).toString('hex')}`, ...behaviour.headers })
+        .end(JSON.stringify({ type: 'error', error: { type: behaviour.errorType ?? errorTypeOf(behaviour.status), message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
       return;
     }
     const streaming = (body as { stream?: unknown } | null)?.stream === true;

@@ -18,8 +18,12 @@ export type FakeBehaviour =
   | { readonly kind: 'reply'; readonly text: string; readonly delayMs?: number; readonly until?: Promise<unknown> }
   /** A call of the tool `name` (the model asks the CLI to run it), e.g. `mcp__baton__send`. */
   | { readonly kind: 'tool_use'; readonly name: string; readonly input: Record<string, unknown> }
-  /** An HTTP error (the CLI's turn fails; set the CLI's retries to 0). */
-  | { readonly kind: 'error'; readonly status: number; readonly message?: string }
+  /**
+   * An HTTP error (the CLI's turn fails; set the CLI's retries to 0). `errorType` is the error
+   * body's type (Anthropic: `rate_limit_error`, `overloaded_error`, ...; default by status) and
+   * `headers` go on the response (e.g. `retry-after`).
+   */
+  | { readonly kind: 'error'; readonly status: number; readonly message?: string; readonly errorType?: string; readonly headers?: Readonly<Record<string, string>> }
   /** The stream starts and then fails (Responses: response.failed; Anthropic: an error event). */
   | { readonly kind: 'stream_error'; readonly message?: string }
   /** Accept the request and never answer (until the server closes). */

@@ -1,11 +1,16 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { claudeErrorText, claudeFailure } from '../../libs/adapters/claude-code/claude-failure.ts';
 import { readStreamEnd, streamErrorReport } from '../../libs/adapters/claude-code/stream-end.ts';
+import { lastTurnState } from '../../libs/adapters/claude-code/transcript.ts';
 
 /**
- * How the Claude Code adapter reads the end of claude's stream and classifies its errors.
+ * How the Claude Code adapter reads the end of claude's stream and of a session's transcript.
  * The lines are the real claude 2.1.197's (captured against the fake Anthropic server, trimmed
- * to the fields that matter); test/integration/claude-code-failures.test.ts runs the real CLI.
+ * to the fields that matter); test/integration/claude-code-failures.test.ts and
+ * claude-code-foreign-turn.test.ts run the real CLI.
  */
 
 const j = (v: unknown) => JSON.stringify(v);
@@ -71,3 +76,41 @@ describe('the kind of a claude error', () => {
   });
 });
 
+describe('where the newest turn of a transcript stands', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-claude-transcript-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  const state = (...lines: unknown[]) => {
+    const path = join(dir, `${++n}.jsonl`);
+    writeFileSync(path, lines.map((l) => (typeof l === 'string' ? l : j(l))).join('\n') + '\n');
+    return lastTurnState(path, 1024 * 1024);
+  };
+  const prompt = (text: string) => ({ type: 'user', message: { role: 'user', content: text }, timestamp: '2026-12-01T22:12:45.865Z' });
+  const queued = (text: string) => ({ type: 'queue-operation', operation: 'enqueue', content: text });
+  const text = (t: string, extra: Record<string, unknown> = {}) => ({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: t }], stop_reason: 'end_turn' }, ...extra });
+  const toolUse = { type: 'assistant', message: { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: {} }], stop_reason: 'tool_use' } };
+  const toolResult = { type: 'user', message: { role: 'user', content: [{ tool_use_id: 'toolu_1', type: 'tool_result', content: 'slept' }] }, toolUseResult: {} };
+  const attachment = { type: 'attachment', attachment: { type: 'skill_listing' } };
+  const lastPrompt = { type: 'last-prompt', lastPrompt: 'x' };
+
+  it('is unfinished after a prompt, a tool call or a tool result, and says whose prompt it was', async () => {
+    expect(await state(queued('hello'), prompt('hello'), attachment)).toEqual({ open: true, waiting: 'an unanswered prompt', requestId: null });
+    expect(await state(prompt('hello'), toolUse)).toEqual({ open: true, waiting: 'a tool call without its result', requestId: null });
+    expect(await state(prompt('please\n\nbaton-request-id: req-1\n'), toolUse, toolResult)).toEqual({ open: true, waiting: 'a tool result the model has not answered', requestId: 'req-1' });
+  });
+
+  it('is finished after an answer, an API error message, a person\'s interruption, or only a slash command since', async () => {
+    expect(await state(prompt('hello'), text('hi'), lastPrompt)).toEqual({ open: false });
+    expect(await state(prompt('hello'), text('API Error: 500 boom', { isApiErrorMessage: true, error: 'server_error' }))).toEqual({ open: false });
+    expect(await state(prompt('hello'), toolUse, toolResult, prompt('[Request interrupted by user for tool use]'))).toEqual({ open: false });
+    expect(await state(prompt('hello'), text('hi'), prompt('<command-name>/model</command-name>'), prompt('<local-command-stdout>Set model</local-command-stdout>'))).toEqual({ open: false });
+    expect(await state(prompt('hello'), text('hi'), { ...prompt('caveat'), isMeta: true })).toEqual({ open: false });
+  });
+
+  it('reads only the end of the file, skipping the line the read cut', async () => {
+    const path = join(dir, 'long.jsonl');
+    writeFileSync(path, [j(prompt('x'.repeat(5000))), j(text('answered')), j(prompt('the last one'))].join('\n') + '\n');
+    expect(await lastTurnState(path, 200)).toEqual({ open: true, waiting: 'an unanswered prompt', requestId: null });
+    expect(await lastTurnState(join(dir, 'missing.jsonl'), 200)).toBeNull();
+  });
+});

@@ -28,6 +28,11 @@ export const CLAUDE_CODE_DEFAULTS = {
   permissionMode: 'dontAsk',
   timeoutMs: 60 * 60_000,
   maxOutputBytes: 256 * 1024,
+  /**
+   * Ten minutes from the transcript's last write: longer than a model call or a tool run
+   * usually stays silent, and the longest a claude that died mid-turn holds Baton's turns back.
+   */
+  unfinishedTurnMs: 10 * 60_000,
 } as const;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, description });
@@ -44,6 +49,9 @@ const ClaudeCodeSettingsSchema = Type.Object(
     env: envSetting('extra variables, NAME -> value or { value, secret: true }'),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 24 * 60 * 60_000, description: "the turn's deadline; past it the claude process group is killed" })),
     maxOutputBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024, description: "bytes of the end of claude's stream (where the result is) and of its standard error read" })),
+    unfinishedTurnMs: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 24 * 60 * 60_000, description: "how long after the transcript's last write a turn Baton did not start, unfinished there, counts as live (busy); 0: the transcript alone never does" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -63,6 +71,7 @@ export interface ClaudeCodeSettings {
   readonly env: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
   readonly maxOutputBytes: number;
+  readonly unfinishedTurnMs: number;
 }
 
 const nul = (v: string) => v.includes('\0');
@@ -138,6 +147,7 @@ export function parseClaudeCodeSettings(settings: Readonly<Record<string, unknow
       env,
       timeoutMs: s.timeoutMs ?? CLAUDE_CODE_DEFAULTS.timeoutMs,
       maxOutputBytes: s.maxOutputBytes ?? CLAUDE_CODE_DEFAULTS.maxOutputBytes,
+      unfinishedTurnMs: s.unfinishedTurnMs ?? CLAUDE_CODE_DEFAULTS.unfinishedTurnMs,
     },
   };
 }

@@ -7,6 +7,7 @@ import { readBounded, recordDir, type Reservation, type RunView } from '../comma
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
 import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
 import { claudeErrorText, claudeFailure, type ClaudeErrorReport } from './claude-failure.ts';
+import { findForeignTurn } from './foreign-turn.ts';
 import { readStreamEnd, streamErrorReport } from './stream-end.ts';
 import { scanTranscript, transcriptPath } from './transcript.ts';
 import { abortReason } from '../race-abort.ts';
@@ -29,6 +30,8 @@ export interface ClaudeCodeAdapterOptions {
   readonly pollMs?: number;
   /** Between SIGTERM and SIGKILL of a turn past its deadline. Default 5 s. */
   readonly killGraceMs?: number;
+  /** The clock the transcript's age is measured with (`unfinishedTurnMs`). Default Date.now. */
+  readonly now?: () => number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -74,13 +77,15 @@ function withOutput(head: string, output: string): string {
  * the turn text with its marker line on standard input, `--output-format stream-json`. The
  * process runs under the command provider's detached supervisor with a run record per request
  * id, grouped by session: it outlives the worker, is started at most once per request id, and
- * no turn starts while another claude process of Baton's is alive in the same session (Claude
- * Code has no busy guard of its own; Baton's lock and this are the guard). The stream's result
- * is the turn's end (`is_error` → failed, its kind classified by claude-failure.ts); without a record the session's transcript is scanned
- * for the marker.
+ * no turn starts while another claude process of Baton's is alive in the same session, nor while
+ * a turn Baton did not start (a person's) is in progress there (foreign-turn.ts): Claude Code
+ * has no busy guard of its own; Baton's lock and these are the guard. The stream's result is the
+ * turn's end (`is_error` → failed, its kind classified by claude-failure.ts); without a record
+ * the session's transcript is scanned for the marker.
  */
 export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): ProviderAdapter {
   const pollMs = options.pollMs ?? 250;
+  const now = options.now ?? Date.now;
   const killGraceMs = options.killGraceMs ?? 5_000;
   const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? 5_000 });
   const runDir = runs.runDir;
@@ -111,6 +116,24 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
   function transcriptOf(target: DeliveryTarget, settings: ClaudeCodeSettings): string | null {
     const configDir = configDirOf(settings, envOf(settings, null));
     return configDir ? transcriptPath(configDir, settings.cwd, claudeSessionId(target)) : null;
+  }
+
+  /**
+   * A turn in progress in the session that Baton did not start (a person's claude; see
+   * foreign-turn.ts), described, or null. Asked after the run records found no run of Baton's.
+   */
+  async function foreignTurn(target: DeliveryTarget, settings: ClaudeCodeSettings): Promise<string | null> {
+    const configDir = configDirOf(settings, envOf(settings, null));
+    if (!configDir) return null;
+    const sessionId = claudeSessionId(target);
+    return findForeignTurn({
+      configDir,
+      sessionId,
+      transcript: transcriptPath(configDir, settings.cwd, sessionId),
+      unfinishedTurnMs: settings.unfinishedTurnMs,
+      now: now(),
+      isBatonRun: (requestId) => fs.access(recordDir(runDir, group(sessionId), requestId)).then(() => true, () => false),
+    });
   }
 
   /** What the session's own history says, with the process state `alive` from the record. */
@@ -201,7 +224,8 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
 
   return {
     provider: 'claude_code',
-    // sendTurn answers busy itself (no write) while a claude process of Baton's is alive in the session.
+    // sendTurn answers busy itself (no write) while a claude process of Baton's is alive in the
+    // session, or a turn it did not start is in progress there.
     reportsBusyOnSend: true,
 
     async sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult> {
@@ -224,6 +248,12 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       }
       const transcript = transcriptOf(target, settings);
       if (!transcript) return { outcome: 'rejected', reason: 'cannot locate the session: set configDir (or HOME for the worker)' };
+      try {
+        const foreign = await foreignTurn(target, settings);
+        if (foreign) return { outcome: 'busy', detail: foreign };
+      } catch (err) {
+        return { outcome: 'not_sent', error: `could not tell whether a turn Baton did not start runs in session ${sessionId}: ${(err as Error).message}` };
+      }
       let resume: boolean;
       try {
         resume = await fs.access(transcript).then(() => true, () => false);
@@ -274,7 +304,10 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     },
 
     async isBusy(target: DeliveryTarget): Promise<boolean> {
-      return runs.liveRun(group(claudeSessionId(target)), null);
+      if (await runs.liveRun(group(claudeSessionId(target)), null)) return true;
+      const parsed = parseClaudeCodeSettings(target.settings);
+      // Settings no longer valid: the write refuses the turn anyway; only Baton's runs can be asked.
+      return parsed.ok && (await foreignTurn(target, parsed.settings)) !== null;
     },
 
     async waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {

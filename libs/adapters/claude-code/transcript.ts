@@ -1,6 +1,7 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { readBounded } from '../command/run-record.ts';
 
 /**
  * Claude Code's own record of a session: `<configDir>/projects/<project key>/<session>.jsonl`,
@@ -41,6 +42,9 @@ export interface TranscriptAnswer {
 interface Line {
   readonly type?: string;
   readonly isMeta?: boolean;
+  readonly isSidechain?: boolean;
+  readonly isCompactSummary?: boolean;
+  readonly isVisibleInTranscriptOnly?: boolean;
   readonly isApiErrorMessage?: boolean;
   readonly error?: unknown;
   readonly apiErrorStatus?: unknown;
@@ -125,3 +129,72 @@ export async function scanTranscript(path: string, requestId: string): Promise<T
   return found ? { found: true, answer } : { found: false, exists: true };
 }
 
+/** Where the newest turn of a session stands, as the end of its transcript shows it. */
+export type TurnState =
+  | { readonly open: false }
+  | {
+      readonly open: true;
+      /** What is unanswered. */
+      readonly waiting: 'an unanswered prompt' | 'a tool call without its result' | 'a tool result the model has not answered';
+      /** The marker of the turn's prompt (a Baton turn's), when the read holds that prompt and it carries one. */
+      readonly requestId: string | null;
+    };
+
+/**
+ * User lines that no model answers: a person's slash command and its output, `!` shell mode,
+ * a compaction summary. They neither start nor continue a turn.
+ */
+const NOT_A_TURN = /^\s*<(command-name|command-message|command-args|local-command-[a-z]+|bash-input|bash-stdout|bash-stderr)>/;
+/** What claude writes when a person stops a turn (Esc): the turn is over. */
+const INTERRUPTED = /^\s*\[Request interrupted by user/;
+const MARKER = /^baton-request-id: (\S+)\s*$/gm;
+
+function turnLine(line: Line): boolean {
+  if ((line.type !== 'user' && line.type !== 'assistant') || line.isSidechain === true) return false;
+  if (line.type === 'assistant') return true;
+  if (line.isMeta === true || line.isCompactSummary === true || line.isVisibleInTranscriptOnly === true) return false;
+  return !(isPrompt(line) && NOT_A_TURN.test(textOf(line)));
+}
+
+/**
+ * Reads the last `maxBytes` of a transcript and says whether its newest turn is unfinished: its
+ * last conversation line is a prompt (not an interruption), an assistant tool call, or a tool
+ * result the model has not answered. An assistant text or an API error message ends a turn.
+ * Lines cut by the read or being written are skipped. Null when the session has no transcript.
+ * @throws when the file exists but cannot be read.
+ */
+export async function lastTurnState(path: string, maxBytes: number): Promise<TurnState | null> {
+  let text: string;
+  try {
+    await fs.access(path);
+    text = await readBounded(path, maxBytes);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const lines: Line[] = [];
+  for (const raw of text.split('\n')) {
+    if (!raw.startsWith('{')) continue;
+    try {
+      const line = JSON.parse(raw) as Line;
+      if (turnLine(line)) lines.push(line);
+    } catch {
+      // The first line of a cut read, or the last one being written.
+    }
+  }
+  const last = lines.at(-1);
+  if (!last) return { open: false };
+  let waiting: Extract<TurnState, { open: true }>['waiting'];
+  if (last.type === 'assistant') {
+    if (last.isApiErrorMessage === true || !blocksOf(last.message?.content).some((b) => b.type === 'tool_use')) return { open: false };
+    waiting = 'a tool call without its result';
+  } else if (isPrompt(last)) {
+    if (INTERRUPTED.test(textOf(last))) return { open: false };
+    waiting = 'an unanswered prompt';
+  } else {
+    waiting = 'a tool result the model has not answered';
+  }
+  const prompt = lines.findLast((l) => isPrompt(l));
+  const requestId = prompt ? ([...textOf(prompt).matchAll(MARKER)].at(-1)?.[1] ?? null) : null;
+  return { open: true, waiting, requestId };
+}

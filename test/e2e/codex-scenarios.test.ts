@@ -102,6 +102,43 @@ describe('Codex scenarios through Baton, with the real codex app-server', () => 
     }
   }, 60_000);
 
+  it('shares the thread with its user: Baton lets go of it after each turn, the user resumes it with codex exec between handoffs, a handoff waits as BUSY while the user\'s turn runs, and Baton writes the next turns after', async () => {
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    try {
+      const threadId = await codexAgent('shared');
+      fx.fake.script(() => ({ kind: 'reply', text: 'ok' }));
+      const h1 = await waitForState(baton, await send('shared', 'first from baton'), 'RETURNED', 20_000);
+      // Right after Baton's turn the thread is the user's: their own `codex exec resume` gets a
+      // turn (it fails with "already has an active writer" while a daemon holds the thread).
+      expect(await fx.execThread('the user asks in between', threadId)).toBe(threadId);
+      const h2 = await waitForState(baton, await send('shared', 'second from baton'), 'RETURNED', 20_000);
+      // The user resumes it again and their turn runs (the model holds its answer): a handoff
+      // now waits as BUSY, nothing written, and is delivered once the user's turn is over.
+      const held = fx.hold('the answer to the user');
+      fx.fake.script((x) => (x.prompt.includes('the user is working') ? held.behaviour : { kind: 'reply', text: 'ok' }));
+      const userTurn = fx.execThread('the user is working', threadId);
+      await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes('the user is working'))).toBe(true), { what: "the user's turn reached the model" });
+      const third = await send('shared', 'third from baton');
+      await eventually(async () => expect((await baton.get(`/v1/handoffs/${third}`)).body.state).toBe('BUSY'), { timeoutMs: 20_000, what: "the third handoff waits as BUSY while the user's turn runs" });
+      expect(fx.fake.exchanges.some((x) => x.prompt.includes('please: third from baton')), 'nothing written into the user\'s turn').toBe(false);
+      held.release();
+      await userTurn;
+      const h3 = await waitForState(baton, third, 'RETURNED', 20_000);
+      const turns = await turnsOf(threadId);
+      const userText = (t: (typeof turns)[number]) => t.items.find((i) => i.type === 'userMessage')?.content?.map((c) => c.text ?? '').join('') ?? '';
+      expect(turns.map((t) => t.status)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed', 'completed']);
+      expect(carrying(turns, requestIdOf(h1))).toEqual([turns[1]]);
+      expect(userText(turns[2]!)).toBe('the user asks in between');
+      expect(carrying(turns, requestIdOf(h2))).toEqual([turns[3]]);
+      expect(userText(turns[4]!)).toBe('the user is working');
+      expect(carrying(turns, requestIdOf(h3))).toEqual([turns[5]]);
+      // And after the last one, the thread is the user's again.
+      expect(await fx.execThread('the user has the last word', threadId)).toBe(threadId);
+    } finally {
+      await worker.stop();
+    }
+  }, 90_000);
+
   it('a worker killed with SIGKILL mid-turn: the turn goes on in the daemon, and the next worker observes it to RETURNED with the model\'s answer, written once', async () => {
     const startWorker = () => {
       const w = spawnBaton(['worker'], {

@@ -39,7 +39,14 @@ export interface CodexFixture {
   close(): Promise<void>;
 }
 
-export async function startCodexFixture(): Promise<CodexFixture> {
+export interface CodexFixtureOptions {
+  /** The fake provider's `env_key`: Codex then sends `authorization: Bearer $<envKey>` and fails a turn without it. */
+  readonly envKey?: string;
+  /** Point the home's daemon package at the installed CLI's (default true); false leaves the home as fresh as `codex login` makes it. */
+  readonly pinPackage?: boolean;
+}
+
+export async function startCodexFixture(options: CodexFixtureOptions = {}): Promise<CodexFixture> {
   const binary = agentCli('codex');
   const holdable = holdableReplies(responsesProtocol);
   const fake = await startFakeModelServer([holdable.handler]);
@@ -62,6 +69,7 @@ export async function startCodexFixture(): Promise<CodexFixture> {
       '[model_providers.fake]',
       'name = "Fake loopback"',
       `base_url = "${fake.url}/v1"`,
+      ...(options.envKey ? [`env_key = "${options.envKey}"`] : []),
       'wire_api = "responses"',
       'request_max_retries = 0',
       'stream_max_retries = 0',
@@ -71,7 +79,7 @@ export async function startCodexFixture(): Promise<CodexFixture> {
   );
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: join(root, 'home'), CODEX_HOME: codexHome, ...tripwire.env() };
   mkdirSync(env['HOME']!);
-  pinDaemonPackage(codexHome);
+  if (options.pinPackage !== false) pinDaemonPackage(codexHome);
   const daemonPid = (): number | null => {
     try {
       const pid = (JSON.parse(readFileSync(join(codexHome, 'app-server-daemon', 'daemon.pid'), 'utf8')) as { pid?: unknown }).pid;

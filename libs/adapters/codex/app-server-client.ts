@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { ensureAppServerDaemon } from './app-server-daemon.ts';
+import { ensureAppServerDaemon, type RunningDaemon } from './app-server-daemon.ts';
 import { ControlSocket } from './control-socket.ts';
 
 /** A JSON-RPC error the app-server answered with (e.g. -32600 "thread not found: …"). */
@@ -31,6 +31,8 @@ export interface AppServerOptions {
   readonly binary: string;
   readonly codexHome: string;
   readonly env: Readonly<Record<string, string>>;
+  /** The agent's `env` setting, given to the daemon if this connection starts it. */
+  readonly agentEnv?: Readonly<Record<string, string>>;
   /** How long starting the daemon (if needed), connecting and initialize may take. */
   readonly startTimeoutMs?: number;
 }
@@ -50,9 +52,15 @@ export class AppServerClient extends EventEmitter {
   private nextId = 0;
   private readonly pending = new Map<number, { method: string; resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private exited = false;
+  private running: RunningDaemon | undefined;
 
   constructor(private readonly opts: AppServerOptions) {
     super();
+  }
+
+  /** The daemon this connection reached: its pid, the fingerprint of its agent `env`, its package. */
+  get daemon(): RunningDaemon | undefined {
+    return this.running;
   }
 
   get alive(): boolean {
@@ -62,6 +70,7 @@ export class AppServerClient extends EventEmitter {
   async start(): Promise<void> {
     const signal = AbortSignal.timeout(this.opts.startTimeoutMs ?? 25_000);
     const daemon = await ensureAppServerDaemon(this.opts, signal);
+    this.running = daemon;
     // A connect error (ENOENT: the daemon went away after answering) is no spawn error: keep it
     // from reading as a missing binary.
     const socket = await ControlSocket.connect(daemon.socketPath, signal).catch((err: unknown) => {
@@ -139,71 +148,6 @@ export class AppServerClient extends EventEmitter {
     this.pending.delete(m.id);
     if (m.error) p.reject(new AppServerError(p.method, m.error.code ?? -1, m.error.message ?? 'error'));
     else p.resolve(m.result);
-  }
-}
-
-/**
- * A worker's connections to the app-server daemons: one per (binary, Codex home), made on first
- * use (starting the daemon if it is not running), replaced when it closes. A connect that fails,
- * or a connection that closes, delays the next attempt (250 ms, doubling up to 30 s; reset by
- * one that succeeds), so a broken binary or home is not retried in a loop. `onStarted` lets the
- * adapter listen to a new connection and hand the turns it followed on a lost one to observation.
- */
-export class AppServerPool {
-  private readonly entries = new Map<string, { client?: AppServerClient; starting?: Promise<AppServerClient>; failures: number; notBefore: number }>();
-  private closed = false;
-
-  constructor(
-    private readonly env: Readonly<Record<string, string>>,
-    private readonly onStarted: (key: string, client: AppServerClient) => void,
-  ) {}
-
-  static key(binary: string, codexHome: string): string {
-    return `${binary}\u0000${codexHome}`;
-  }
-
-  /** A live connection to this home's daemon. @throws AppServerUnavailable while it cannot be reached, or the spawn error of a missing binary */
-  async get(binary: string, codexHome: string): Promise<AppServerClient> {
-    if (this.closed) throw new AppServerUnavailable('the Codex adapter is closed');
-    const key = AppServerPool.key(binary, codexHome);
-    let e = this.entries.get(key);
-    if (!e) this.entries.set(key, (e = { failures: 0, notBefore: 0 }));
-    const entry = e;
-    if (entry.client?.alive) return entry.client;
-    if (entry.starting) return entry.starting;
-    const wait = entry.notBefore - Date.now();
-    if (wait > 0) throw new AppServerUnavailable(`the codex app-server daemon of ${codexHome} is unreachable (next attempt in ${wait} ms)`);
-    const client = new AppServerClient({ binary, codexHome, env: this.env });
-    const backOff = () => {
-      entry.failures++;
-      entry.notBefore = Date.now() + Math.min(30_000, 250 * 2 ** (entry.failures - 1));
-    };
-    entry.starting = client
-      .start()
-      .then(() => {
-        entry.failures = 0;
-        entry.client = client;
-        client.once('exit', () => {
-          if (entry.client === client) entry.client = undefined;
-          backOff();
-        });
-        this.onStarted(key, client);
-        return client;
-      })
-      .catch((err: unknown) => {
-        backOff();
-        void client.close().catch(() => undefined);
-        throw err instanceof AppServerUnavailable || isSpawnError(err) ? err : new AppServerUnavailable(`could not reach the codex app-server daemon of ${codexHome}: ${(err as Error).message}`);
-      })
-      .finally(() => {
-        entry.starting = undefined;
-      });
-    return entry.starting;
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all([...this.entries.values()].map((e) => e.client?.close()));
   }
 }
 

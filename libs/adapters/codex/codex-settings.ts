@@ -2,7 +2,8 @@ import { isAbsolute, join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { CODEX_ENV_NAMES } from '../../domain/inherited-env.ts';
-import { noSecrets, type ProviderSpec } from '../provider-spec.ts';
+import { envProblems, envSetting, envValues, redactEnv } from '../env-settings.ts';
+import type { ProviderSpec } from '../provider-spec.ts';
 
 /** Codex's sandbox modes (app-server `SandboxMode`, @openai/codex 0.171.0). */
 export const CODEX_SANDBOXES = ['read-only', 'workspace-write', 'danger-full-access'] as const;
@@ -33,6 +34,7 @@ const CodexSettingsSchema = Type.Object(
     approvalPolicy: Type.Optional(Type.String({ maxLength: 64, description: 'must be "never": any other policy can wait on a prompt nobody answers' })),
     model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'model slug (default: the Codex home\'s config)' })),
     unfinishedTurnMs: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 86_400_000, description: 'how long an unfinished turn Baton did not start counts as live' })),
+    env: envSetting("variables for the Codex home's app-server daemon (which runs the turns), NAME -> value or { value, secret: true }"),
   },
   { additionalProperties: false },
 );
@@ -40,6 +42,16 @@ const CodexSettingsSchema = Type.Object(
 export type CodexSettings = Static<typeof CodexSettingsSchema>;
 
 const check = Compile(CodexSettingsSchema);
+
+/** Values a read never shows even when `env` does not mark them secret. */
+const ALWAYS_SECRET_ENV = new Set(['OPENAI_API_KEY', 'CODEX_API_KEY', 'AZURE_OPENAI_API_KEY']);
+
+/** Why Baton sets the variable itself, or null: the Codex home has its own setting, BATON_* are Baton's. */
+function ownedEnvName(name: string): string | null {
+  if (name === 'CODEX_HOME') return 'is set by Baton (use the codexHome setting)';
+  if (name.startsWith('BATON_')) return 'is a name Baton keeps for itself';
+  return null;
+}
 
 function problems(settings: Readonly<Record<string, unknown>>): string[] {
   const out: string[] = [];
@@ -51,6 +63,7 @@ function problems(settings: Readonly<Record<string, unknown>>): string[] {
   if (policy !== undefined && policy !== CODEX_APPROVAL_POLICY) {
     out.push(`/approvalPolicy: ${JSON.stringify(policy)} can stop a headless turn on an approval prompt nobody answers; Baton runs Codex only with "never"`);
   }
+  out.push(...envProblems(settings['env'] as CodexSettings['env'], ownedEnvName));
   return out;
 }
 
@@ -61,6 +74,11 @@ export function parseCodexSettings(settings: Readonly<Record<string, unknown>>):
   }
   const extra = problems(settings);
   return extra.length > 0 ? { ok: false, error: extra.join('; ') } : { ok: true, settings: settings as CodexSettings };
+}
+
+/** The agent's `env` as the daemon gets it (secrets in clear; only the adapter sees these). */
+export function codexEnvOf(settings: CodexSettings): Record<string, string> {
+  return envValues(settings.env);
 }
 
 /** The Codex home a turn uses: the setting, else the worker's CODEX_HOME, else ~/.codex. */
@@ -90,7 +108,9 @@ export const CODEX_SPEC: ProviderSpec = {
   summary: 'a Codex thread, one new turn per handoff through the Codex home\'s app-server daemon, shared by the workers of that host',
   settingsSchema: CodexSettingsSchema,
   check: problems,
-  redact: noSecrets,
+  redact(settings) {
+    return settings['env'] === undefined ? { ...settings } : { ...settings, env: redactEnv(settings['env'], ALWAYS_SECRET_ENV) };
+  },
   // A write may start the daemon and resume the thread first (about 0.7 s on a warm host).
   deadlines: { writeMs: 30_000, observeMs: 15_000, busyMs: 10_000 },
 };

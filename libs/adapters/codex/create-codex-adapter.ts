@@ -1,32 +1,22 @@
 import { stat } from 'node:fs/promises';
-import type { DeliveryTarget, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
-import { earlierRequestsText, endOfObservation } from '../provider-adapter.ts';
-import { AppServerError, AppServerPool, AppServerUnavailable, isSpawnError, type AppServerClient, type Notification } from './app-server-client.ts';
-import { CODEX_APPROVAL_POLICY, CODEX_DEFAULTS, codexHomeOf, parseCodexSettings, type CodexSettings } from './codex-settings.ts';
+import type { DeliveryTarget, PrepareResult, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
+import { endOfObservation } from '../provider-adapter.ts';
+import { AppServerError, isSpawnError, type AppServerClient, type Notification } from './app-server-client.ts';
+import { AppServerPool, DaemonEnvBusy } from './app-server-pool.ts';
+import type { CodexErrorNotice } from './codex-errors.ts';
+import { CODEX_APPROVAL_POLICY, CODEX_DEFAULTS, codexEnvOf, codexHomeOf, parseCodexSettings, type CodexSettings } from './codex-settings.ts';
+import { carriesRequest, codexTurnText, endOf, observationOf, unfinishedElsewhere, type CodexTurn } from './codex-turns.ts';
+import { CodexHomePreparation } from './prepare-codex-home.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
+import { THREAD_LOAD_CONFIG, ThreadHolds, type ReleaseHold } from './thread-holds.ts';
+
+export { codexTurnText, markerLine } from './codex-turns.ts';
 
 export interface CodexAdapterOptions {
   /** What `codex app-server daemon start` runs with, and so the daemon if this worker starts it (`codexInheritedEnv(process.env)`). */
   readonly baseEnv: Readonly<Record<string, string>>;
   /** How often a turn this worker did not start is looked at while followed (default 500 ms). */
   readonly pollMs?: number;
-}
-
-/** The marker line every Baton turn carries; observation finds the turn by it (or by the user message's clientId). */
-export const markerLine = (requestId: string): string => `baton-request-id: ${requestId}`;
-
-export function codexTurnText(turn: TurnRequest): string {
-  return `${earlierRequestsText(turn)}${turn.message}\n\n${turn.packet}\n\n${markerLine(turn.requestId)}\n`;
-}
-
-/** A Codex turn as `thread/turns/list` (itemsView full) and `turn/completed` give it. */
-interface CodexTurn {
-  readonly id: string;
-  readonly status: 'completed' | 'interrupted' | 'failed' | 'inProgress';
-  readonly items?: ReadonlyArray<{ type: string; text?: string; clientId?: string | null; content?: ReadonlyArray<{ type: string; text?: string }> }>;
-  readonly error?: { message?: string } | null;
-  readonly startedAt?: number | null;
-  readonly completedAt?: number | null;
 }
 
 /** A turn this worker started and follows by the app-server's notifications. */
@@ -40,12 +30,16 @@ interface Followed {
   /** The connection to the daemon closed before the turn ended: only observation can tell what became of it. */
   orphaned: boolean;
   readonly agentTexts: string[];
+  /** The turn's `error` notifications, for the failure's text and kind. */
+  readonly notices: CodexErrorNotice[];
+  /** Ends the turn's hold on its thread (thread-holds.ts). */
+  readonly release: ReleaseHold;
   readonly wake: Set<() => void>;
 }
 
 const settingsOf = (target: DeliveryTarget) => parseCodexSettings(target.settings);
 /** The notifications a followed turn is read from. */
-const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed']);
+const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed', 'error']);
 const errMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const isMissingThread = (err: unknown) => err instanceof AppServerError && /no rollout found|thread not found|thread not loaded/i.test(err.message);
 /**
@@ -56,25 +50,6 @@ const isMissingThread = (err: unknown) => err instanceof AppServerError && /no r
 const isHeldElsewhere = (err: unknown) => err instanceof AppServerError && /active writer/i.test(err.message);
 /** A thread started but never given a turn: Codex has no history to list for it yet. */
 const isUnmaterialized = (err: unknown) => err instanceof AppServerError && /not materialized yet/i.test(err.message);
-
-function summaryOf(turn: CodexTurn, extra: readonly string[] = []): string {
-  const texts = (turn.items ?? []).filter((i) => i.type === 'agentMessage' && typeof i.text === 'string').map((i) => i.text as string);
-  return texts[texts.length - 1] ?? extra[extra.length - 1] ?? '';
-}
-
-function carriesRequest(turn: CodexTurn, requestId: string): boolean {
-  const marker = markerLine(requestId);
-  return (turn.items ?? []).some(
-    (i) => i.type === 'userMessage' && (i.clientId === requestId || (i.content ?? []).some((c) => typeof c.text === 'string' && c.text.split('\n').some((l) => l.trim() === marker))),
-  );
-}
-
-/** A turn this worker is not following, unfinished on disk: live for `unfinishedTurnMs` after its start. */
-function unfinishedElsewhere(turn: CodexTurn, settings: CodexSettings, now: number): boolean {
-  const unfinished = turn.status === 'inProgress' || (turn.status === 'interrupted' && (turn.completedAt ?? null) === null);
-  const started = (turn.startedAt ?? 0) * 1000;
-  return unfinished && now - started < (settings.unfinishedTurnMs ?? CODEX_DEFAULTS.unfinishedTurnMs);
-}
 
 /**
  * Delivers turns into Codex threads through the Codex home's app-server daemon (`codex app-server
@@ -91,15 +66,17 @@ function unfinishedElsewhere(turn: CodexTurn, settings: CodexSettings, now: numb
  *   an active thread would STEER into the running turn), then `turn/start` with the marker line
  *   and the request id as the user message's clientId.
  * - `turn/started` is running; `turn/completed` ends it: completed = returned (the final agent
- *   message is the summary), failed = failed (its error), interrupted = interrupted.
+ *   message is the summary), failed = failed (its error, classified: codex-errors.ts),
+ *   interrupted = interrupted.
+ * - Baton holds a thread only while a write or a turn of its own is in it, then lets the daemon
+ *   unload it (thread-holds.ts): between Baton's turns the thread is the user's to resume.
  * - Observation reads `thread/turns/list` (itemsView full, every page) for the request id: a
  *   complete read without it is evidence of absence.
  */
 export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapter {
   const followed = new Map<string, Followed>();
   const byTurn = new Map<string, Followed>();
-  /** Threads resumed through each connection (forgotten with the connection). */
-  const loaded = new WeakMap<AppServerClient, Set<string>>();
+  const holds = new ThreadHolds();
   const bindings = new ThreadBindings();
   const pollMs = options.pollMs ?? 500;
 
@@ -115,8 +92,9 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
   let startsPending = 0;
   let early: Notification[] = [];
   const turnIdOf = (params: Record<string, unknown>) => (params['turn'] as CodexTurn | undefined)?.id ?? String(params['turnId'] ?? '');
-  const onNotification = (n: Notification) => {
+  const onNotification = (client: AppServerClient, n: Notification) => {
     const { method, params } = n;
+    if (method === 'thread/closed') return holds.closed(client, String(params['threadId'] ?? ''));
     const turn = params['turn'] as CodexTurn | undefined;
     const f = byTurn.get(turnIdOf(params));
     if (!f) {
@@ -129,14 +107,17 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
       const item = params['item'] as { type?: string; text?: string } | undefined;
       if (item?.type === 'agentMessage' && typeof item.text === 'string') f.agentTexts.push(item.text);
       return;
+    } else if (method === 'error') {
+      if (f.notices.length < 100) f.notices.push(params as unknown as CodexErrorNotice);
+      return;
     } else if (method === 'turn/completed' && turn) {
-      f.end = endOf(turn, f.threadId, f.agentTexts) ?? undefined;
+      f.end = endOf(turn, f.threadId, f.agentTexts, f.notices) ?? undefined;
+      if (f.end) f.release();
     } else return;
     wake(f);
   };
   const pool = new AppServerPool(options.baseEnv, (_key, client) => {
-    loaded.set(client, new Set());
-    client.on('notification', onNotification);
+    client.on('notification', (n: Notification) => onNotification(client, n));
     client.once('exit', () => {
       for (const f of followed.values()) {
         if (f.client !== client || f.end) continue;
@@ -145,21 +126,10 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
       }
     });
   });
-
-  function endOf(turn: CodexTurn, threadId: string, extra: readonly string[] = []): TurnEnd | null {
-    switch (turn.status) {
-      case 'completed':
-        return { status: 'returned', result: { summary: summaryOf(turn, extra), output: { threadId, turnId: turn.id } } };
-      case 'failed':
-        return { status: 'failed', error: turn.error?.message ?? 'the Codex turn failed' };
-      case 'interrupted':
-        return { status: 'interrupted', error: turn.error?.message ?? 'the Codex turn was interrupted' };
-      case 'inProgress':
-        return null;
-      default:
-        return null;
-    }
-  }
+  const preparation = new CodexHomePreparation(pool, options.baseEnv);
+  /** A connection to the daemon of the agent's Codex home: a write needs it running with the agent's `env`. */
+  const daemonFor = (s: CodexSettings, needsEnv: boolean) =>
+    pool.get({ binary: s.binary ?? CODEX_DEFAULTS.binary, codexHome: codexHomeOf(s, options.baseEnv), env: codexEnvOf(s), needsEnv });
 
   /** The agent's thread: its target, else the thread Baton bound to it, else null (none yet). */
   async function threadOf(target: DeliveryTarget, settings: CodexSettings): Promise<string | null> {
@@ -172,14 +142,8 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     approvalPolicy: CODEX_APPROVAL_POLICY,
     ...(s.sandbox ? { sandbox: s.sandbox } : {}),
     ...(s.model ? { model: s.model } : {}),
+    config: THREAD_LOAD_CONFIG,
   });
-
-  async function ensureLoaded(client: AppServerClient, threadId: string, s: CodexSettings, signal: AbortSignal): Promise<void> {
-    const set = loaded.get(client);
-    if (set?.has(threadId)) return;
-    await client.call('thread/resume', { threadId, excludeTurns: true, ...threadParams(s) }, signal);
-    set?.add(threadId);
-  }
 
   /** The newest turn on disk (any process's), or null for a thread without turns. */
   async function lastTurn(client: AppServerClient, threadId: string, signal: AbortSignal): Promise<CodexTurn | null> {
@@ -213,54 +177,72 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     const home = codexHomeOf(s, options.baseEnv);
     let client: AppServerClient;
     try {
-      client = await pool.get(s.binary ?? CODEX_DEFAULTS.binary, home);
+      // A first daemon start that would copy the Codex package never runs inside the write's deadline.
+      const preparing = await preparation.beforeWrite(s, home);
+      if (preparing) return { outcome: 'busy', detail: preparing, retryAfterMs: 5_000 };
+      client = await daemonFor(s, true);
     } catch (err) {
       if (isSpawnError(err)) return { outcome: 'rejected', reason: `cannot run ${s.binary ?? CODEX_DEFAULTS.binary}: ${err.code}` };
+      if (err instanceof DaemonEnvBusy) return { outcome: 'busy', detail: err.message };
       return { outcome: 'not_sent', error: errMessage(err) };
     }
-    // Everything up to turn/start writes no turn: a failure there is not_sent (safe to retry).
-    let threadId: string;
+    // The thread is held for this write; a turn it starts takes the hold over (released when the turn ends).
+    let release: ReleaseHold | undefined;
+    let kept = false;
     try {
-      let known = await threadOf(target, s);
-      if (known === null) {
-        const started = (await client.call('thread/start', threadParams(s), signal)) as { thread?: { id?: string } };
-        const id = started.thread?.id;
-        if (!isThreadId(id ?? null)) return { outcome: 'not_sent', error: 'thread/start returned no thread id' };
-        known = await bindings.bind(home, target.agentId, id!);
-        if (known === id) loaded.get(client)?.add(known);
+      // Everything up to turn/start writes no turn: a failure there is not_sent (safe to retry).
+      let threadId: string;
+      try {
+        let known = await threadOf(target, s);
+        if (known === null) {
+          const started = (await client.call('thread/start', threadParams(s), signal)) as { thread?: { id?: string } };
+          const id = started.thread?.id;
+          if (!isThreadId(id ?? null)) return { outcome: 'not_sent', error: 'thread/start returned no thread id' };
+          const adopted = holds.adopt(client, id!);
+          known = await bindings.bind(home, target.agentId, id!);
+          // Another worker bound its thread first: let go of ours and use that one.
+          if (known === id) release = adopted;
+          else adopted();
+        }
+        threadId = known;
+        release ??= await holds.take(client, threadId, async () => {
+          await client.call('thread/resume', { threadId, excludeTurns: true, ...threadParams(s) }, signal);
+        });
+        const busy = await busyReason(client, threadId, s, signal);
+        if (busy) return { outcome: 'busy', detail: busy };
+      } catch (err) {
+        if (isHeldElsewhere(err)) return { outcome: 'busy', detail: `another process is writing the Codex thread (${errMessage(err)})` };
+        if (isMissingThread(err)) return { outcome: 'gone', reason: `the Codex thread ${target.target ?? ''} does not exist in ${home}` };
+        if (err instanceof AppServerError) return { outcome: 'rejected', reason: err.message };
+        return { outcome: 'not_sent', error: errMessage(err) };
       }
-      threadId = known;
-      await ensureLoaded(client, threadId, s, signal);
-      const busy = await busyReason(client, threadId, s, signal);
-      if (busy) return { outcome: 'busy', detail: busy };
-    } catch (err) {
-      if (isHeldElsewhere(err)) return { outcome: 'busy', detail: `another process is writing the Codex thread (${err instanceof Error ? err.message : ''})` };
-      if (isMissingThread(err)) return { outcome: 'gone', reason: `the Codex thread ${target.target ?? ''} does not exist in ${home}` };
-      if (err instanceof AppServerError) return { outcome: 'rejected', reason: err.message };
-      return { outcome: 'not_sent', error: errMessage(err) };
-    }
-    if (signal.aborted) return { outcome: 'not_sent', error: 'the write was cut off before turn/start' };
-    startsPending++;
-    try {
-      const res = (await client.call(
-        'turn/start',
-        { threadId, clientUserMessageId: turn.requestId, input: [{ type: 'text', text: codexTurnText(turn), text_elements: [] }], approvalPolicy: CODEX_APPROVAL_POLICY, ...(s.model ? { model: s.model } : {}) },
-        signal,
-      )) as { turn?: CodexTurn };
-      const turnId = res.turn?.id;
-      if (!turnId) return { outcome: 'lost', error: 'turn/start answered without a turn id' };
-      const f: Followed = { requestId: turn.requestId, threadId, turnId, client, running: false, end: undefined, orphaned: false, agentTexts: [], wake: new Set() };
-      followed.set(turn.requestId, f);
-      byTurn.set(turnId, f);
-      for (const n of early.filter((e) => turnIdOf(e.params) === turnId)) onNotification(n);
-      return { outcome: 'accepted' };
-    } catch (err) {
-      if (isMissingThread(err)) return { outcome: 'gone', reason: err instanceof Error ? err.message : String(err) };
-      if (err instanceof AppServerError) return { outcome: 'rejected', reason: err.message };
-      // Sent, and no answer: the connection closed or the deadline passed. It may have landed.
-      return { outcome: 'lost', error: errMessage(err) };
+      if (signal.aborted) return { outcome: 'not_sent', error: 'the write was cut off before turn/start' };
+      startsPending++;
+      try {
+        const res = (await client.call(
+          'turn/start',
+          { threadId, clientUserMessageId: turn.requestId, input: [{ type: 'text', text: codexTurnText(turn), text_elements: [] }], approvalPolicy: CODEX_APPROVAL_POLICY, ...(s.model ? { model: s.model } : {}) },
+          signal,
+        )) as { turn?: CodexTurn };
+        const turnId = res.turn?.id;
+        if (!turnId) return { outcome: 'lost', error: 'turn/start answered without a turn id' };
+        kept = true;
+        const f: Followed = { requestId: turn.requestId, threadId, turnId, client, running: false, end: undefined, orphaned: false, agentTexts: [], notices: [], release, wake: new Set() };
+        followed.set(turn.requestId, f);
+        byTurn.set(turnId, f);
+        for (const n of early.filter((e) => turnIdOf(e.params) === turnId)) onNotification(client, n);
+        return { outcome: 'accepted' };
+      } catch (err) {
+        if (isMissingThread(err)) return { outcome: 'gone', reason: errMessage(err) };
+        if (err instanceof AppServerError) return { outcome: 'rejected', reason: err.message };
+        // Sent, and no answer: the connection closed or the deadline passed. It may have landed;
+        // letting go of the thread does not stop a turn running in it.
+        return { outcome: 'lost', error: errMessage(err) };
+      } finally {
+        if (--startsPending === 0) early = [];
+      }
     } finally {
-      if (--startsPending === 0) early = [];
+      if (!kept) release?.();
     }
   }
 
@@ -274,7 +256,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     const threadId = await threadOf(target, s);
     // No thread was ever started for this agent: no turn can carry the request id.
     if (threadId === null) return { found: false, complete: true };
-    const client = await pool.get(s.binary ?? CODEX_DEFAULTS.binary, codexHomeOf(s, options.baseEnv));
+    const client = await daemonFor(s, false);
     let cursor: string | null = null;
     try {
       do {
@@ -304,7 +286,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     const s = parsed.settings;
     const threadId = await threadOf(target, s);
     if (threadId === null) return false;
-    const client = await pool.get(s.binary ?? CODEX_DEFAULTS.binary, codexHomeOf(s, options.baseEnv));
+    const client = await daemonFor(s, false);
     return (await busyReason(client, threadId, s, signal)) !== null;
   }
 
@@ -359,13 +341,26 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     }
   }
 
-  function finish(requestId: string, end: TurnEnd): TurnEnd {
+  /**
+   * Forgets a followed turn. The thread was released when its turn ended; the end is reported
+   * once the daemon has answered that release (at most 10 s), so whoever hears of the end (the
+   * engine, then the user) finds the thread free.
+   */
+  async function finish(requestId: string, end: TurnEnd): Promise<TurnEnd> {
     const f = followed.get(requestId);
     if (f) {
       followed.delete(requestId);
       byTurn.delete(f.turnId);
+      f.release();
+      await holds.settled(f.client, f.threadId);
     }
     return end;
+  }
+
+  async function prepare(target: DeliveryTarget, _signal: AbortSignal): Promise<PrepareResult> {
+    const parsed = settingsOf(target);
+    if (!parsed.ok) return { ready: false, detail: `the agent's codex settings are not valid: ${parsed.error}` };
+    return preparation.prepare(parsed.settings, codexHomeOf(parsed.settings, options.baseEnv));
   }
 
   return {
@@ -374,29 +369,9 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     observeTurn,
     isBusy,
     waitForTurn,
+    prepare,
     close: () => pool.close(),
   };
-}
-
-function observationOf(end: TurnEnd): TurnObservation {
-  switch (end.status) {
-    case 'returned':
-      return { found: true, status: 'returned', result: end.result };
-    case 'failed':
-      return { found: true, status: 'failed', error: end.error };
-    case 'interrupted':
-      return { found: true, status: 'interrupted', error: end.error };
-    case 'busy':
-      return { found: true, status: 'busy', error: end.detail };
-    case 'rejected':
-      return { found: true, status: 'rejected', error: end.reason };
-    case 'unobservable':
-      return { found: true, status: 'running' };
-    default: {
-      const never: never = end;
-      throw new Error(`unexpected turn end: ${JSON.stringify(never)}`);
-    }
-  }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

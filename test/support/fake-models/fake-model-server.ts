@@ -21,11 +21,15 @@ export type FakeBehaviour =
   /**
    * An HTTP error (the CLI's turn fails; set the CLI's retries to 0). `errorType` is the error
    * body's type (Anthropic: `rate_limit_error`, `overloaded_error`, ...; default by status) and
-   * `headers` go on the response (e.g. `retry-after`).
+   * `headers` go on the response (e.g. `retry-after`). `code` is the Responses error body's code
+   * (`context_length_exceeded`, `insufficient_quota`, ...), which Codex classifies by.
    */
-  | { readonly kind: 'error'; readonly status: number; readonly message?: string; readonly errorType?: string; readonly headers?: Readonly<Record<string, string>> }
-  /** The stream starts and then fails (Responses: response.failed; Anthropic: an error event). */
-  | { readonly kind: 'stream_error'; readonly message?: string }
+  | { readonly kind: 'error'; readonly status: number; readonly message?: string; readonly errorType?: string; readonly code?: string; readonly headers?: Readonly<Record<string, string>> }
+  /**
+   * The stream starts and then fails (Responses: response.failed, with `code` as its error's code,
+   * default `server_error`; Anthropic: an error event).
+   */
+  | { readonly kind: 'stream_error'; readonly message?: string; readonly code?: string }
   /** Accept the request and never answer (until the server closes). */
   | { readonly kind: 'hang' };
 

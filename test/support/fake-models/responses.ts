@@ -7,7 +7,9 @@ import type { FakeBehaviour, ProtocolHandler } from './fake-model-server.ts';
  * 2.3 and 2.4). Codex keeps only what `response.output_item.done` carries (deltas alone are
  * dropped) and fails a turn whose stream ends without `response.completed`, so a reply sends the
  * full item, then `response.completed`. A `stream_error` is `response.failed`, which Codex
- * reports as the turn's error. The item id becomes the app-server's `agentMessage.id`, so every
+ * reports as the turn's error. An `error` is the status with `{ error: { type, code, message } }`
+ * and the behaviour's headers (Codex reads the code of some: `context_length_exceeded`,
+ * `insufficient_quota`, `model_not_found`). The item id becomes the app-server's `agentMessage.id`, so every
  * reply gets a fresh one.
  */
 
@@ -45,9 +47,10 @@ export const responsesProtocol: ProtocolHandler = {
   answer(res: ServerResponse, body: unknown, behaviour: Exclude<FakeBehaviour, { kind: 'hang' }>) {
     const model = String((body as { model?: unknown } | null)?.model ?? 'fake');
     if (behaviour.kind === 'error') {
+      const type = behaviour.errorType ?? (behaviour.status >= 500 ? 'server_error' : 'invalid_request_error');
       res
-        .writeHead(behaviour.status, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ error: { type: 'server_error', code: 'fake_error', message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
+        .writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers })
+        .end(JSON.stringify({ error: { type, code: behaviour.code ?? 'fake_error', message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
       return;
     }
     const responseId = nextId('resp');
@@ -55,7 +58,7 @@ export const responsesProtocol: ProtocolHandler = {
     sse(res, 'response.created', { response: { id: responseId, object: 'response', status: 'in_progress', model, output: [] } });
     if (behaviour.kind === 'stream_error') {
       const message = behaviour.message ?? 'the fake model failed';
-      sse(res, 'response.failed', { response: { id: responseId, object: 'response', status: 'failed', model, output: [], error: { code: 'server_error', message } } });
+      sse(res, 'response.failed', { response: { id: responseId, object: 'response', status: 'failed', model, output: [], error: { code: behaviour.code ?? 'server_error', message } } });
       res.end();
       return;
     }

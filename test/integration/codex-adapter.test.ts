@@ -195,6 +195,42 @@ describe('the Codex adapter against the real codex app-server', () => {
     }
   }, 30_000);
 
+  it('holds a thread only while a write or turn of its own is in it: the daemon unloads it after the turn, and after a write that found it busy, so the user can resume it', async () => {
+    const loadedThreads = async (): Promise<string[]> => {
+      const reader = new AppServerClient({ binary: fx.binary, codexHome: fx.codexHome, env: fx.env });
+      await reader.start();
+      try {
+        return ((await reader.call('thread/loaded/list', {}, signal())) as { data: string[] }).data;
+      } finally {
+        await reader.close();
+      }
+    };
+    const t = target('holder');
+    fx.fake.script(() => ({ kind: 'reply', text: 'ok' }));
+    const first = turn('the first turn, in a thread Baton starts');
+    expect(await adapter.sendTurn(t, first, signal())).toEqual({ outcome: 'accepted' });
+    const { end } = await follow(t, first.requestId);
+    const threadId = (end.status === 'returned' && (end.result.output as { threadId: string }).threadId) || '';
+    expect(await loadedThreads(), 'released once the turn ended').not.toContain(threadId);
+    expect(await fx.execThread('the user takes a turn', threadId)).toBe(threadId);
+    // Another worker's turn runs in the thread: this worker's write finds it busy and lets go of it.
+    const other = createCodexAdapter({ baseEnv: fx.env, pollMs: 100 });
+    try {
+      const long = turn('a long turn of another worker');
+      const held = fx.hold('the long answer');
+      fx.fake.script((x) => (x.prompt.includes(long.requestId) ? held.behaviour : { kind: 'reply', text: 'ok' }));
+      expect(await other.sendTurn(t, long, signal())).toEqual({ outcome: 'accepted' });
+      await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(long.requestId))).toBe(true), { what: 'the long turn is running' });
+      expect(await adapter.sendTurn(t, turn('must wait'), signal())).toMatchObject({ outcome: 'busy' });
+      held.release();
+      expect(await other.waitForTurn(t, long.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({ status: 'returned' });
+    } finally {
+      await other.close();
+    }
+    await eventually(async () => expect(await loadedThreads()).not.toContain(threadId), { what: 'neither worker holds the thread' });
+    expect(await fx.execThread('the user again', threadId)).toBe(threadId);
+  }, 40_000);
+
   it('keeps a turn running when its worker goes away mid-turn: the next worker follows it to RETURNED with the answer, written once', async () => {
     const t = target(await fx.execThread('setup'));
     const req = turn('outlives its worker');

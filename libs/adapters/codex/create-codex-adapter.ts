@@ -365,6 +365,8 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
 
   return {
     provider: 'codex',
+    // A failed turn's prompt stays in the thread: later turns are told what they replace.
+    sessionKeepsPrompts: true,
     sendTurn,
     observeTurn,
     isBusy,

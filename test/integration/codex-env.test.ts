@@ -4,8 +4,11 @@ import { daemonEnvFile } from '../../libs/adapters/codex/daemon-env.ts';
 import { createCodexAdapter } from '../../libs/adapters/codex/create-codex-adapter.ts';
 import type { DeliveryTarget, ProviderAdapter, TurnEnd, TurnRequest } from '../../libs/adapters/provider-adapter.ts';
 import { providerSpec, validateProviderSettings } from '../../libs/adapters/provider-specs.ts';
+import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
 import { eventually } from '../support/eventually.ts';
+import { startTestBaton } from '../support/test-baton.ts';
+import { waitForState } from '../support/wait-for-state.ts';
 
 /**
  * The codex provider's `env` setting against the REAL codex 0.171.0: a Codex home whose model
@@ -128,6 +131,30 @@ describe('the codex env setting, with the real codex app-server', () => {
     expect(await run(withoutKey, other)).toMatchObject({ status: 'failed', failure: { kind: 'configuration' } });
     expect(fx.daemonPid()).not.toBe(daemon);
   }, 40_000);
+
+  it('through Baton: a handoff to an agent without the key ends FAILED after one attempt, saying what to set; with the key in env it is RETURNED', async () => {
+    const baton = await startTestBaton();
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    try {
+      expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
+      const settings = { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary };
+      expect((await baton.post('/v1/agents', { id: 'nokey', provider: 'codex', settings })).status).toBe(201);
+      const added = await baton.post('/v1/agents', { id: 'haskey', provider: 'codex', settings: { ...settings, env: { FAKE_OPENAI_KEY: { value: KEY, secret: true } } } });
+      expect(added.status).toBe(201);
+      expect(JSON.stringify(added.body), 'the API never shows the key').not.toContain(KEY);
+      fx.fake.script(() => ({ kind: 'reply', text: 'the keyed agent answers' }));
+      const failing = await baton.post('/v1/handoffs', { from: 'lead', to: 'nokey', title: 'keyless', message: 'needs the key' });
+      const failed = await waitForState(baton, failing.body.id as string, 'FAILED', 20_000);
+      expect(failed.attempts.map((a: { status: string }) => a.status), 'not resent: a configuration failure').toEqual(['failed']);
+      expect(JSON.stringify(failed)).toContain("set FAKE_OPENAI_KEY in the agent's env setting");
+      const ok = await baton.post('/v1/handoffs', { from: 'lead', to: 'haskey', title: 'keyed', message: 'has the key' });
+      const returned = await waitForState(baton, ok.body.id as string, 'RETURNED', 20_000);
+      expect(returned.resultSummary ?? returned.result?.summary).toBe('the keyed agent answers');
+    } finally {
+      await worker.stop();
+      await baton.stop();
+    }
+  }, 60_000);
 
   it('made no connection beyond loopback', () => {
     expect(fx.tripwire.attempts).toEqual([]);

@@ -43,6 +43,11 @@ export interface FollowRequest {
   readonly deliver: (events: readonly LoggedEvent[]) => void;
   /** Called if the feed cannot serve the follower any more (Postgres failed while catching up, or closing). */
   readonly end: (err?: unknown) => void;
+  /**
+   * Back-pressure while catching up: resolves when the follower can take the next page (its
+   * client has read enough of the last). Absent: pages follow each other at once.
+   */
+  readonly ready?: () => Promise<void>;
 }
 
 export interface Following {
@@ -240,6 +245,10 @@ export class EventFeed {
   private async catchUp(f: Follower): Promise<void> {
     try {
       while (!f.stopped && f.through < this.tail) {
+        // Never read further ahead than the follower's client reads: a resume from 0 over a long log
+        // is paged into the socket as it drains, not into memory.
+        if (f.req.ready) await f.req.ready();
+        if (f.stopped) return;
         const upTo = this.tail;
         const page = await this.opts.log.visibleBetween(f.req.projectId, f.req.viewer, f.req.handoffId, f.through, upTo, PAGE);
         if (f.stopped) return;
@@ -269,9 +278,17 @@ export class EventFeed {
 export async function followEvents(
   deps: Pick<CoreDeps, 'agents' | 'handoffs'>,
   feed: EventFeed,
-  input: { projectSlug: string; viewer: Viewer; handoffId: string | null; after: bigint | null } & Pick<FollowRequest, 'deliver' | 'end'>,
+  input: { projectSlug: string; viewer: Viewer; handoffId: string | null; after: bigint | null } & Pick<FollowRequest, 'deliver' | 'end' | 'ready'>,
 ): Promise<Following> {
   const project = await resolveProject(deps, input.projectSlug);
   if (input.handoffId !== null) await loadVisible(deps, input.projectSlug, input.handoffId, input.viewer);
-  return feed.follow({ projectId: project.id, viewer: input.viewer, handoffId: input.handoffId, after: input.after, deliver: input.deliver, end: input.end });
+  return feed.follow({
+    projectId: project.id,
+    viewer: input.viewer,
+    handoffId: input.handoffId,
+    after: input.after,
+    deliver: input.deliver,
+    end: input.end,
+    ...(input.ready ? { ready: input.ready } : {}),
+  });
 }

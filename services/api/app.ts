@@ -20,7 +20,7 @@ import settingsRoutes from './routes/settings/index.ts';
 import workRoutes from './routes/work/index.ts';
 import sessionRoutes from './routes/sessions/index.ts';
 import identityRoutes from './routes/identity/index.ts';
-import eventRoutes from './routes/events/index.ts';
+import eventRoutes, { type EventStreamLimits } from './routes/events/index.ts';
 import type { EventFeed } from '../../libs/handoffs/event-feed.ts';
 import { installAuthentication } from './plugins/authenticate.ts';
 import mcpRoutes from './routes/mcp/index.ts';
@@ -51,6 +51,8 @@ export interface AppDeps {
   readonly turnReports: TurnReportRepository;
   /** Serves `GET /v1/events` (absent: 503 `events_unavailable`); the app closes it when it closes. */
   readonly feed?: EventFeed | undefined;
+  /** Bounds of each event stream (slow readers, how often its caller is proven again); the documented defaults otherwise. */
+  readonly eventStreamLimits?: EventStreamLimits | undefined;
   /**
    * Browser sign-in (cookie sessions in Redis, with Host, Origin and CSRF checks): absent, the
    * live page's files are served but nobody can sign in, and there is no Bull Board.
@@ -124,7 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(settingsRoutes, routeOptions);
       await v1.register(workRoutes, routeOptions);
       await v1.register(sessionRoutes, routeOptions);
-      await v1.register(eventRoutes, { ...routeOptions, feed: deps.feed });
+      await v1.register(eventRoutes, { ...routeOptions, feed: deps.feed, browser: deps.browser, limits: deps.eventStreamLimits });
       await v1.register(liveRoutes, routeOptions);
     },
     { prefix: '/v1' },

@@ -1,4 +1,5 @@
 import type { TrustProxy } from '../../libs/config/load-config.ts';
+import type { EventStreamLimits } from './routes/events/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
@@ -40,11 +41,15 @@ export interface ApiServerOptions {
   readonly secureCookies?: boolean | undefined;
   /** `BATON_TRUST_PROXY`: believe a reverse proxy's X-Forwarded-* headers (app.ts). */
   readonly trustProxy?: TrustProxy | undefined;
+  /** Bounds of GET /v1/events (tests shorten them); the documented defaults otherwise. */
+  readonly eventStreamLimits?: EventStreamLimits | undefined;
 }
 
 export interface RunningApi {
   readonly app: FastifyInstance;
   readonly url: string;
+  /** Event streams (`GET /v1/events`) this process follows now. */
+  streams(): number;
   /** Stops accepting requests, lets in-flight ones finish, closes the producer queues. */
   close(): Promise<void>;
 }
@@ -107,6 +112,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     metrics,
     browser,
     trustProxy: opts.trustProxy,
+    eventStreamLimits: opts.eventStreamLimits,
     queueBoard: { redis: opts.redis, names, queueNames },
     checks: {
       database: async () => {
@@ -132,6 +138,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
   return {
     app,
     url: address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1'),
+    streams: () => feed.size,
     async close() {
       await app.close();
       await queues.close();

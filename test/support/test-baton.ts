@@ -32,6 +32,7 @@ import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
 import { createBatonMetrics, type BatonMetrics } from '../../services/metrics/baton-metrics.ts';
 import { installDeploymentMetrics } from '../../services/metrics/deployment-metrics.ts';
 import { BrowserSessions } from '../../services/api/plugins/browser-session.ts';
+import type { EventStreamLimits } from '../../services/api/routes/events/index.ts';
 
 export interface TestBaton {
   readonly app: FastifyInstance;
@@ -63,6 +64,8 @@ export interface TestBaton {
   del(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
   /** Serves the API on a free 127.0.0.1 port (for the CLI, over HTTP); closed by stop(). Returns its URL. */
   listen(): Promise<string>;
+  /** Event streams the servers started by listen() follow now. */
+  streams(): number;
   stop(): Promise<void>;
 }
 
@@ -84,6 +87,8 @@ export async function startTestBaton(
     logger?: Logger;
     /** BATON_TRUST_PROXY for the app (default off), and hostnames browsers may use beside the loopback names. */
     trustProxy?: boolean | readonly string[];
+    /** Bounds of GET /v1/events (default: the documented ones). */
+    eventStreamLimits?: EventStreamLimits;
     allowedHosts?: readonly string[];
     /**
      * The Redis prefix, which is also the deployment its API registers agents in and its workers
@@ -122,6 +127,7 @@ export async function startTestBaton(
     // Browser sessions as the server has them; app.inject's Host is `localhost`.
     browser: new BrowserSessions({ redis: producer, names, allowedHosts: ['localhost', '127.0.0.1', '[::1]', ...(opts.allowedHosts ?? [])] }),
     ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
+    ...(opts.eventStreamLimits ? { eventStreamLimits: opts.eventStreamLimits } : {}),
     queueBoard: { redis: producer, names, queueNames: async () => (await new MetricsRepository(db.pool).providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool)) },
     checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
   });
@@ -129,7 +135,7 @@ export async function startTestBaton(
   const workers: RunningDeliveryWorker[] = [];
   const workerRedis: RedisClient[] = [];
   let n = 0;
-  const servers: Array<{ close(): Promise<void> }> = [];
+  const servers: Array<{ close(): Promise<void>; streams(): number }> = [];
   const admin = await createToken(core, { admin: true, name: 'test admin' });
   const inject = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
     const withAuth: Record<string, string | undefined> = 'authorization' in headers ? { ...headers } : { ...headers, authorization: `Bearer ${admin.token}` };
@@ -210,8 +216,10 @@ export async function startTestBaton(
         queueShards,
         defaultProject: 'default',
         rateLimit: opts.rateLimit ?? { perSecond: 0, burst: 1 },
+        ...(opts.eventStreamLimits ? { eventStreamLimits: opts.eventStreamLimits } : {}),
       });
       servers.push({
+        streams: () => api.streams(),
         async close() {
           await api.close();
           await redis.quit().catch(() => redis.disconnect());
@@ -219,6 +227,7 @@ export async function startTestBaton(
       });
       return api.url;
     },
+    streams: () => servers.reduce((n, s) => n + s.streams(), 0),
     async stop() {
       await Promise.all(servers.map((s) => s.close()));
       await Promise.all(workers.map((w) => w.stop()));

@@ -11,6 +11,19 @@ import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
 const TOUCH_EVERY_MS = 60_000;
 
 /**
+ * Proves the request's caller, no budget spent: its bearer token, else its browser session
+ * cookie. A response that stays open (an event stream) calls it again now and then, and ends
+ * once its token is revoked, its agent removed or its browser session over.
+ * @throws BatonError unauthenticated, invalid_token (and a browser session's refusals)
+ */
+export async function proveCaller(request: FastifyRequest, core: CoreDeps, browser: BrowserSessions | undefined): Promise<Caller> {
+  // A bearer token wins; without one, a browser's session cookie stands for the token it was opened with.
+  return !request.headers.authorization && browser && sessionCookieOf(request) !== undefined
+    ? (await browser.resolve(request, core)).caller
+    : await authenticate(core, request.headers.authorization);
+}
+
+/**
  * Proves the request's caller: its bearer token, else (when `browser` is given) its browser
  * session cookie (Host, Origin and CSRF checked: browser-session.ts). A refused caller spends
  * the per-address budget before the refusal is thrown (`limiter`; keyed by the client address,
@@ -28,11 +41,7 @@ export async function authenticateRequest(
 ): Promise<Caller> {
   let caller: Caller;
   try {
-    // A bearer token wins; without one, a browser's session cookie stands for the token it was opened with.
-    caller =
-      !request.headers.authorization && opts.browser && sessionCookieOf(request) !== undefined
-        ? (await opts.browser.resolve(request, core)).caller
-        : await authenticate(core, request.headers.authorization);
+    caller = await proveCaller(request, core, opts.browser);
   } catch (refused) {
     if (limiter) await limiter(request, reply);
     throw refused;

@@ -224,6 +224,8 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
 
   return {
     provider: 'claude_code',
+    // A failed turn's prompt stays in the session's transcript: later turns are told what they replace.
+    sessionKeepsPrompts: true,
     // sendTurn answers busy itself (no write) while a claude process of Baton's is alive in the
     // session, or a turn it did not start is in progress there.
     reportsBusyOnSend: true,

@@ -167,7 +167,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     starting.unlink();
     watching.unlink();
     const released = await lock.release();
-    await scheduleFollowUp(deps, job, lock.token, { outcome, retryInMs, released, dueAt });
+    await scheduleFollowUp(deps, job, lock.token, { outcome, retryInMs, released, dueAt, moved });
   }
   return { outcome, moved };
 }
@@ -178,13 +178,16 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
  * its last look found nothing to start now, it made due (`dueAt`) what it made wait, and
  * whoever committed work for the agent after that look found the lock held and left the
  * recheck note (`released` is then `recheck`), or found it free and queued a job of its own.
- * Every other end (a note, a lost lock, a stop) asks Postgres when the next work is due.
+ * Every other end (a note, a lost lock, a stop) asks Postgres when the next work is due, and so
+ * does a run woken by a due time that found nothing to start: BullMQ may run a delayed job up
+ * to a millisecond early, when the handoff it was for is not due yet, and trusting the look
+ * would leave that handoff waiting for the sweep.
  */
 async function scheduleFollowUp(
   deps: DispatchDeps,
   job: DispatchJob,
   token: string,
-  end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null },
+  end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null; moved: number },
 ): Promise<void> {
   const base = { agentId: job.agentId, provider: job.provider, ...(job.pool !== undefined ? { pool: job.pool } : {}) };
   try {
@@ -196,7 +199,8 @@ async function scheduleFollowUp(
       await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, at, token), end.retryInMs);
       return;
     }
-    if (end.outcome === 'idle' && end.released === 'released') {
+    const earlyDueJob = job.cause === 'due' && end.moved === 0;
+    if (end.outcome === 'idle' && end.released === 'released' && !earlyDueJob) {
       if (end.dueAt === null) return;
       const delay = Math.max(0, end.dueAt - deps.clock.now().getTime());
       await deps.scheduler.enqueue({ ...base, cause: 'due' }, JOB_IDS.dueAt(job.agentId, end.dueAt, token), delay);

@@ -201,6 +201,19 @@ describe('after a dispatch run', () => {
     expect(Math.abs(at - row!.notBefore!.getTime())).toBeLessThan(1_000);
   });
 
+  it('a due wake-up that runs before its handoff is due (BullMQ may run a delayed job a millisecond early) leaves a wake-up for when it is', async () => {
+    const r = await recipient();
+    const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'not yet' })).handoff;
+    // As a resend's back-off leaves it: WAITING, due a little later than the job that woke the run.
+    await baton.db.pool.query(`UPDATE handoffs SET not_before = now() + interval '30 seconds' WHERE id = $1`, [one.id]);
+    const releases: LockRelease[] = [];
+    const deps = withLockHook(async () => undefined, releases);
+    expect(await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'due' }, signals())).toEqual({ outcome: 'idle', moved: 0 });
+    expect(releases).toEqual(['released']);
+    const due = (await jobIds()).filter((id) => id.startsWith(`due-${r.agentId}-`));
+    expect(due, 'a wake-up for when the handoff is due').toHaveLength(1);
+  });
+
   it('a backlog costs one look-up per run and one statement per turn: the end of each turn reserves the next', async () => {
     const r = await recipient();
     const ids: string[] = [];

@@ -75,6 +75,11 @@ export interface BatonConfig {
   readonly home: string;
   /** The CLI's bearer token; when unset the CLI reads the profile file. */
   readonly token: string | undefined;
+  /**
+   * The deadline of every call the CLI and `baton mcp` make to the API (and of an event
+   * stream's wait for its headers): past it the answer counts as lost.
+   */
+  readonly clientTimeoutMs: number;
   /** The CLI profile: JSON with `token` (or `tokenFile`), and optionally `url` and `project`. */
   readonly profilePath: string;
   /**
@@ -139,6 +144,7 @@ export const CONFIG_VARIABLES = [
   'BATON_PROJECT',
   'BATON_AGENT',
   'BATON_TOKEN',
+  'BATON_CLIENT_TIMEOUT_MS',
   'BATON_HOME',
   'BATON_PROFILE',
   'BATON_RATE_LIMIT_PER_SEC',
@@ -321,6 +327,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     agent: optional(env, 'BATON_AGENT'),
     home,
     token: optional(env, 'BATON_TOKEN'),
+    clientTimeoutMs: int(env, 'BATON_CLIENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     profilePath: str(env, 'BATON_PROFILE', join(home, 'profile.json')),
     rateLimit: {
       perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC', 100, 0, 1_000_000),

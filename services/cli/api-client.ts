@@ -38,7 +38,12 @@ export function retryableWithKey(err: unknown): boolean {
 
 export class ApiUnreachable extends Error {
   constructor(readonly url: string, cause: unknown) {
-    super(`cannot reach Baton at ${url} (${(cause as Error)?.message ?? String(cause)}); start it with \`baton serve\` or set BATON_URL`, { cause });
+    super(
+      cause instanceof ApiTimeout
+        ? `Baton at ${url} gave no answer within ${cause.timeoutMs} ms (BATON_CLIENT_TIMEOUT_MS); the call may or may not have taken effect: check with \`baton status\` or \`baton show\``
+        : `cannot reach Baton at ${url} (${(cause as Error)?.message ?? String(cause)}); start it with \`baton serve\` or set BATON_URL`,
+      { cause },
+    );
     this.name = 'ApiUnreachable';
   }
 }
@@ -54,19 +59,38 @@ async function fromResponse(res: Response): Promise<Answer> {
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
+/** How long a call may take, by default (`BATON_CLIENT_TIMEOUT_MS`): past it, the answer counts as lost. */
+export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
+
+/** A call that got no (complete) answer within its deadline: like any lost answer, it may have landed. */
+export class ApiTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms (BATON_CLIENT_TIMEOUT_MS)`);
+    this.name = 'ApiTimeout';
+  }
+}
+
 /*
  * Plain requests go through node:http rather than fetch: the first fetch of a process loads
  * undici (~80 ms), most of what a one-shot CLI call costs beyond Node's own start. Server-sent
  * event streams (openStream) still use fetch, for its web stream body.
  */
-async function httpRequest(url: URL, init: { method: string; headers: Record<string, string>; body?: string }): Promise<Answer> {
+async function httpRequest(url: URL, init: { method: string; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<Answer> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise<Answer>((resolve, reject) => {
+    // The whole call is bounded (a stalled API, a half-open socket, a proxy that drops the answer).
+    const deadline = setTimeout(() => req.destroy(new ApiTimeout(timeoutMs)), timeoutMs);
+    deadline.unref();
+    const fail = (err: Error) => {
+      clearTimeout(deadline);
+      reject(err);
+    };
     const req = request(url, { method: init.method, headers: init.headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('error', reject);
+      res.on('error', fail);
       res.on('end', () => {
+        clearTimeout(deadline);
         const headers = res.headers;
         resolve({
           status: res.statusCode ?? 0,
@@ -80,7 +104,7 @@ async function httpRequest(url: URL, init: { method: string; headers: Record<str
         });
       });
     });
-    req.on('error', reject);
+    req.on('error', fail);
     req.end(init.body);
   });
 }
@@ -97,6 +121,8 @@ export class ApiClient {
      * that calls its routes in process (app.inject), so MCP tools have one client either way.
      */
     private readonly fetchImpl?: typeof fetch,
+    /** Every call's deadline, and a stream's wait for its headers (`BATON_CLIENT_TIMEOUT_MS`). */
+    readonly timeoutMs: number = DEFAULT_CLIENT_TIMEOUT_MS,
   ) {}
 
   /** Headers every request of this client carries (withHeaders). */
@@ -104,7 +130,7 @@ export class ApiClient {
 
   /** The same client, every request of which also carries `headers` (e.g. `X-Baton-Agent`). */
   withHeaders(headers: Readonly<Record<string, string>>): ApiClient {
-    const c = new ApiClient(this.baseUrl, this.project, this.token, this.profilePath, this.fetchImpl);
+    const c = new ApiClient(this.baseUrl, this.project, this.token, this.profilePath, this.fetchImpl, this.timeoutMs);
     c.extraHeaders = { ...this.extraHeaders, ...headers };
     return c;
   }
@@ -124,7 +150,7 @@ export class ApiClient {
     };
     let res: Answer;
     try {
-      res = this.fetchImpl ? await fromResponse(await this.fetchImpl(url, init)) : await httpRequest(url, init);
+      res = this.fetchImpl ? await fromResponse(await this.fetchImpl(url, { ...init, signal: AbortSignal.timeout(this.timeoutMs) })) : await httpRequest(url, init, this.timeoutMs);
     } catch (err) {
       throw new ApiUnreachable(this.baseUrl, (err as Error).cause ?? err);
     }
@@ -155,12 +181,18 @@ export class ApiClient {
 
   /**
    * Opens a server-sent event stream (`GET /v1/events`): the response with its body unread, or
-   * the API's refusal as an ApiError. `signal` aborts it.
+   * the API's refusal as an ApiError. `signal` aborts it; so does `timeoutMs` passing before
+   * the headers arrive (ApiUnreachable). Its body has no deadline: followEvents watches it.
    */
   async openStream(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
     const url = new URL(path, this.baseUrl);
     let res: Response;
+    const opening = new AbortController();
+    const onAbort = () => opening.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const headersDue = setTimeout(() => opening.abort(new ApiTimeout(this.timeoutMs)), this.timeoutMs);
     try {
+      if (signal.aborted) throw signal.reason;
       res = await (this.fetchImpl ?? fetch)(url, {
         headers: {
           accept: 'text/event-stream',
@@ -169,12 +201,17 @@ export class ApiClient {
           ...this.extraHeaders,
           ...headers,
         },
-        signal,
+        signal: opening.signal,
       });
     } catch (err) {
+      signal.removeEventListener('abort', onAbort);
       if (signal.aborted) throw err;
-      throw new ApiUnreachable(this.baseUrl, (err as Error).cause ?? err);
+      throw new ApiUnreachable(this.baseUrl, opening.signal.reason instanceof ApiTimeout ? opening.signal.reason : ((err as Error).cause ?? err));
+    } finally {
+      clearTimeout(headersDue);
     }
+    // The body follows the caller's signal from here (the opening one stays linked to it): pass
+    // a signal that lives as long as this stream, so the link goes with it.
     if (res.status >= 400) {
       const text = await res.text();
       let parsed: unknown = null;

@@ -82,7 +82,7 @@ export function createCliContext(
     },
     client(cmd: Command) {
       const { url, project, token, profilePath } = this.connection(cmd);
-      return new ApiClient(url, project, token, profilePath);
+      return new ApiClient(url, project, token, profilePath, undefined, config().clientTimeoutMs);
     },
     as: (named) => named ?? config().agent,
     async agentOrSelf(cmd, named) {

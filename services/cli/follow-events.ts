@@ -24,8 +24,11 @@ export interface SseMessage {
   data: string;
 }
 
-/** Parses a text/event-stream body into messages (comments and `retry:` are skipped). */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+/**
+ * Parses a text/event-stream body into messages (comments and `retry:` are skipped).
+ * `onBytes` is told whenever anything arrives, comments (the server's heartbeats) included.
+ */
+export async function* readSse(body: ReadableStream<Uint8Array>, onBytes?: () => void): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = '';
   let id: string | undefined;
@@ -33,6 +36,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   let data: string[] = [];
   let idLine = false;
   for await (const chunk of body) {
+    onBytes?.();
     buffer += decoder.decode(chunk, { stream: true });
     let nl: number;
     while ((nl = buffer.indexOf('\n')) >= 0) {
@@ -74,7 +78,15 @@ export interface FollowOptions {
   onReconnect?(reason: string): void;
   /** Wait before reopening (default 1 s). */
   readonly reconnectMs?: number;
+  /**
+   * A stream silent this long is taken as broken (a half-open socket, a stalled proxy) and
+   * reopened. The server writes a heartbeat every 15 s; default 45 s (three missed).
+   */
+  readonly idleMs?: number;
 }
+
+/** Three of the server's 15 s heartbeats missed (services/api/routes/events HEARTBEAT_MS). */
+export const STREAM_IDLE_MS = 45_000;
 
 /**
  * Follows `GET /v1/events`, reopening the stream with `Last-Event-ID` whenever it breaks (the
@@ -84,15 +96,28 @@ export interface FollowOptions {
  */
 export async function followEvents(client: ApiClient, opts: FollowOptions): Promise<void> {
   let last = opts.after ?? (opts.handoff !== undefined ? '0' : undefined);
+  const idleMs = opts.idleMs ?? STREAM_IDLE_MS;
   while (!opts.signal.aborted) {
     const query = new URLSearchParams();
     if (opts.handoff !== undefined) query.set('handoff', opts.handoff);
     if (opts.allOwners) query.set('all_owners', 'true');
     let reason = 'the stream ended';
+    // One controller per connection, linked to the caller's signal only while it lives: a
+    // reconnect never leaves a listener behind on the caller's signal.
+    const connection = new AbortController();
+    const onAbort = () => connection.abort(opts.signal.reason);
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    let idle: NodeJS.Timeout | undefined;
+    const heard = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => connection.abort(new Error(`nothing arrived for ${idleMs} ms`)), idleMs);
+      idle.unref();
+    };
     try {
-      const res = await client.openStream(`/v1/events${query.size > 0 ? `?${query}` : ''}`, last !== undefined ? { 'last-event-id': last } : {}, opts.signal);
+      heard();
+      const res = await client.openStream(`/v1/events${query.size > 0 ? `?${query}` : ''}`, last !== undefined ? { 'last-event-id': last } : {}, connection.signal);
       if (!res.body) throw new Error('the event stream has no body');
-      for await (const msg of readSse(res.body)) {
+      for await (const msg of readSse(res.body, heard)) {
         if (msg.id !== undefined) last = msg.id;
         if (msg.data === '') continue;
         if (opts.onEvent(JSON.parse(msg.data) as FeedEventJson) === true) return;
@@ -100,17 +125,29 @@ export async function followEvents(client: ApiClient, opts: FollowOptions): Prom
     } catch (err) {
       if (opts.signal.aborted) return;
       if (err instanceof ApiError && err.status !== 503) throw err;
-      reason = err instanceof ApiError || err instanceof ApiUnreachable ? err.message : `the stream broke (${(err as Error).message})`;
+      const silent = connection.signal.aborted ? (connection.signal.reason as Error) : null;
+      reason = silent ? `the stream went silent (${silent.message})` : err instanceof ApiError || err instanceof ApiUnreachable ? err.message : `the stream broke (${(err as Error).message})`;
+    } finally {
+      clearTimeout(idle);
+      opts.signal.removeEventListener('abort', onAbort);
+      connection.abort();
     }
     opts.onReconnect?.(reason);
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, opts.reconnectMs ?? 1_000);
-      opts.signal.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      }, { once: true });
-    });
+    await sleep(opts.reconnectMs ?? 1_000, opts.signal);
   }
+}
+
+/** Waits `ms`, or less if `signal` aborts; leaves no listener behind either way. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { DeliveryState } from './delivery-states.ts';
-import { BatonError } from './errors.ts';
+import { assertNever, BatonError } from './errors.ts';
 
 /**
  * The work state of a handoff with a title (work): separate from delivery. A plain message
@@ -76,10 +76,38 @@ export const WORK_TRANSITIONS: readonly WorkRule[] = [
   { from: ['open', 'claimed'], event: 'expired', to: 'expired', actors: ['system'] },
 ];
 
+/**
+ * Why work in state `from` cannot take `event`, in the words of the person who asked, with what
+ * to do instead. The table above decides; this only explains.
+ */
+export function refusedWorkMove(from: WorkState, event: WorkEvent): string {
+  const over = from === 'closed' || from === 'cancelled' || from === 'expired';
+  switch (event) {
+    case 'claimed':
+      return over ? `its work is already ${from}: there is nothing left to accept` : `its work is already ${from}`;
+    case 'cancelled':
+      if (from === 'returned') return 'its work was already returned: close it instead (close accepted, revision --note …, or blocked --note …)';
+      return `its work is already ${from}: there is nothing left to cancel`;
+    case 'returned':
+    case 'return_failed':
+      return over ? `its work is already ${from}: there is nothing left to return` : `its work is ${from}, not claimed: accept it first`;
+    case 'closed_accepted':
+    case 'revision_requested':
+      return over ? `its work is already ${from}` : `its work is ${from}: it has not been returned yet (wait for the return, or close it blocked)`;
+    case 'closed_blocked':
+      return `its work is already ${from}`;
+    case 'lease_expired':
+    case 'expired':
+      return `its work is ${from}`;
+    default:
+      return assertNever(event, 'work event');
+  }
+}
+
 /** The rule a move follows. Pure. @throws BatonError invalid_transition, transition_not_permitted */
 export function planWorkMove(from: WorkState, event: WorkEvent, actor: WorkActor): WorkRule {
   const rules = WORK_TRANSITIONS.filter((r) => r.event === event && r.from.includes(from));
-  if (rules.length === 0) throw new BatonError('invalid_transition', `work that is ${from} cannot take the event ${event}`, { from, event });
+  if (rules.length === 0) throw new BatonError('invalid_transition', refusedWorkMove(from, event), { from, event });
   const rule = rules.find((r) => r.actors.includes(actor));
   if (!rule) throw new BatonError('transition_not_permitted', `the ${actor} may not cause ${event}`, { from, event, actor });
   return rule;

@@ -38,7 +38,9 @@ function newSecret(): string {
 export async function authenticate(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>, authorization: string | undefined): Promise<Caller> {
   if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!m || !TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>" with a Baton token');
+  if (!m) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>": send Authorization: Bearer baton_…');
+  // Well formed, but no token Baton ever issued has this shape: as unknown as any other.
+  if (!TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'unknown or revoked token (a Baton token is baton_ and 43 more characters): check BATON_TOKEN or your profile');
   return authenticateSecretHash(deps, hashToken(m[1]!));
 }
 
@@ -54,7 +56,7 @@ export async function authenticateSecretHash(deps: Pick<CoreDeps, 'tokens' | 'to
   if (cached) return cached;
   const started = deps.tokenCache?.begin();
   const t = await deps.tokens.findBySecretHash(secretHash);
-  if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'the token is unknown, revoked, or its agent was removed');
+  if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'unknown or revoked token (or its agent was removed): create a new one with baton token create');
   const caller: Caller = {
     tokenId: t.id,
     admin: t.isAdmin,

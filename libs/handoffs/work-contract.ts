@@ -43,6 +43,9 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
   if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
+  if (h.deliveryState === 'DUPLICATE') {
+    throw new BatonError('invalid_transition', `handoff ${h.id} is a duplicate of ${h.duplicateOfId ?? 'a handoff still in progress'} (the same work sent again while that one was open): accept ${h.duplicateOfId ?? 'the original'} instead`, { from: h.workState, event: 'claimed' });
+  }
   if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
   const leaseMs = Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS));
   const now = deps.clock.now();

@@ -55,7 +55,9 @@ export function actingAs(request: FastifyRequest, named: string | undefined, fie
     }
     return caller.agent.handle;
   }
-  if (named === undefined) throw new BatonError('validation_failed', `body/${field} is required with an admin token: name the agent to act as`);
+  if (named === undefined) {
+    throw new BatonError('validation_failed', `an admin token acts for no agent: name the one to act as in body/${field} (the CLI: --as <agent>, or BATON_AGENT)`);
+  }
   return named.toLowerCase();
 }
 

@@ -83,7 +83,7 @@ describe('the baton CLI', () => {
     await eventually(async () => expect(JSON.parse((await cli('show', busy.id, '--json')).out).state).toBe('RUNNING'));
     const note = JSON.parse((await cli('send', 'lead', 'sleeper', 'fyi', '--due-minutes', '1', '--json')).out);
     // An admin token is no agent: it must say whom it acts for.
-    expect((await cli('ack', note.id)).err).toMatch(/validation_failed: body\/as is required with an admin token/);
+    expect((await cli('ack', note.id)).err).toMatch(/validation_failed: an admin token acts for no agent: name the one to act as in body\/as \(the CLI: --as <agent>/);
     expect((await cli('ack', note.id, '--as', 'lead')).err).toContain('not_recipient');
     const acked = await runCli(['ack', note.id], { ...env, BATON_AGENT: 'sleeper' }, { out: () => undefined, err: () => undefined });
     expect(acked).toBe(0);

@@ -49,6 +49,12 @@ export interface WorkWrite {
   claimToken?: string;
   /** The delivery moves too, in the same statement (e.g. a pull claim: WAITING -> ACCEPTED). */
   delivery?: { from: DeliveryState; to: DeliveryState; expectRevision: number; event: EventWrite };
+  /**
+   * The request that makes the move, remembered in the same statement (`work_requests`, keyed
+   * by `claimToken`, which the move must then also name): the move and the record of it commit
+   * together, so a replay is answered from it even when this statement's reply was lost.
+   */
+  remember?: { action: string; bodyHash: string };
 }
 
 export interface WorkMoved {
@@ -79,8 +85,9 @@ export class WorkRepository {
   /**
    * Moves the work if it is still `from` at `expectWorkRevision` (and, when given, still held
    * by `claimToken`, and the delivery still where the writer read it), bumping the work
-   * revision and appending the work event (and the delivery event) in one statement.
-   * Returns null when nothing matched (nothing written).
+   * revision and appending the work event (and the delivery event) in one statement; with
+   * `remember`, the request (its body hash and the new work revision) goes into `work_requests`
+   * in that statement too. Returns null when nothing matched (nothing written).
    */
   async move(w: WorkWrite): Promise<WorkMoved | null> {
     const params: unknown[] = [w.handoffId, w.expectWorkRevision, w.from, w.to, w.at];
@@ -122,6 +129,15 @@ export class WorkRepository {
           ${p(d.event.actorId)}, ${p(d.event.tokenId ?? null)}::uuid, ${p(d.event.reason ?? null)}, NULL::jsonb, revision, $5::timestamptz FROM moved`,
       );
     }
+    if (w.remember && w.claimToken === undefined) throw new Error('a remembered work request needs its claim token');
+    // A data-modifying CTE runs to completion whether or not the outer query reads it.
+    const remember = w.remember
+      ? `, remembered AS (
+        INSERT INTO work_requests (handoff_id, action, claim_token, body_hash, response, created_at)
+        SELECT id, ${p(w.remember.action)}, ${p(w.claimToken)}, ${p(w.remember.bodyHash)}, jsonb_build_object('workRevision', work_revision), $5::timestamptz FROM moved
+        ON CONFLICT DO NOTHING
+      )`
+      : '';
     let sql = `WITH moved AS (
         UPDATE handoffs SET ${sets.join(', ')} WHERE ${where.join(' AND ')}
         RETURNING id, work_revision, work_attempt, revision, delivery_state
@@ -129,7 +145,7 @@ export class WorkRepository {
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
         ${eventRows.join(' UNION ALL ')}
         RETURNING id
-      )`;
+      )${remember}`;
     sql += ` SELECT work_revision AS "workRevision", work_attempt AS "workAttempt", revision, delivery_state AS "deliveryState",
       ARRAY(SELECT e.id::text FROM ev e ORDER BY e.id) AS "eventIds" FROM moved`;
     const { rows } = await this.q<WorkMoved>(sql, params);
@@ -198,19 +214,12 @@ export class WorkRepository {
     return rows;
   }
 
+  /** The request `move` remembered for this claim token and action (`remember`), if it committed. */
   async remembered(handoffId: string, action: string, claimToken: string): Promise<{ bodyHash: string; response: unknown } | null> {
     const { rows } = await this.q<{ bodyHash: string; response: unknown }>(
       `SELECT body_hash AS "bodyHash", response FROM work_requests WHERE handoff_id = $1 AND action = $2 AND claim_token = $3`,
       [handoffId, action, claimToken],
     );
     return rows[0] ?? null;
-  }
-
-  async remember(handoffId: string, action: string, claimToken: string, bodyHash: string, response: unknown, at: Date): Promise<void> {
-    await this.q(
-      `INSERT INTO work_requests (handoff_id, action, claim_token, body_hash, response, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)
-       ON CONFLICT DO NOTHING`,
-      [handoffId, action, claimToken, bodyHash, JSON.stringify(response), at],
-    );
   }
 }

@@ -23,6 +23,12 @@ export interface WorkMoveOptions {
   claimToken?: string;
   /** The delivery moves with the work (planned with the delivery table, same statement). */
   delivery?: DeliveryEvent;
+  /**
+   * A replayable request (a return): remembered under `claimToken` in the move's own statement,
+   * so the move and the record of it commit together and a replay with the same claim token is
+   * answered from it, also when this call's reply was lost after the commit.
+   */
+  remember?: { action: string; bodyHash: string };
 }
 
 const LOG_KIND: Record<WorkActor, ActorKind> = { sender: 'sender', recipient: 'recipient', claimant: 'recipient', system: 'system' };
@@ -88,6 +94,7 @@ export async function applyWorkTransition(
     ...(opts.newAttempt ? { newAttempt: true } : {}),
     ...(opts.claimToken !== undefined ? { claimToken: opts.claimToken } : {}),
     ...(delivery ? { delivery } : {}),
+    ...(opts.remember ? { remember: opts.remember } : {}),
   });
   if (moved) {
     deps.events.published(moved.eventIds);

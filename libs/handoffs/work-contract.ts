@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { BatonError } from '../domain/errors.ts';
+import { BatonError, hasErrorCode } from '../domain/errors.ts';
 import type { ContextPacket } from '../domain/context-packet.ts';
 import { isUuid } from '../domain/ids.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
+import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyWorkTransition } from './apply-work-transition.ts';
 import { applyTransition } from './apply-transition.ts';
@@ -19,6 +20,9 @@ export const MAX_LEASE_MS = 24 * 60 * 60_000;
 function pulled(h: HandoffView): boolean {
   return h.attemptCount === 0 && (h.deliveryState === 'ACCEPTED' || h.deliveryState === 'WAITING' || h.deliveryState === 'BUSY');
 }
+
+/** The action a return is remembered under (`work_requests.action`). */
+const RETURN = 'return';
 
 const hashBody = (body: unknown) => createHash('sha256').update(JSON.stringify(body)).digest('hex');
 
@@ -49,10 +53,8 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
   if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
   const leaseMs = Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS));
   const now = deps.clock.now();
-  if (h.workState === 'claimed' && h.claimedById === agent.id && h.claimToken && h.leaseExpiresAt && h.leaseExpiresAt > now) {
-    const packet = await contextPacketFor(deps, h, h.senderHandle);
-    return { handoff: h, claimToken: h.claimToken, attempt: h.workAttempt, leaseExpiresAt: h.leaseExpiresAt, packet, recovered: true };
-  }
+  const held = await heldClaim(deps, h, agent.id, now);
+  if (held) return held;
   if (h.workState === 'claimed' || h.workState === 'returned') {
     throw new BatonError('already_claimed', `handoff ${h.id} is already ${h.workState === 'claimed' ? 'claimed' : 'returned'} by ${h.claimedByHandle ?? 'another agent'}`);
   }
@@ -66,8 +68,14 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
       ...(pulled(h) && h.deliveryState !== 'ACCEPTED' ? { delivery: 'claimed' as const } : {}),
     });
   } catch (err) {
-    // Lost the race: whoever won holds it now.
+    // Postgres away (or this reply lost): the claim may have committed; a retry finds it held
+    // by this agent and answers it. No read-back here, so the 503 still comes within the bound.
+    if (isDatabaseUnavailable(err)) throw err;
+    // Lost the race: whoever won holds it now. That may be this agent, by an earlier call of
+    // this accept whose answer it has not seen yet: answered as a replay, like a later retry.
     const now2 = await reread(deps, h);
+    const replay = await heldClaim(deps, now2, agent.id, deps.clock.now());
+    if (replay) return replay;
     if (now2.workState === 'claimed' && now2.claimedById !== agent.id) {
       throw new BatonError('already_claimed', `handoff ${h.id} is already claimed by ${now2.claimedByHandle ?? 'another agent'}`);
     }
@@ -76,6 +84,13 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
   const claimed = await reread(deps, h);
   const packet = await contextPacketFor(deps, claimed, claimed.senderHandle);
   return { handoff: claimed, claimToken: token, attempt: claimed.workAttempt, leaseExpiresAt, packet, recovered: false };
+}
+
+/** The live claim `agentId` already holds on the work, as a replayed accept answers it (`recovered`). */
+async function heldClaim(deps: CoreDeps, h: HandoffView, agentId: string, now: Date): Promise<Claim | null> {
+  if (!(h.workState === 'claimed' && h.claimedById === agentId && h.claimToken && h.leaseExpiresAt && h.leaseExpiresAt > now)) return null;
+  const packet = await contextPacketFor(deps, h, h.senderHandle);
+  return { handoff: h, claimToken: h.claimToken, attempt: h.workAttempt, leaseExpiresAt: h.leaseExpiresAt, packet, recovered: true };
 }
 
 /**
@@ -111,18 +126,17 @@ export interface ReturnInput {
  * claim). Fail-closed evidence: every cited fact must belong to the handed-off session, be in
  * the same project, and have been written by the returning agent. Replaying the same return
  * (same claim token, same body) answers the same with `recovered: true`; the same claim with a
- * different body is a conflict.
+ * different body is a conflict. The return is remembered by the statement that moves the work,
+ * so a replay finds it whenever the move committed: after a lost reply (the first call answered
+ * 503), and when it races the first call (its own move refused, it reads the record back).
  * @throws BatonError claim_lost, stale_revision, invalid_evidence, replay_conflict, not_work
  */
 export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ handoff: HandoffView; recovered: boolean }> {
   const body = { summary: input.summary, outcome: input.outcome, facts: [...(input.facts ?? [])].sort() };
   const bodyHash = hashBody(body);
   const { h, agent } = await loadAsAgent(deps, input);
-  const seen = await deps.work.remembered(h.id, 'return', input.claimToken);
-  if (seen) {
-    if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
-    return { handoff: await reread(deps, h), recovered: true };
-  }
+  const replay = await replayedReturn(deps, h, input.claimToken, bodyHash);
+  if (replay) return replay;
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message`);
   if (h.claimToken !== input.claimToken || h.claimedById !== agent.id || h.workState !== 'claimed') {
     throw new BatonError('claim_lost', `${agent.handle} holds no live claim on handoff ${h.id} with that token`);
@@ -142,20 +156,37 @@ export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ 
     reason: input.summary.slice(0, 200),
     detail: { outcome: input.outcome, summary: input.summary, facts: input.facts ?? [] },
     claimToken: input.claimToken,
+    remember: { action: RETURN, bodyHash },
   };
   const result = { resultSummary: input.summary, resultFactIds: input.facts ?? [], claimToken: null, leaseExpiresAt: null };
-  if (input.outcome === 'succeeded') {
-    await applyWorkTransition(deps, h, 'returned', actor, { ...common, patch: result, ...(pulled(h) ? { delivery: 'work_returned' as const } : {}) });
-  } else {
-    await applyWorkTransition(deps, h, 'return_failed', actor, {
-      ...common,
-      patch: { ...result, claimedById: null },
-      ...(pulled(h) ? { delivery: 'claim_released' as const } : {}),
-    });
+  try {
+    if (input.outcome === 'succeeded') {
+      await applyWorkTransition(deps, h, 'returned', actor, { ...common, patch: result, ...(pulled(h) ? { delivery: 'work_returned' as const } : {}) });
+    } else {
+      await applyWorkTransition(deps, h, 'return_failed', actor, {
+        ...common,
+        patch: { ...result, claimedById: null },
+        ...(pulled(h) ? { delivery: 'claim_released' as const } : {}),
+      });
+    }
+  } catch (err) {
+    // Refused: the claim moved since it was read. If an earlier call of this very return moved
+    // it (this call is its retry, and raced it), answer as that call did.
+    if (hasErrorCode(err, 'claim_lost') || hasErrorCode(err, 'stale_revision')) {
+      const raced = await replayedReturn(deps, h, input.claimToken, bodyHash);
+      if (raced) return raced;
+    }
+    throw err;
   }
-  const after = await reread(deps, h);
-  await deps.work.remember(h.id, 'return', input.claimToken, bodyHash, { workRevision: after.workRevision }, deps.clock.now());
-  return { handoff: after, recovered: false };
+  return { handoff: await reread(deps, h), recovered: false };
+}
+
+/** A return already made with this claim token: answered again (`recovered`), or a conflict if its body differs. */
+async function replayedReturn(deps: CoreDeps, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
+  const seen = await deps.work.remembered(h.id, RETURN, claimToken);
+  if (!seen) return null;
+  if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
+  return { handoff: await reread(deps, h), recovered: true };
 }
 
 async function checkEvidence(deps: CoreDeps, h: HandoffView, agent: AgentRecord, factIds: readonly string[]): Promise<void> {

@@ -26,10 +26,15 @@ function* causes(err: unknown): Generator<Record<string, unknown>> {
   }
 }
 
-/** True when `err` (or any error in its cause chain) says Postgres cannot be reached. */
+/**
+ * True when `err` (or any error in its cause chain) says Postgres cannot be reached, also when
+ * it already is the catalog's `database_unavailable` (a batched call past its deadline,
+ * libs/db/group-commit.ts).
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (const e of causes(err)) {
     const code = e['code'];
+    if (code === 'database_unavailable') return true;
     if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_PRISMA_CODES.has(code))) {
       return true;
     }

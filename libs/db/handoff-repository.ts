@@ -1,8 +1,8 @@
 import type { Viewer } from '../domain/visibility.ts';
 import { visibleSql } from './visible-sql.ts';
 import { prepared, type Queryable } from './prepared.ts';
-import { GroupCommit } from './group-commit.ts';
-import { isDatabaseUnavailable } from './classify-error.ts';
+import type { GroupCommit } from './group-commit.ts';
+import { batchedStatement } from './batched-statements.ts';
 import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
@@ -89,23 +89,10 @@ export interface UncertainCandidate {
  * whether a move is allowed.
  */
 
-/**
- * Batched statements of one kind (enrollments, reserving look-ups) a process keeps in Postgres
- * at once; calls that come meanwhile wait and go in the next one (GroupCommit). At most half
- * the pool (batchesInFlight), so reads and the rest of the delivery path keep connections.
- */
-const BATCHES_MAX_IN_FLIGHT = 4;
-/** Enrollments per statement (enrollMany). */
+/** Enrollments per statement (enrollMany); how many are in flight and their deadline: batched-statements.ts. */
 const ENROLL_MAX_BATCH = 64;
 /** Reserving look-ups per statement (nextWorkMany). */
 const LOOK_UP_MAX_BATCH = 32;
-
-/**
- * When a batched statement fails: Postgres away, every item would fail alone too (and a
- * reserving look-up reads its head again). Anything else (a value one row cannot take, a
- * deadlock between two batches) rolled the whole statement back: each item is tried alone.
- */
-const isolateUnlessUnavailable = (err: unknown) => !isDatabaseUnavailable(err);
 
 /** One run's reserving look-up, waiting for its batch. */
 interface ReservingLookUp {
@@ -113,12 +100,6 @@ interface ReservingLookUp {
   now: Date;
   deployment: string;
   reserve: HeadReservation;
-}
-
-/** Batched statements of one kind in flight for a pool of `poolSize` connections (unknown: a single client). */
-export function batchesInFlight(poolSize: number | undefined): number {
-  if (poolSize === undefined) return 1;
-  return Math.max(1, Math.min(BATCHES_MAX_IN_FLIGHT, Math.floor(poolSize / 2)));
 }
 
 const H = (alias: string) => `
@@ -856,23 +837,11 @@ export class HandoffRepository {
   private readonly turnEnds: GroupCommit<TransitionWrite, TransitionWritten | null>;
 
   constructor(private readonly pool: Queryable) {
-    const poolSize = (this.pool as Partial<pg.Pool>).options?.max;
-    this.enrollments = new GroupCommit<{ e: Enrollment; event: EventWrite }, EnrollOutcome>((items) => this.enrollMany(items), {
-      // At most half of a small pool, so reads and the delivery path keep connections.
-      maxInFlight: batchesInFlight(poolSize),
-      maxBatch: ENROLL_MAX_BATCH,
-      isolate: isolateUnlessUnavailable,
-    });
-    this.reservingLookUps = new GroupCommit<ReservingLookUp, WorkItem | null>((items) => this.nextWorkMany(items), {
-      maxInFlight: batchesInFlight(poolSize),
-      maxBatch: LOOK_UP_MAX_BATCH,
-      isolate: isolateUnlessUnavailable,
-    });
-    this.turnEnds = new GroupCommit<TransitionWrite, TransitionWritten | null>((items) => this.transitionBatch(items), {
-      maxInFlight: batchesInFlight(poolSize),
-      maxBatch: TURN_END_MAX_BATCH,
-      isolate: isolateUnlessUnavailable,
-    });
+    // A send answered 503 may or may not have been recorded (docs/ERRORS.md), so one past its
+    // deadline is answered then; the worker's batched reads and ends wait for their statement.
+    this.enrollments = batchedStatement(this.pool, (items) => this.enrollMany(items), { maxBatch: ENROLL_MAX_BATCH, inFlightAtDeadline: 'answer' });
+    this.reservingLookUps = batchedStatement(this.pool, (items) => this.nextWorkMany(items), { maxBatch: LOOK_UP_MAX_BATCH, inFlightAtDeadline: 'wait' });
+    this.turnEnds = batchedStatement(this.pool, (items) => this.transitionBatch(items), { maxBatch: TURN_END_MAX_BATCH, inFlightAtDeadline: 'wait' });
   }
 
   /**

@@ -1,20 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../../libs/db/group-commit.ts';
-import { batchesInFlight } from '../../libs/db/handoff-repository.ts';
+import { GroupCommit, type InFlightAtDeadline } from '../../libs/db/group-commit.ts';
+import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
+import { batchesInFlight } from '../../libs/db/batched-statements.ts';
 
 /**
  * Client-side group commit with a statement the test answers by hand: which calls share a
  * batch, how many batches are out at once, and what a failed batch does to each of its calls.
  * (The batched enrollment on a real Postgres: test/integration/batched-enrollment.test.ts.)
  */
-function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: unknown) => boolean }) {
+function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: unknown) => boolean; deadlineMs?: number; inFlightAtDeadline?: InFlightAtDeadline }) {
   const batches: Array<{ items: number[]; answer: (fail?: unknown) => void }> = [];
   const commit = new GroupCommit<number, string>(
     (items) =>
       new Promise<string[]>((resolve, reject) => {
         batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail)) });
       }),
-    { maxInFlight: opts.maxInFlight, maxBatch: opts.maxBatch, isolate: opts.isolate ?? (() => true) },
+    { maxInFlight: opts.maxInFlight, maxBatch: opts.maxBatch, isolate: opts.isolate ?? (() => true), deadlineMs: opts.deadlineMs, ...(opts.inFlightAtDeadline ? { inFlightAtDeadline: opts.inFlightAtDeadline } : {}) },
   );
   return { commit, batches };
 }
@@ -103,5 +104,74 @@ describe('GroupCommit', () => {
     expect(batches.map((b) => b.items)).toEqual([[1], [2]]);
     batches[1]!.answer();
     expect(await later).toBe('row 2');
+  });
+});
+
+/**
+ * Each call's deadline (the database bound its caller has, connect + query timeout): a stalled
+ * Postgres must not make what waits behind the batches in flight wait one timeout per round.
+ */
+describe('GroupCommit deadlines', () => {
+  const DEADLINE_MS = 40;
+  const outcome = (p: Promise<string>) =>
+    p.then(
+      (v) => ({ v, at: Date.now() }),
+      (err: unknown) => ({ err, at: Date.now() }),
+    );
+
+  it('a call still waiting for a batch when its deadline passes fails with database_unavailable, and is never sent, also once the stalled batch returns', async () => {
+    const { commit, batches } = harness({ maxInFlight: 1, maxBatch: 64, deadlineMs: DEADLINE_MS, inFlightAtDeadline: 'wait' });
+    const first = commit.submit(1);
+    await turn();
+    const submitted = Date.now();
+    const waiting = await outcome(commit.submit(2));
+    expect('err' in waiting && isDatabaseUnavailable(waiting.err), 'the waiting call failed as database_unavailable').toBe(true);
+    expect(waiting.at - submitted).toBeGreaterThanOrEqual(DEADLINE_MS - 5);
+    expect(batches.map((b) => b.items)).toEqual([[1]]);
+    // The stalled statement answers at last (wait: its caller gets it); what waited is gone.
+    batches[0]!.answer();
+    expect(await first).toBe('row 1');
+    await turn();
+    await turn();
+    expect(batches.map((b) => b.items), 'the failed call was never written').toEqual([[1]]);
+  });
+
+  it("'answer': a call whose batch is in Postgres fails at its deadline; the statement's late result is dropped, and its slot stays taken until it returns", async () => {
+    const { commit, batches } = harness({ maxInFlight: 1, maxBatch: 64, deadlineMs: DEADLINE_MS, inFlightAtDeadline: 'answer' });
+    const inFlight = outcome(commit.submit(1));
+    await turn();
+    expect(batches).toHaveLength(1);
+    const answered = await inFlight;
+    expect('err' in answered && isDatabaseUnavailable(answered.err)).toBe(true);
+    const next = commit.submit(2);
+    await turn();
+    expect(batches, 'the stalled statement still holds the one slot').toHaveLength(1);
+    batches[0]!.answer();
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1], [2]]);
+    batches[1]!.answer();
+    expect(await next).toBe('row 2');
+  });
+
+  it("'wait': a call whose batch is in Postgres gets the statement's answer, also after its deadline", async () => {
+    const { commit, batches } = harness({ maxInFlight: 1, maxBatch: 64, deadlineMs: DEADLINE_MS, inFlightAtDeadline: 'wait' });
+    const inFlight = commit.submit(1);
+    await turn();
+    // Past the deadline: a later call waiting behind the batch has failed by now.
+    await outcome(commit.submit(2));
+    batches[0]!.answer();
+    expect(await inFlight).toBe('row 1');
+  });
+
+  it('a failed batch is not run again item by item for calls past their deadline: nothing is written after its caller was told it failed', async () => {
+    const { commit, batches } = harness({ maxInFlight: 1, maxBatch: 64, deadlineMs: DEADLINE_MS, inFlightAtDeadline: 'answer' });
+    const all = [1, 2].map((i) => outcome(commit.submit(i)));
+    await turn();
+    const answered = await Promise.all(all);
+    expect(answered.every((a) => 'err' in a && isDatabaseUnavailable(a.err))).toBe(true);
+    batches[0]!.answer(new Error('value too long in row 2'));
+    await turn();
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1, 2]]);
   });
 });

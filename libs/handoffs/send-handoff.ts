@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BatonError } from '../domain/errors.ts';
+import { BatonError, hasErrorCode } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { planTransition } from '../domain/transitions.ts';
 import { INITIAL_WORK_STATE, workMoveWhenDeliverySettles } from '../domain/work-states.ts';
@@ -130,10 +130,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
       // releases it (the reconciler's liftHolds).
       const policy = settingsFrom(o.connectionsSetting == null ? [] : [{ key: 'connections', value: o.connectionsSetting }]).connections;
       const hold = to !== null && o.handoff.deliveryState !== 'DUPLICATE' ? connectionHold(policy, o.connectionRule) : null;
-      if (hold !== null) {
-        const moved = await applyTransition(deps, o.handoff, 'held', SYSTEM_ACTOR, { reason: hold, patch: { deliveryDetail: hold } });
-        return { handoff: view({ ...o.handoff, deliveryState: moved.deliveryState, revision: moved.revision, deliveryDetail: hold }), created: true };
-      }
+      if (hold !== null) return { handoff: view(await holdOnSend(deps, o.handoff, hold)), created: true };
       // Recorded is what the sender is told; the wake-up goes to Redis without holding the
       // answer back (a lost one is re-queued from Postgres by the reconciler).
       void queueAfterCommit(deps, o.handoff, o.recipientDeployment);
@@ -155,6 +152,25 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
     if (dup.handoff) return { handoff: view(dup.handoff), created: true };
   }
   throw new Error(`could not enroll the handoff from ${from} to ${to} after 3 tries`);
+}
+
+/**
+ * Holds a handoff just recorded over a blocked connection. This is a second statement, so a
+ * writer may move the new handoff first: the worker (a reservation queues it BUSY behind a
+ * turn, or it meets it as the head and holds it itself, before any write), the removal of its
+ * recipient, or, once the block is lifted, its delivery. The send recorded it all the same and
+ * answers 201 with the handoff as it then stands, never with that writer's `stale_revision`
+ * (a 4xx says the call changed nothing). Nothing is delivered unheld over a block meanwhile:
+ * every delivery checks the holds before it writes (deliver-turn.ts).
+ */
+async function holdOnSend(deps: CoreDeps, h: HandoffRecord, hold: string): Promise<HandoffRecord> {
+  try {
+    const moved = await applyTransition(deps, h, 'held', SYSTEM_ACTOR, { reason: hold, patch: { deliveryDetail: hold } });
+    return { ...h, deliveryState: moved.deliveryState, revision: moved.revision, deliveryDetail: hold };
+  } catch (err) {
+    if (!hasErrorCode(err, 'stale_revision')) throw err;
+    return (await deps.handoffs.findById(h.id)) ?? h;
+  }
 }
 
 /**

@@ -16,6 +16,7 @@ interface Cutting {
  * - `cut()` / `restore()`: refuse connections and break the open ones (a server that is gone);
  * - `freeze()` / `thaw()`: keep every connection, old and new, open but forward nothing in
  *   either direction (a frozen server, a partition); thawing delivers what was held back;
+ * - `latency(ms, jitterMs)`: every chunk is delayed (a server far away), order kept;
  * - `cutAfterReply(marker)`: the next statement whose bytes contain `marker` goes through and
  *   runs (and commits) on the server, but its reply never reaches the client: the proxy waits
  *   for the server's ReadyForQuery, swallows it and breaks the connection (a reply lost just
@@ -81,6 +82,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     freeze: (): void => proxy.stall(),
     /** Forwards again, first what was held back. */
     thaw: (): void => proxy.resume(),
+    /** Delays every chunk, both ways, by `ms` plus up to `jitterMs` (a distant Postgres); (0) for none. */
+    latency: (ms: number, jitterMs = 0): void => proxy.setLatency(ms, jitterMs),
     /**
      * Arms a lost reply: the next statement containing `marker` runs on the server, its reply is
      * swallowed and its connection broken. Resolves once that happened.

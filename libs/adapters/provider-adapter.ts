@@ -20,6 +20,12 @@ export interface DeliveryTarget {
 export interface TurnRequest {
   readonly requestId: string;
   readonly handoffId: string;
+  /**
+   * How many times the recipient has been handed this handoff to act on, this turn included: 1
+   * on the first; each earlier write it took (ran, failed, was interrupted or refused, or whose
+   * answer was lost) adds one. Writes answered busy and writes that never left Baton do not
+   * count. Not the attempt row's number, which counts every write (libs/adapters/README.md).
+   */
   readonly attempt: number;
   readonly from: string;
   readonly title: string | null;

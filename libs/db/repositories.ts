@@ -10,6 +10,7 @@ import { TurnReportRepository } from './turn-report-repository.ts';
 import { EventLogRepository } from './event-log-repository.ts';
 import { LiveViewRepository } from './live-view-repository.ts';
 import { SessionTurnRepository } from './session-turn-repository.ts';
+import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -26,6 +27,8 @@ export interface Repositories {
   readonly liveView: LiveViewRepository;
   /** The turns Baton wrote into a recipient's session (what a new turn says about earlier ones). */
   readonly sessionTurns: SessionTurnRepository;
+  /** What a handoff's earlier writes came to (how a write that did not become a turn is retried). */
+  readonly attemptHistory: AttemptHistoryRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -41,5 +44,6 @@ export function createRepositories(db: Database): Repositories {
     eventLog: new EventLogRepository(db.pool),
     liveView: new LiveViewRepository(db.pool),
     sessionTurns: new SessionTurnRepository(db.pool),
+    attemptHistory: new AttemptHistoryRepository(db.pool),
   };
 }

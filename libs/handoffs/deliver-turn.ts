@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errorResendDelayMs, eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent, type DeliveryWindows } from '../domain/delivery-policy.ts';
+import { errorResendDelayMs, eventAfterInterruption, eventAfterTurnError, refusalBudgetSpent, type DeliveryWindows } from '../domain/delivery-policy.ts';
 import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
 import { assertNever, hasErrorCode } from '../domain/errors.ts';
 import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
@@ -19,6 +19,7 @@ import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import { earlierRequestsFor } from './earlier-requests.ts';
+import { busyAtWrite, busyRetryInMs, notSent, turnAttempt, writeHistory, type WriteHistory } from './write-retries.ts';
 import { anyAbort } from '../adapters/race-abort.ts';
 
 /**
@@ -117,7 +118,7 @@ export type ResendWindows = Pick<DeliveryWindows, 'interruptResendDelayMs' | 'er
 /**
  * The moves that record how a turn ended (resend rules included). `windows`: how long an
  * interrupted turn, and an errored one, waits before it is resent. `busyRetryMs`: when a turn
- * that answered "busy, nothing done" is tried again.
+ * that answered "busy, nothing done" is tried again (write-retries.ts: `busyRetryInMs`).
  */
 export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
   const finished = { finished: true, observed: true } as const;
@@ -172,7 +173,7 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
       ];
     }
     case 'busy':
-      return [['session_busy', { reason: end.detail, notBeforeInMs: busyRetryMs, updateAttempt: { id: attemptId, status: 'busy', error: end.detail, ...finished } }]];
+      return [['session_busy', { reason: end.detail, ...(busyRetryMs > 0 ? { detail: { retryInMs: busyRetryMs } } : {}), notBeforeInMs: busyRetryMs, updateAttempt: { id: attemptId, status: 'busy', error: end.detail, ...finished } }]];
     case 'rejected': {
       const refused: Move = ['owner_rejected', { reason: end.reason, increment: ['refusals'], patch: { deliveryDetail: end.reason }, updateAttempt: { id: attemptId, status: 'rejected', error: end.reason, ...finished } }];
       return refusalBudgetSpent({ ...h, refusals: h.refusals + 1 }) ? [refused, ['rejected_twice', { reason: `refused ${h.refusals + 1} times` }]] : [refused];
@@ -353,10 +354,13 @@ async function sendReserved(
   // Prompts of earlier turns that got no answer stay in sessions that keep them: the turn says
   // what it replaces and what was given up, so the model acts on neither again.
   const earlier = await earlierRequestsFor(deps, record, requestId, adapter.sessionKeepsPrompts === true);
+  // What this handoff's earlier writes came to (none read for its first): the turn's attempt
+  // number, and how a busy or unsent answer to this write is retried.
+  const history = await writeHistory(deps, record.id, h.attemptCount);
   const turn: TurnRequest = {
     requestId,
     handoffId: record.id,
-    attempt: h.attemptCount,
+    attempt: turnAttempt(history),
     from: item.senderHandle,
     title: record.title,
     message: record.message,
@@ -376,6 +380,7 @@ async function sendReserved(
   }
   // The write itself is never aborted: once started, its outcome must be recorded.
   deps.unsent.handOver(requestId);
+  const wroteAt = deps.clock.now();
   const sent = await adapter.sendTurn(target, turn, NEVER);
   const attempt = (status: AttemptUpdate['status'], extra: Partial<AttemptUpdate> = {}): AttemptUpdate => ({ id: attemptId, status, ...extra });
   switch (sent.outcome) {
@@ -393,20 +398,20 @@ async function sendReserved(
       }
       const end = seen ? endOfObservation(seen) : null;
       if (end) {
-        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows);
+        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, end.status === 'busy' ? busyRetryInMs(deps, history) : 0, deps.windows);
         // The end of the turn and the choice of the next one: one statement.
         return endTurn(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], record, lock);
       }
       const running = seen?.found === true && seen.status === 'running';
       const now = await move(deps, h, running ? [accepted, started(attemptId)] : [accepted]);
       if (!now) return { kind: 'next' };
-      return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null, lock);
+      return watch(deps, now, attemptId, requestId, adapter, target, stop, record, null, lock, history);
     }
     case 'busy': {
-      // The recipient's own Retry-After wins over the default back-off (bounded to an hour).
-      const retryInMs = sent.retryAfterMs !== undefined ? Math.min(Math.max(sent.retryAfterMs, deps.timing.busyRetryMs), 3_600_000) : deps.timing.busyRetryMs;
-      await move(deps, h, [['session_busy', { reason: sent.detail ?? 'the session is in a turn', notBeforeInMs: retryInMs, updateAttempt: attempt('busy', { finished: true }) }]]);
-      return { kind: 'pause', retryInMs };
+      // A growing back-off per busy answer in a row; never sooner than the recipient's own Retry-After.
+      const busy = busyAtWrite(deps, history, attemptId, sent.detail ?? 'the session is in a turn', sent.retryAfterMs);
+      await move(deps, h, [busy.move]);
+      return { kind: 'pause', retryInMs: busy.retryInMs };
     }
     case 'rejected': {
       const refused: Move = ['owner_rejected', { reason: sent.reason, increment: ['refusals'], patch: { deliveryDetail: sent.reason }, updateAttempt: attempt('rejected', { error: sent.reason, finished: true }) }];
@@ -415,20 +420,11 @@ async function sendReserved(
       return { kind: 'next' };
     }
     case 'not_sent': {
-      const event = eventAfterNotSent(h);
-      await move(deps, h, [
-        [
-          event,
-          {
-            reason: sent.error,
-            increment: ['errorResends'],
-            patch: { deliveryDetail: sent.error },
-            ...(event === 'send_failed' ? { notBeforeInMs: deps.timing.unreachableRetryMs } : {}),
-            updateAttempt: attempt('not_sent', { error: sent.error, finished: true }),
-          },
-        ],
-      ]);
-      return event === 'send_failed' ? { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs } : { kind: 'next' };
+      // Nothing left Baton: the recipient is unreachable. Held with a growing back-off, no
+      // attempt budget spent, until it has been unreachable past the give-up time.
+      const unsent = notSent(deps, history, attemptId, sent.error, wroteAt);
+      await move(deps, h, [unsent.move]);
+      return unsent.retryInMs !== null ? { kind: 'pause', retryInMs: unsent.retryInMs } : { kind: 'next' };
     }
     case 'gone':
       await move(deps, h, [['recipient_gone', { reason: sent.reason, patch: { deliveryDetail: sent.reason }, updateAttempt: attempt('cancelled', { error: sent.reason, finished: true }) }]]);
@@ -546,6 +542,8 @@ async function watch(
   /** When the turn was last known to be accepted (for the unobservable rule). */
   since: Date | null,
   lock: WriteLock,
+  /** The handoff's earlier writes, when the writer read them (else read if the turn ends busy). */
+  history?: WriteHistory,
 ): Promise<Step> {
   let h = start;
   let end: TurnEnd;
@@ -595,6 +593,7 @@ async function watch(
     clearInterval(recheck);
     stopOrReleased.unlink();
   }
-  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, deps.timing.busyRetryMs, deps.windows);
+  const busyRetryMs = end.status === 'busy' ? busyRetryInMs(deps, history ?? (await writeHistory(deps, h.id, h.attemptCount))) : 0;
+  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, busyRetryMs, deps.windows);
   return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);
 }

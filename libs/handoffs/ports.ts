@@ -10,6 +10,7 @@ import type { TokenCache } from './token-cache.ts';
 import type { AuditRepository } from '../db/audit-repository.ts';
 import type { LiveViewRepository } from '../db/live-view-repository.ts';
 import type { SessionTurnRepository } from '../db/session-turn-repository.ts';
+import type { AttemptHistoryRepository } from '../db/attempt-history-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 
@@ -72,6 +73,8 @@ export interface CoreDeps {
   readonly liveView: LiveViewRepository;
   /** The turns Baton wrote into a recipient's session (earlier-requests.ts). */
   readonly sessionTurns: SessionTurnRepository;
+  /** A handoff's earlier writes (write-retries.ts): read only when a handoff is written again. */
+  readonly attemptHistory: AttemptHistoryRepository;
   readonly scheduler: DispatchScheduler;
   /** Announces committed handoff events to the event followers (after the commit, never failing the write). */
   readonly events: EventPublisher;

@@ -194,7 +194,7 @@ describe('a worker of another Redis prefix on the same database', () => {
       recheckMs: 50,
       settingsMaxAgeMs: 0,
       outage: createProviderStatusCheck({ cacheMs: 0 }),
-      windows: { unobservableAfterMs: 100, interruptResendDelayMs: 0, errorResendDelayMs: 0, absenceScans: 2, absenceWindowMs: 100 },
+      windows: { unobservableAfterMs: 100, interruptResendDelayMs: 0, errorResendDelayMs: 0, unreachableGiveUpMs: 1_000, absenceScans: 2, absenceWindowMs: 100 },
     });
     let bPasses = 0;
     const bReconciler = startReconciler({ ...b.deps, locks: b.locks }, 50, 'demo@default', () => bPasses++);

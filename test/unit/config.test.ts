@@ -52,7 +52,7 @@ describe('loadConfig', () => {
   it('bounds every database call and keeps the reconciliation windows at their documented defaults when unset', () => {
     const c = loadConfig({});
     expect(c.dbTimeouts).toEqual({ queryMs: 5_000, connectMs: 3_000 });
-    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 600_000, interruptResendDelayMs: 600_000, errorResendDelayMs: 30_000, absenceScans: 3, absenceWindowMs: 3_600_000 });
+    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 600_000, interruptResendDelayMs: 600_000, errorResendDelayMs: 30_000, absenceScans: 3, absenceWindowMs: 3_600_000, unreachableGiveUpMs: 3_600_000 });
     expect(Object.isFrozen(c.dbTimeouts) && Object.isFrozen(c.deliveryWindows)).toBe(true);
   });
 
@@ -65,9 +65,10 @@ describe('loadConfig', () => {
       BATON_ERROR_RESEND_AFTER_MS: '500',
       BATON_UNCERTAIN_SCANS: '5',
       BATON_UNCERTAIN_SCAN_WINDOW_MS: '7200000',
+      BATON_UNREACHABLE_GIVE_UP_MS: '0',
     });
     expect(c.dbTimeouts).toEqual({ queryMs: 1_500, connectMs: 800 });
-    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 120_000, interruptResendDelayMs: 0, errorResendDelayMs: 500, absenceScans: 5, absenceWindowMs: 7_200_000 });
+    expect(c.deliveryWindows).toEqual({ unobservableAfterMs: 120_000, interruptResendDelayMs: 0, errorResendDelayMs: 500, absenceScans: 5, absenceWindowMs: 7_200_000, unreachableGiveUpMs: 0 });
   });
 
   it('refuses database timeouts and reconciliation windows outside their documented bounds', () => {
@@ -76,6 +77,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BATON_UNOBSERVABLE_AFTER_MS: '99' })).toThrow(/BATON_UNOBSERVABLE_AFTER_MS must be between 100 and/);
     expect(() => loadConfig({ BATON_INTERRUPTED_RESEND_AFTER_MS: '-1' })).toThrow(/BATON_INTERRUPTED_RESEND_AFTER_MS must be a whole number/);
     expect(() => loadConfig({ BATON_ERROR_RESEND_AFTER_MS: '86400001' })).toThrow(/BATON_ERROR_RESEND_AFTER_MS must be between 0 and 86400000/);
+    expect(() => loadConfig({ BATON_UNREACHABLE_GIVE_UP_MS: '604800001' })).toThrow(/BATON_UNREACHABLE_GIVE_UP_MS must be between 0 and 604800000/);
     // One scan cannot be spread over a window: absence takes at least two looks.
     expect(() => loadConfig({ BATON_UNCERTAIN_SCANS: '1' })).toThrow(/BATON_UNCERTAIN_SCANS must be between 2 and 100/);
     expect(() => loadConfig({ BATON_UNCERTAIN_SCAN_WINDOW_MS: '3000000000' })).toThrow(/BATON_UNCERTAIN_SCAN_WINDOW_MS must be between 100 and 2592000000/);

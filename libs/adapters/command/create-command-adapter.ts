@@ -7,7 +7,14 @@ import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
 import { abortReason } from '../race-abort.ts';
 import { assertNever } from '../../domain/errors.ts';
 
-/** A program that cannot be started for one of these reasons never will be until its settings change. */
+/**
+ * A program that cannot be started for one of these reasons never will be until its settings (or
+ * the host) change: the write is refused. Every other start error (ETXTBSY: the file is open for
+ * writing, being installed; EAGAIN, ENOMEM, EMFILE, ENFILE: the host is short of something) is a
+ * write that never happened, `not_sent`, which the engine holds while it lasts. A missing file
+ * stays configuration: at the start nothing tells a deploy's brief gap from a wrong path
+ * (libs/adapters/README.md, "A program that cannot start").
+ */
 const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
 
 export interface CommandAdapterOptions {

@@ -73,15 +73,6 @@ export interface HeadReservation {
   queuedBusy: boolean;
 }
 
-/** An UNCERTAIN handoff due for a history scan, with the attempt whose write is in doubt. */
-export interface UncertainCandidate {
-  handoff: HandoffRecord;
-  attemptId: string | null;
-  requestId: string | null;
-  absentScans: number;
-  firstAbsentAt: Date | null;
-}
-
 /**
  * SQL over the handoffs, delivery_attempts and handoff_events tables. Raw SQL on purpose: the
  * delivery hot path is one round trip per transition (update + event row [+ attempt row] in a
@@ -120,6 +111,9 @@ const H = (alias: string) => `
   ${alias}.returned_at AS "returnedAt", ${alias}.created_by_token_id AS "createdByTokenId",
   ${alias}.result_summary AS "resultSummary", ${alias}.result,
   ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
+
+/** The HandoffRecord columns of a handoffs row aliased `alias`, for the statements of other modules (held-handoffs.ts, uncertain-due.ts). */
+export const handoffColumns = H;
 
 export const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle", c.handle AS "claimedByHandle"`;
 export const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id LEFT JOIN agents c ON c.id = h.claimed_by_id`;
@@ -1196,53 +1190,6 @@ export class HandoffRepository {
     const row = rows[0];
     if (!row) return null;
     return row.due ? 'now' : row.at;
-  }
-
-  /**
-   * HELD handoffs (oldest first) with their connection rule, for re-evaluating their holds; only
-   * those to agents of `deployment` (a lifted hold is queued on that deployment's queues). Every
-   * handoff with a recipient has a provider; the query says so to match the condition of
-   * handoffs_delivery_state_seq_idx (as uncertainDue does).
-   */
-  async held(limit: number, deployment: string): Promise<DispatchCandidate[]> {
-    const { rows } = await this.q<DispatchCandidate>(
-      `SELECT ${H('h')}, c.rule AS "connectionRule" FROM handoffs h
-       JOIN agents r ON r.id = h.recipient_id AND r.deployment = $2
-       LEFT JOIN connections c ON c.from_id = h.sender_id AND c.to_id = h.recipient_id
-       WHERE h.delivery_state = 'HELD' AND h.provider IS NOT NULL ORDER BY h.seq LIMIT $1`,
-      [limit, deployment],
-    );
-    return rows;
-  }
-
-  /**
-   * UNCERTAIN deliveries due for a history scan, oldest first, with the attempt in doubt: only
-   * those to agents of `deployment`, and with `scope`, only those of the given providers and
-   * worker pools (a session can only be observed from its pool's host).
-   */
-  async uncertainDue(
-    now: Date,
-    limit: number,
-    deployment: string,
-    scope?: { providers: readonly string[]; pools: readonly string[] },
-  ): Promise<UncertainCandidate[]> {
-    const { rows } = await this.q<HandoffRecord & { attemptId: string | null; requestId: string | null; absentScans: number | null; firstAbsentAt: Date | null }>(
-      `SELECT ${H('h')}, a.id AS "attemptId", a.request_id AS "requestId", a.absent_scans AS "absentScans", a.first_absent_at AS "firstAbsentAt"
-       FROM handoffs h
-       JOIN agents r ON r.id = h.recipient_id AND r.deployment = $5
-       LEFT JOIN LATERAL (SELECT * FROM delivery_attempts d WHERE d.handoff_id = h.id ORDER BY d.number DESC LIMIT 1) a ON true
-       WHERE h.delivery_state = 'UNCERTAIN' AND h.provider IS NOT NULL AND (h.not_before IS NULL OR h.not_before <= $1)
-         AND ($3::text[] IS NULL OR h.provider::text = ANY($3::text[])) AND ($4::text[] IS NULL OR h.pool = ANY($4::text[]))
-       ORDER BY h.seq LIMIT $2`,
-      [now, limit, scope ? [...scope.providers] : null, scope ? [...scope.pools] : null, deployment],
-    );
-    return rows.map(({ attemptId, requestId, absentScans, firstAbsentAt, ...handoff }) => ({
-      handoff,
-      attemptId,
-      requestId,
-      absentScans: absentScans ?? 0,
-      firstAbsentAt,
-    }));
   }
 
   /**

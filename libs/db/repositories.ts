@@ -10,6 +10,8 @@ import { TurnReportRepository } from './turn-report-repository.ts';
 import { EventLogRepository } from './event-log-repository.ts';
 import { LiveViewRepository } from './live-view-repository.ts';
 import { SessionTurnRepository } from './session-turn-repository.ts';
+import { HeldHandoffs } from './held-handoffs.ts';
+import { UncertainDue } from './uncertain-due.ts';
 import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 
 export interface Repositories {
@@ -27,6 +29,10 @@ export interface Repositories {
   readonly liveView: LiveViewRepository;
   /** The turns Baton wrote into a recipient's session (what a new turn says about earlier ones). */
   readonly sessionTurns: SessionTurnRepository;
+  /** HELD handoffs a page at a time, for lifting holds that ended (held-handoffs.ts). */
+  readonly heldHandoffs: HeldHandoffs;
+  /** UNCERTAIN handoffs due for a history scan (uncertain-due.ts). */
+  readonly uncertainDue: UncertainDue;
   /** What a handoff's earlier writes came to (how a write that did not become a turn is retried). */
   readonly attemptHistory: AttemptHistoryRepository;
 }
@@ -44,6 +50,8 @@ export function createRepositories(db: Database): Repositories {
     eventLog: new EventLogRepository(db.pool),
     liveView: new LiveViewRepository(db.pool),
     sessionTurns: new SessionTurnRepository(db.pool),
+    heldHandoffs: new HeldHandoffs(db.pool),
+    uncertainDue: new UncertainDue(db.pool),
     attemptHistory: new AttemptHistoryRepository(db.pool),
   };
 }

@@ -1,38 +1,71 @@
 import { holdReason, type RuntimeSettings } from '../domain/runtime-settings.ts';
+import type { ConnectionRule } from '../db/held-handoffs.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
 import { SYSTEM_ACTOR, type CoreDeps } from './ports.ts';
 import { hasErrorCode } from '../domain/errors.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 
-const BATCH = 500;
+/** HELD handoffs read per statement: one keyset page. */
+export const HOLDS_PAGE_SIZE = 500;
+
+const RULES: readonly ConnectionRule[] = ['allow', 'block'];
+
+export interface LiftHoldsOptions {
+  /** Rows per statement (default HOLDS_PAGE_SIZE). */
+  readonly pageSize?: number;
+  /** Stop after this many pages (default: every page); the reconciler's next pass takes the rest. */
+  readonly maxPages?: number;
+}
 
 /**
  * Re-evaluates every HELD handoff to an agent of this deployment against the current settings
  * and connections; those no longer held go back to WAITING (`hold_lifted`) and are queued on
- * this deployment's queues. Runs in the reconciler's sweep (so a pause that ends at
- * `enabledAfter` lifts by itself) and right after a setting or connection changes; the holds of
- * another deployment's agents are lifted by that deployment's reconciler.
+ * this deployment's queues. Runs in the reconciler (so a pause that ends at `enabledAfter`
+ * lifts by itself) and right after a setting or connection changes; the holds of another
+ * deployment's agents are lifted by that deployment's reconciler.
+ *
+ * `holdReason` reads only the settings, the pair's connection rule and the clock, so which
+ * rules (allow, block, none) it lets through is known before any row is read, and only holds
+ * with those rules are read: holds that are still blocked cost nothing, however many there are.
+ * Those are read in keyset pages on `seq` (HeldHandoffs.page, `pageSize` rows per statement),
+ * each starting after the last one read, until a short page; every row is still checked with
+ * `holdReason` before it moves.
  * @returns how many holds were lifted.
  */
-export async function liftHolds(deps: CoreDeps & { settingsReader: { get(): Promise<RuntimeSettings> } }): Promise<number> {
-  const held = await deps.handoffs.held(BATCH, deps.deployment);
-  if (held.length === 0) return 0;
+export async function liftHolds(
+  deps: CoreDeps & { settingsReader: { get(): Promise<RuntimeSettings> } },
+  opts: LiftHoldsOptions = {},
+): Promise<number> {
+  const pageSize = opts.pageSize ?? HOLDS_PAGE_SIZE;
+  const maxPages = opts.maxPages ?? Infinity;
   const settings = await deps.settingsReader.get();
+  const now = deps.clock.now();
+  const rules = RULES.filter((rule) => holdReason(settings, rule, now) === null);
+  const noRule = holdReason(settings, null, now) === null;
+  if (rules.length === 0 && !noRule) return 0;
   let lifted = 0;
-  for (const h of held) {
-    if (holdReason(settings, h.connectionRule, deps.clock.now()) !== null) continue;
-    try {
-      const moved = await applyTransition(deps, h, 'hold_lifted', SYSTEM_ACTOR, { reason: 'the block is gone', patch: { deliveryDetail: null } });
-      lifted++;
-      if (h.recipientId && h.provider && h.provider !== 'manual') {
-        await deps.scheduler
-          .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.holdLifted(h.id, moved.revision))
-          .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue a lifted handoff; the sweep will'));
+  let after: bigint | string = '0';
+  for (let page = 0; page < maxPages; page++) {
+    const held = await deps.heldHandoffs.page({ after, limit: pageSize, deployment: deps.deployment, rules, noRule });
+    for (const h of held) {
+      if (holdReason(settings, h.connectionRule, deps.clock.now()) !== null) continue;
+      try {
+        const moved = await applyTransition(deps, h, 'hold_lifted', SYSTEM_ACTOR, { reason: 'the block is gone', patch: { deliveryDetail: null } });
+        lifted++;
+        if (h.recipientId && h.provider && h.provider !== 'manual') {
+          await deps.scheduler
+            .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.holdLifted(h.id, moved.revision))
+            .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue a lifted handoff; the sweep will'));
+        }
+      } catch (err) {
+        if (!hasErrorCode(err, 'stale_revision')) throw err;
       }
-    } catch (err) {
-      if (!hasErrorCode(err, 'stale_revision')) throw err;
     }
+    const last = held[held.length - 1];
+    if (held.length < pageSize || !last) break;
+    after = last.seq;
   }
+  if (lifted > 0) deps.logger.info({ count: lifted }, 'holds lifted');
   return lifted;
 }

@@ -14,7 +14,9 @@ export async function getSettings(deps: CoreDeps): Promise<RuntimeSettings> {
 
 /**
  * Sets a runtime setting (`enabled`, `enabledAfter`, `connections`, `outageGuard`). Holds
- * that no longer apply are lifted at once; workers see the change within a second.
+ * that no longer apply are lifted at once (the first page of them, HOLDS_PAGE_SIZE: the call
+ * stays short; the reconciler lifts any more within one interval); workers see the change
+ * within a second.
  * @throws BatonError unknown_setting, validation_failed (the value does not fit the key)
  */
 export async function setSetting(deps: CoreDeps, key: string, value: unknown): Promise<RuntimeSettings> {
@@ -25,13 +27,14 @@ export async function setSetting(deps: CoreDeps, key: string, value: unknown): P
   if (!parsed.ok) throw new BatonError('validation_failed', parsed.error);
   await deps.settings.set(key, parsed.value, deps.clock.now());
   deps.logger.info({ key }, 'setting changed');
-  await liftHolds({ ...deps, settingsReader: fresh(deps) });
+  await liftHolds({ ...deps, settingsReader: fresh(deps) }, { maxPages: 1 });
   return getSettings(deps);
 }
 
 /**
  * Allows or blocks deliveries from one agent to another. A block holds (HELD) the pair's
- * deliveries that have not started; allowing lifts those holds at once.
+ * deliveries that have not started; allowing lifts those holds at once (the first page of
+ * them, as `setSetting` does).
  * @throws BatonError project_not_found, agent_not_found
  */
 export async function setConnection(deps: CoreDeps, input: { project: string; from: string; to: string; rule: 'allow' | 'block' }): Promise<ConnectionRecord[]> {
@@ -43,7 +46,7 @@ export async function setConnection(deps: CoreDeps, input: { project: string; fr
   if (!toAgent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(to)} in project ${project.slug}`);
   await deps.settings.setConnection(project.id, newId(deps.clock.now().getTime()), fromAgent.id, toAgent.id, input.rule, deps.clock.now());
   deps.logger.info({ from, to, rule: input.rule }, 'connection rule set');
-  await liftHolds({ ...deps, settingsReader: fresh(deps) });
+  await liftHolds({ ...deps, settingsReader: fresh(deps) }, { maxPages: 1 });
   return deps.settings.connections(project.id);
 }
 

@@ -10,6 +10,8 @@ import type { TokenCache } from './token-cache.ts';
 import type { AuditRepository } from '../db/audit-repository.ts';
 import type { LiveViewRepository } from '../db/live-view-repository.ts';
 import type { SessionTurnRepository } from '../db/session-turn-repository.ts';
+import type { HeldHandoffs } from '../db/held-handoffs.ts';
+import type { UncertainDue } from '../db/uncertain-due.ts';
 import type { AttemptHistoryRepository } from '../db/attempt-history-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
@@ -73,6 +75,10 @@ export interface CoreDeps {
   readonly liveView: LiveViewRepository;
   /** The turns Baton wrote into a recipient's session (earlier-requests.ts). */
   readonly sessionTurns: SessionTurnRepository;
+  /** HELD handoffs a page at a time (lift-holds.ts). */
+  readonly heldHandoffs: HeldHandoffs;
+  /** UNCERTAIN handoffs due for a history scan (reconcile-uncertain.ts). */
+  readonly uncertainDue: UncertainDue;
   /** A handoff's earlier writes (write-retries.ts): read only when a handoff is written again. */
   readonly attemptHistory: AttemptHistoryRepository;
   readonly scheduler: DispatchScheduler;

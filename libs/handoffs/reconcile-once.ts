@@ -13,22 +13,48 @@ export interface ReconcileReport {
   queuedAgents: number;
 }
 
+export type ReconcileDeps = DispatchDeps & { locks: DispatchDeps['locks'] & { busy(agentIds: readonly string[]): Promise<boolean[]> } };
+
+/** The reconciler's steps that only need Postgres and Redis (no adapter), by name. */
+export type ReconcileStep = 'holds' | 'reminders' | 'leases' | 'sweep';
+
 /**
- * One pass of the reconciler, in order: lift holds that ended, send due deadline reminders,
- * scan UNCERTAIN deliveries' histories, expire claims whose lease ran out, and re-queue every
- * agent with open work and no lock.
+ * The reconciler's Postgres-only steps, each to be run on its own cadence (workers/timers): lift
+ * holds that ended, send due deadline reminders, expire claims whose lease ran out, re-queue
+ * every agent with open work and no lock. None of them waits on a provider, and none waits on
+ * another: a slow one delays only its own next run. Observing UNCERTAIN handoffs is not among
+ * them: it waits on providers, so it runs beside them (`UncertainObserver`).
  * Every step reads Postgres and is safe to run from several processes at once.
  */
+export function reconcileSteps(deps: ReconcileDeps, intervalMs: number, sweepMemory?: SweepMemory): Record<ReconcileStep, () => Promise<Partial<ReconcileReport>>> {
+  return {
+    holds: async () => ({ liftedHolds: await liftHolds(deps) }),
+    reminders: async () => ({ reminders: (await sendReminders(deps)).length }),
+    leases: async () => ({ expiredClaims: await expireLeases(deps) }),
+    sweep: async () => ({ queuedAgents: await sweepOpenWork(deps, intervalMs, sweepMemory) }),
+  };
+}
+
+/**
+ * One whole reconciler pass, every step awaited in order (tests, and a one-off run): lift holds
+ * that ended, send due deadline reminders, observe the UNCERTAIN deliveries that are due (with
+ * bounded concurrency per provider: reconcile-uncertain.ts), expire claims whose lease ran out,
+ * and re-queue every agent with open work and no lock. The running reconciler
+ * (workers/timers/start-reconciler.ts) runs the same steps apart instead, so no step waits on
+ * an observation.
+ */
 export async function reconcileOnce(
-  deps: DispatchDeps & { locks: DispatchDeps['locks'] & { busy(agentIds: readonly string[]): Promise<boolean[]> } },
+  deps: ReconcileDeps,
   intervalMs: number,
   /** The leading process's memory between sweeps (sweep-open-work.ts); absent: none kept. */
   sweepMemory?: SweepMemory,
 ): Promise<ReconcileReport> {
-  const liftedHolds = await liftHolds(deps);
-  const reminders = (await sendReminders(deps)).length;
-  const uncertain = await reconcileUncertain(deps);
-  const expiredClaims = await expireLeases(deps);
-  const queuedAgents = await sweepOpenWork(deps, intervalMs, sweepMemory);
-  return { liftedHolds, reminders, uncertain, expiredClaims, queuedAgents };
+  const steps = reconcileSteps(deps, intervalMs, sweepMemory);
+  const report: ReconcileReport = { liftedHolds: 0, reminders: 0, uncertain: 0, expiredClaims: 0, queuedAgents: 0 };
+  Object.assign(report, await steps.holds());
+  Object.assign(report, await steps.reminders());
+  report.uncertain = await reconcileUncertain(deps);
+  Object.assign(report, await steps.leases());
+  Object.assign(report, await steps.sweep());
+  return report;
 }

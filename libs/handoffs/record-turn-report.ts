@@ -27,7 +27,10 @@ export interface SignedTurnReport {
  * the turn was sent to. A repeat of the stored report is answered as a success and changes
  * nothing; `running` may be followed by a final report, a final report never changes. Nothing
  * here moves the handoff: the worker following the turn (or the reconciler observing it) reads
- * the report through the webhook adapter and records the end with the usual transitions.
+ * the report through the webhook adapter and records the end with the usual transitions. An
+ * UNCERTAIN turn with a final report on record is due for observation at once (libs/db
+ * uncertain-due.ts), so its owner's reconciler settles it within one interval, also after a
+ * scan that found nothing.
  * @returns the stored report and whether this call stored it.
  * @throws BatonError turn_not_found, invalid_signature, stale_timestamp, replay_conflict
  */

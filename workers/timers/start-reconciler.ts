@@ -1,48 +1,96 @@
-import type { DispatchDeps } from '../../libs/handoffs/dispatch-agent.ts';
-import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
+import { reconcileSteps, type ReconcileDeps, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
+import { UncertainObserver } from '../../libs/handoffs/uncertain-observer.ts';
+
+/** A failing step is logged on its first failure and on every this-many-th after it. */
+const LOG_EVERY_FAILURES = 30;
+
+/** One step's runs: never two at once; its failures in a row. */
+interface Lane {
+  running: Promise<void> | null;
+  failures: number;
+}
+
+const noActions = (): ReconcileReport => ({ liftedHolds: 0, reminders: 0, uncertain: 0, expiredClaims: 0, queuedAgents: 0 });
 
 /**
- * Runs the reconciler (libs/handoffs/reconcile-once.ts) every `intervalMs`, never two passes
- * at once in this process, and in one process at a time across the deployment (a lead key
- * that expires after one interval). Errors (Postgres or Redis down) are logged and the next tick tries
- * again: that is how workers back off and resume.
+ * Runs the reconciler every `intervalMs`, in one process at a time across the deployment's
+ * workers of `group` (a lead key that expires after one interval). Each tick this process leads
+ * starts every step of libs/handoffs/reconcile-once.ts whose previous run has ended (lift holds,
+ * reminders, lease expiry, the sweep: each in its own lane, so none waits on another), and
+ * fills the free observation slots of its `UncertainObserver` (UNCERTAIN handoffs, at most
+ * OBSERVATIONS_PER_PROVIDER looks per provider at a time), whose looks run on without holding
+ * up any tick. A step that fails (Postgres or Redis down) is logged and tried at the next tick:
+ * that is how workers back off and resume.
  */
 export function startReconciler(
-  deps: DispatchDeps & {
-    locks: DispatchDeps['locks'] & {
-      busy(agentIds: readonly string[]): Promise<boolean[]>;
-      tryLeadReconciler(group: string, holder: string, ms: number): Promise<boolean>;
-    };
+  deps: ReconcileDeps & {
+    locks: ReconcileDeps['locks'] & { tryLeadReconciler(group: string, holder: string, ms: number): Promise<boolean> };
   },
   intervalMs: number,
   /** Workers serving the same providers share one leader (e.g. "demo"). */
   group: string,
-  /** Told what each pass this process led did (the metrics' reconciler counter). */
+  /** Told, at each tick this process leads, what the steps finished since the last such tick did (the metrics' reconciler counters). */
   onPass?: (report: ReconcileReport) => void,
 ): { stop(): Promise<void> } {
-  let running: Promise<void> | null = null;
-  let failures = 0;
-  const sweepMemory = new SweepMemory();
+  const stopping = new AbortController();
+  const steps = reconcileSteps(deps, intervalMs, new SweepMemory());
+  const observer = new UncertainObserver(deps, stopping.signal);
+  const lanes = new Map<string, Lane>();
+  let done = noActions();
+  let leading: Promise<void> | null = null;
+  let leadFailures = 0;
+
+  const run = (name: string, step: () => Promise<Partial<ReconcileReport>>) => {
+    let lane = lanes.get(name);
+    if (!lane) lanes.set(name, (lane = { running: null, failures: 0 }));
+    if (lane.running) return;
+    const l = lane;
+    l.running = step()
+      .then(
+        (report) => {
+          for (const [key, n] of Object.entries(report) as Array<[keyof ReconcileReport, number]>) done[key] += n;
+          if (l.failures > 0) deps.logger.info({ step: name, failures: l.failures }, 'reconciler step recovered');
+          l.failures = 0;
+        },
+        (err: unknown) => {
+          l.failures++;
+          if (l.failures === 1 || l.failures % LOG_EVERY_FAILURES === 0) deps.logger.warn({ err, step: name, failures: l.failures }, 'reconciler step failed');
+        },
+      )
+      .finally(() => {
+        l.running = null;
+      });
+  };
+
   const tick = () => {
-    if (running) return;
+    if (leading || stopping.signal.aborted) return;
     // One process leads each interval; the others skip it (every step is safe in parallel, but
     // there is no point in several processes scanning the same histories).
-    running = deps.locks
+    leading = deps.locks
       .tryLeadReconciler(group, deps.workerId, intervalMs)
-      .then(async (leading) => {
-        if (leading) onPass?.(await reconcileOnce(deps, intervalMs, sweepMemory));
-      })
-      .then(() => {
-        if (failures > 0) deps.logger.info({ failures }, 'reconciler recovered');
-        failures = 0;
-      })
-      .catch((err: unknown) => {
-        failures++;
-        if (failures === 1 || failures % 30 === 0) deps.logger.warn({ err, failures }, 'reconciler pass failed');
-      })
+      .then(
+        (lead) => {
+          if (leadFailures > 0) deps.logger.info({ failures: leadFailures }, 'reconciler recovered');
+          leadFailures = 0;
+          if (!lead || stopping.signal.aborted) return;
+          for (const [name, step] of Object.entries(steps)) run(name, step);
+          // Starts looks in the free slots and returns: what they did is counted as they end.
+          run('observe', async () => {
+            await observer.fill();
+            return {};
+          });
+          const report = { ...done, uncertain: done.uncertain + observer.takeTouched() };
+          done = noActions();
+          onPass?.(report);
+        },
+        (err: unknown) => {
+          leadFailures++;
+          if (leadFailures === 1 || leadFailures % LOG_EVERY_FAILURES === 0) deps.logger.warn({ err, failures: leadFailures }, 'reconciler pass failed');
+        },
+      )
       .finally(() => {
-        running = null;
+        leading = null;
       });
   };
   const timer = setInterval(tick, intervalMs);
@@ -51,7 +99,11 @@ export function startReconciler(
   return {
     async stop() {
       clearInterval(timer);
-      await running;
+      // Looks in flight are cut short: they write nothing, and the handoffs stay due.
+      stopping.abort(new Error('the reconciler is stopping'));
+      await leading;
+      await Promise.all([...lanes.values()].map((l) => l.running));
+      await observer.idle();
     },
   };
 }

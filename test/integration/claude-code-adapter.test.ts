@@ -19,6 +19,7 @@ import { startEgressTripwire, type EgressTripwire } from '../support/fake-models
 import { startFakeModelServer, type FakeBehaviour, type FakeExchange, type FakeModelServer } from '../support/fake-models/fake-model-server.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * The claude_code adapter against the REAL `claude` CLI (pinned; scripts/install-agent-clis.sh)
@@ -205,18 +206,7 @@ describe('claude_code turns through Baton, with the real claude CLI', () => {
 });
 
 describe('the claude_code adapter itself', () => {
-  const turn = (requestId: string, message: string): TurnRequest => ({
-    requestId,
-    handoffId: randomUUID(),
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  });
+  const turn = (requestId: string, message: string): TurnRequest => turnRequest(message, { requestId, handoffId: randomUUID() });
   const never = new AbortController().signal;
 
   it('answers busy, writing nothing, while a claude process of Baton\'s is still alive in the session (as a crashed worker leaves it), and a new process follows that turn to its end', async () => {

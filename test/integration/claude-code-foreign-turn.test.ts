@@ -14,6 +14,7 @@ import { hold, markerOf, startClaudeCodeFixture, type ClaudeCodeFixture } from '
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * A turn Baton did not start (a person's own claude on the same session) makes the session busy,
@@ -53,20 +54,7 @@ function countingBusy(): { registry: AdapterRegistry; busyAnswers: () => number 
 const adapter = (opts: { now?: () => number } = {}) => createClaudeCodeAdapter({ runDir: fx.runDir, baseEnv: inheritedEnv(process.env), ...opts });
 const exited = (child: { on(e: 'exit', f: (code: number | null) => void): unknown }) => new Promise<number | null>((resolve) => child.on('exit', resolve));
 
-function turn(requestId: string, message: string): TurnRequest {
-  return {
-    requestId,
-    handoffId: randomUUID(),
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  };
-}
+const turn = (requestId: string, message: string): TurnRequest => turnRequest(message, { requestId, handoffId: randomUUID() });
 
 /** The sessions files claude keeps for its running processes, as written. */
 function sessionFiles(): Array<{ pid: number; sessionId: string; procStart?: string; status?: string }> {

@@ -8,6 +8,7 @@ import type { DeliveryTarget, ProviderAdapter, TurnEnd, TurnRequest } from '../.
 import { validateProviderSettings } from '../../libs/adapters/provider-specs.ts';
 import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
 import { eventually } from '../support/eventually.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * The Codex adapter against the REAL `codex app-server` daemon (@openai/codex 0.171.0, installed
@@ -21,21 +22,7 @@ let n = 0;
 const never = new AbortController().signal;
 const signal = () => AbortSignal.timeout(20_000);
 
-function turn(message: string): TurnRequest {
-  n++;
-  return {
-    requestId: `req-${Date.now().toString(36)}-${n}`,
-    handoffId: `h-${n}`,
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  };
-}
+const turn = (message: string): TurnRequest => turnRequest(message);
 
 function target(threadOrHandle: string | null, extra: Record<string, unknown> = {}): DeliveryTarget {
   return { agentId: `agent-${++n}`, handle: 'eng', target: threadOrHandle, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary, ...extra } };

@@ -9,6 +9,7 @@ import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.t
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * The codex provider's `env` setting against the REAL codex 0.171.0: a Codex home whose model
@@ -20,25 +21,10 @@ import { waitForState } from '../support/wait-for-state.ts';
 
 let fx: CodexFixture;
 let adapter: ProviderAdapter;
-let n = 0;
 const KEY = 'sk-test-baton-env-3f9a';
 const signal = () => AbortSignal.timeout(20_000);
 
-function turn(message: string): TurnRequest {
-  n++;
-  return {
-    requestId: `req-env-${Date.now().toString(36)}-${n}`,
-    handoffId: `h-${n}`,
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  };
-}
+const turn = (message: string): TurnRequest => turnRequest(message);
 
 /** An agent without a thread of its own yet (the first turn starts one), with or without the key in its `env`. */
 function agent(id: string, env?: Record<string, unknown>): DeliveryTarget {

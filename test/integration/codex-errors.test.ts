@@ -3,6 +3,7 @@ import { createCodexAdapter } from '../../libs/adapters/codex/create-codex-adapt
 import type { DeliveryTarget, ProviderAdapter, TurnFailure, TurnRequest } from '../../libs/adapters/provider-adapter.ts';
 import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
 import type { FakeBehaviour } from '../support/fake-models/fake-model-server.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * What the REAL codex 0.171.0 reports for each kind of model failure (the fake Responses server on
@@ -14,24 +15,9 @@ import type { FakeBehaviour } from '../support/fake-models/fake-model-server.ts'
 let fx: CodexFixture;
 let adapter: ProviderAdapter;
 let threadId: string;
-let n = 0;
 const signal = () => AbortSignal.timeout(20_000);
 
-function turn(message: string): TurnRequest {
-  n++;
-  return {
-    requestId: `req-err-${Date.now().toString(36)}-${n}`,
-    handoffId: `h-${n}`,
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  };
-}
+const turn = (message: string): TurnRequest => turnRequest(message);
 
 const target = (): DeliveryTarget => ({ agentId: 'agent-errors', handle: 'eng', target: threadId, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary } });
 

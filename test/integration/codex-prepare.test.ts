@@ -12,6 +12,7 @@ import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.t
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
+import { turnRequest } from '../support/turn-request.ts';
 
 /**
  * Readying fresh Codex homes ahead of their first turn, with the REAL codex 0.171.0: a home with
@@ -27,21 +28,7 @@ const homes: string[] = [];
 let n = 0;
 const signal = () => AbortSignal.timeout(20_000);
 
-function turn(message: string): TurnRequest {
-  n++;
-  return {
-    requestId: `req-prep-${Date.now().toString(36)}-${n}`,
-    handoffId: `h-${n}`,
-    attempt: 1,
-    from: 'lead',
-    title: null,
-    message,
-    focus: null,
-    doneWhen: null,
-    context: { summary: null, openQuestions: [], nextSteps: [] },
-    packet: '(no context)',
-  };
-}
+const turn = (message: string): TurnRequest => turnRequest(message);
 
 /** Another fresh Codex home with the fixture's config (the fake model, nothing that phones home), no daemon package. */
 function freshHome(name: string): string {

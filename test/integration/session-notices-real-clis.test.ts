@@ -75,60 +75,71 @@ function noEgress(fake: FakeModelServer, attempts: readonly string[]): void {
   expect(fake.refusedConnections).toBe(0);
 }
 
-describe('Claude Code: what the session is told about earlier requests', () => {
-  let fx: ClaudeCodeFixture;
+/** One real CLI wired to the fake model: the agent's settings, the worker's adapters, the fake's script. */
+interface RealCli {
+  readonly provider: 'claude_code' | 'codex';
+  settings(): Record<string, unknown>;
+  adapters(): ReturnType<typeof createAdapters>;
+  script(choose: (ex: FakeExchange) => FakeBehaviour): void;
+  noEgress(): void;
+  close(): Promise<void>;
+}
+
+const CLIS: ReadonlyArray<{ name: string; start: () => Promise<RealCli> }> = [
+  {
+    name: 'Claude Code (the session)',
+    start: async () => {
+      const fx: ClaudeCodeFixture = await startClaudeCodeFixture('baton-claude-notices-');
+      return {
+        provider: 'claude_code',
+        settings: () => fx.settings('agent'),
+        adapters: () => createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } }),
+        script: (choose) => fx.script('agent', choose),
+        noEgress: () => noEgress(fx.fake, fx.tripwire.attempts),
+        close: () => fx.close(),
+      };
+    },
+  },
+  {
+    name: 'Codex (the thread)',
+    start: async () => {
+      const fx: CodexFixture = await startCodexFixture();
+      return {
+        provider: 'codex',
+        settings: () => ({ cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary }),
+        adapters: () => createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }),
+        script: (choose) => fx.fake.script(choose),
+        noEgress: () => noEgress(fx.fake, fx.tripwire.attempts),
+        close: () => fx.close(),
+      };
+    },
+  },
+];
+
+describe.each(CLIS)('$name: what it is told about earlier requests', ({ start }) => {
+  let cli: RealCli;
   let baton: TestBaton;
 
   beforeAll(async () => {
-    fx = await startClaudeCodeFixture('baton-claude-notices-');
+    cli = await start();
     baton = await startTestBaton();
     expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
   });
 
   afterAll(async () => {
     await baton?.stop();
-    await fx?.close();
+    await cli?.close();
   });
 
   it('the resend names the request it replaces; the turn after a given-up handoff names it as not to be acted on', async () => {
     const s = scripted();
-    fx.script('cc', s.choose);
-    expect((await baton.post('/v1/agents', { id: 'cc', provider: 'claude_code', settings: fx.settings('cc') })).status).toBe(201);
-    const worker = baton.startWorker({ adapters: createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } }), windows: WINDOWS });
+    cli.script(s.choose);
+    expect((await baton.post('/v1/agents', { id: 'agent', provider: cli.provider, settings: cli.settings() })).status).toBe(201);
+    const worker = baton.startWorker({ adapters: cli.adapters(), windows: WINDOWS });
     try {
-      await walk(baton, 'cc', s.requests);
+      await walk(baton, 'agent', s.requests);
       expect(s.requests).toHaveLength(4);
-      noEgress(fx.fake, fx.tripwire.attempts);
-    } finally {
-      await worker.stop();
-    }
-  }, 180_000);
-});
-
-describe('Codex: what the thread is told about earlier requests', () => {
-  let fx: CodexFixture;
-  let baton: TestBaton;
-
-  beforeAll(async () => {
-    fx = await startCodexFixture();
-    baton = await startTestBaton();
-    expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
-  });
-
-  afterAll(async () => {
-    await baton?.stop();
-    await fx?.close();
-  });
-
-  it('the resend names the request it replaces; the turn after a given-up handoff names it as not to be acted on', async () => {
-    const s = scripted();
-    fx.fake.script(s.choose);
-    expect((await baton.post('/v1/agents', { id: 'cx', provider: 'codex', settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary } })).status).toBe(201);
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }), windows: WINDOWS });
-    try {
-      await walk(baton, 'cx', s.requests);
-      expect(s.requests).toHaveLength(4);
-      noEgress(fx.fake, fx.tripwire.attempts);
+      cli.noEgress();
     } finally {
       await worker.stop();
     }

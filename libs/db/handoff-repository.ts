@@ -849,6 +849,13 @@ export class HandoffRepository {
     if (typeof pool.connect !== 'function') return fn(this);
     const client = await pool.connect();
     let broken = false;
+    // A checked-out client has no listener of the pool's: a connection that ends meanwhile (a
+    // Postgres restart, a dropped link, or BoundedClient ending one whose reply timed out) would
+    // emit an 'error' nobody handles, and that ends the process. The statement fails anyway.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const result = await fn(new HandoffRepository(client));
@@ -861,6 +868,7 @@ export class HandoffRepository {
       });
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

@@ -45,6 +45,10 @@ export async function migrate(connectionString: string, dir: string = MIGRATIONS
   const migrations = await readMigrations(dir);
   // Bounded: a Postgres host that drops packets must not hang `baton init` or a start forever.
   const client = new pg.Client({ connectionString, application_name: 'baton-migrate', connectionTimeoutMillis: 10_000 });
+  // A connection that ends mid-migration (Postgres restarting, a dropped link) fails the
+  // statement in flight, which the caller reports; the same error emitted on the client with
+  // no listener would end the process with a stack instead.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCK_KEY.toString()]);

@@ -6,6 +6,7 @@ import { migrate } from '../../libs/db/migrate.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis, type EmbeddedPostgres, type Started } from '../cli/embedded-infra.ts';
 import { spawnBaton, type BatonProcess } from '../cli/spawn-baton.ts';
 import { FaultProxy } from './fault-proxy.ts';
+import type { ProcessFate } from './uncertain-summary.ts';
 
 /**
  * The settings every chaos process runs with, through the same environment variables an
@@ -67,6 +68,8 @@ export interface UnexpectedExit {
   readonly wasServing: boolean;
   /** The first line of what it printed last that looks like the reason. */
   readonly reason: string;
+  /** A start that found the API's port taken: the harness picked that port, Baton did nothing wrong. */
+  readonly portTaken?: boolean;
 }
 
 /** How long the run waits before restarting a process that exited by itself (a supervisor's restart delay). */
@@ -89,8 +92,12 @@ export class ChaosEnvironment {
   readonly pool: pg.Pool;
   demoHostUrl = '';
   adminToken = '';
-  /** Exits the run did not cause, in order; each was followed by a restart. */
+  /** Exits the run did not cause, in order; each was followed by a restart (not the demo host's). */
   readonly unexpectedExits: UnexpectedExit[] = [];
+  /** Baton processes the run SIGKILLed on purpose (its worker-kill faults). */
+  killedOnPurpose = 0;
+  /** What became of each process, by pid (workers name themselves `<host>-<pid>` in the event log). */
+  private readonly fates = new Map<number, ProcessFate>();
   private demoHost: BatonProcess | null = null;
   private readonly logs = new Map<string, string>();
   private closing = false;
@@ -126,8 +133,15 @@ export class ChaosEnvironment {
       for (let i = 0; i < opts.apis; i++) await env.addSlot('api', `api-${i + 1}`);
       for (let i = 0; i < opts.workers; i++) await env.addSlot('worker', `worker-${i + 1}`);
       const port = await freePort();
-      env.demoHost = spawnBaton(['demo-host', '--port', String(port)], { BATON_HOME: env.home, BATON_LOG_LEVEL: 'warn' });
-      await env.demoHost.waitFor(/demo sessions on/, 30_000);
+      const demoHost = spawnBaton(['demo-host', '--port', String(port)], { BATON_HOME: env.home, BATON_LOG_LEVEL: 'warn' });
+      env.demoHost = demoHost;
+      // Nothing restarts it (the sessions and the write log live in it): its exit fails the run.
+      void demoHost.exited().then((code) => {
+        if (env.closing) return;
+        const output = demoHost.output();
+        env.unexpectedExits.push({ slot: 'demo-host', at: Date.now(), code, signal: demoHost.child.signalCode, wasServing: /demo sessions on/.test(output), reason: exitReason(output) });
+      });
+      await demoHost.waitFor(/demo sessions on/, 30_000);
       env.demoHostUrl = `http://127.0.0.1:${port}`;
     } catch (err) {
       await env.close();
@@ -178,6 +192,11 @@ export class ChaosEnvironment {
     this.slots.push({ role, name, postgresProxy, redisProxy, apiUrl, process: null, starts: 0, stopping: false });
   }
 
+  /** Baton processes started so far: every start of every slot, and the demo host. */
+  get processesStarted(): number {
+    return this.slots.reduce((sum, s) => sum + s.starts, this.demoHost ? 1 : 0);
+  }
+
   get apis(): ProcessSlot[] {
     return this.slots.filter((s) => s.role === 'api');
   }
@@ -208,18 +227,21 @@ export class ChaosEnvironment {
   async start(slot: ProcessSlot, wait: boolean): Promise<void> {
     if (slot.process) return;
     const p = spawnBaton([slot.role], this.processEnv(slot));
-    const serving = slot.role === 'api' ? /Baton API on/ : /delivery worker started/;
+    const serving = servingLine(slot.role);
     slot.process = p;
     slot.stopping = false;
     slot.starts++;
+    this.fates.set(p.pid, 'alive to the end');
     void p.exited().then(async (code) => {
       this.keepLog(slot, p);
       if (slot.process !== p) return;
       const output = p.output();
       // Not a fault of Baton's: the harness's port was taken. The next start gets another.
-      if (portTaken(slot, output, serving)) slot.apiUrl = `http://127.0.0.1:${await freePort()}`;
+      const taken = portTaken(slot, output, serving);
+      if (taken) slot.apiUrl = `http://127.0.0.1:${await freePort()}`;
       slot.process = null;
       if (slot.stopping || this.closing) return;
+      this.fates.set(p.pid, 'exited by itself');
       this.unexpectedExits.push({
         slot: slot.name,
         at: Date.now(),
@@ -227,12 +249,27 @@ export class ChaosEnvironment {
         signal: p.child.signalCode,
         wasServing: serving.test(output),
         reason: exitReason(output),
+        ...(taken ? { portTaken: true } : {}),
       });
       setTimeout(() => {
         if (!this.closing && slot.process === null) void this.start(slot, false);
       }, RESTART_DELAY_MS);
     });
     if (wait) await this.untilServing(slot, p, serving);
+  }
+
+  /**
+   * Whether the slot's process (this one, or the one started in its place after it exited)
+   * serves within `timeoutMs`. A kill fault ends when the worker it killed is back: on a starved
+   * machine a start takes seconds, and kills coming faster than starts would leave no worker.
+   */
+  async serving(slot: ProcessSlot, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !this.closing) {
+      if (slot.process && servingLine(slot.role).test(slot.process.output())) return true;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return false;
   }
 
   /** Waits for the slot's process to serve, through the restarts of a start that found its port taken (at most PORT_TRIES). */
@@ -254,6 +291,12 @@ export class ChaosEnvironment {
     }
   }
 
+  /** What became of the process an event's actor (`<host>-<pid>`) names. */
+  fateOf(actor: string | null): ProcessFate {
+    const pid = Number(/-(\d+)$/.exec(actor ?? '')?.[1]);
+    return this.fates.get(pid) ?? 'unknown';
+  }
+
   /** The first API writes the admin token on its first start; read it once that is done. */
   readAdminToken(): string {
     this.adminToken = readFileSync(join(this.home, 'admin.token'), 'utf8').trim();
@@ -265,6 +308,8 @@ export class ChaosEnvironment {
     const p = slot.process;
     if (!p) return;
     slot.stopping = true;
+    this.killedOnPurpose++;
+    this.fates.set(p.pid, 'sigkilled by the run');
     p.child.kill('SIGKILL');
     await p.exited();
   }
@@ -321,6 +366,11 @@ export class ChaosEnvironment {
   describe(): string {
     return `home ${this.home}, Postgres ${this.postgres.url}, Redis redis://127.0.0.1:${this.redisPort}, demo host ${this.demoHostUrl}`;
   }
+}
+
+/** The line a process prints once it serves. */
+function servingLine(role: Role): RegExp {
+  return role === 'api' ? /Baton API on/ : /delivery worker started/;
 }
 
 /** Starts of one slot that may find the API's port taken before one serves. */

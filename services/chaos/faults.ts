@@ -4,12 +4,13 @@ import type { FaultProxy } from './fault-proxy.ts';
 import type { Random } from './random.ts';
 
 /** What the chaos run breaks. */
-export const FAULT_KINDS = ['worker_kill', 'redis_restart', 'postgres_restart', 'proxy_latency', 'proxy_stall', 'proxy_drop'] as const;
+export const FAULT_KINDS = ['worker_kill', 'api_kill', 'redis_restart', 'postgres_restart', 'proxy_latency', 'proxy_stall', 'proxy_drop'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** How often each kind is drawn once every kind has been injected once. */
 const WEIGHTS: Readonly<Record<FaultKind, number>> = {
   worker_kill: 3,
+  api_kill: 1,
   redis_restart: 1,
   postgres_restart: 1,
   proxy_latency: 2,
@@ -19,6 +20,7 @@ const WEIGHTS: Readonly<Record<FaultKind, number>> = {
 
 export const FAULT_LABELS: Readonly<Record<FaultKind, string>> = {
   worker_kill: 'worker SIGKILL + restart',
+  api_kill: 'API SIGKILL + restart',
   redis_restart: 'Redis restart',
   postgres_restart: 'Postgres restart',
   proxy_latency: 'proxy latency',
@@ -27,6 +29,9 @@ export const FAULT_LABELS: Readonly<Record<FaultKind, string>> = {
 };
 
 export type Server = 'postgres' | 'redis';
+
+/** The longest a worker-kill fault waits for the restarted worker to serve (as long as a first start may take). */
+const RESTART_SERVING_MS = 60_000;
 
 /** One injected fault: when it began and ended (ms since the epoch), and what exactly it did. */
 export interface FaultRecord {
@@ -78,11 +83,14 @@ export class FaultInjector {
   }
 
   /**
-   * Injects until `stop()` says so (checked between faults), then ends the background faults at
-   * once: from then on nothing is broken, and the time to all final is counted from there.
+   * Injects until `until.done()` says so, but not before every kind was injected once (a
+   * starved run's faults take longer, restarts most), unless `until.abort()` (checked between
+   * faults); then ends the background faults at once: from then on nothing is broken, and the
+   * time to all final is counted from there.
    */
-  async run(stop: () => boolean): Promise<void> {
+  async run(until: { done: () => boolean; abort: () => boolean }): Promise<void> {
     const firstRound = this.rng.shuffle(FAULT_KINDS);
+    const stop = () => until.abort() || (firstRound.length === 0 && until.done());
     while (!stop()) {
       await sleep(this.rng.int(this.timing.gapMs[0], this.timing.gapMs[1]));
       if (stop()) break;
@@ -95,7 +103,10 @@ export class FaultInjector {
   async inject(kind: FaultKind): Promise<void> {
     switch (kind) {
       case 'worker_kill':
-        return this.killWorkers();
+        return this.killAndRestart('worker_kill', this.env.workers, this.rng.chance(0.25) ? 2 : 1);
+      case 'api_kill':
+        // Never every API: the sends go on through the other one while this one comes back.
+        return this.killAndRestart('api_kill', this.env.apis, Math.min(1, this.env.apis.length - 1));
       case 'redis_restart': {
         const down = this.rng.int(0, 800);
         const at = Date.now();
@@ -137,16 +148,21 @@ export class FaultInjector {
     }
   }
 
-  /** SIGKILLs one worker (sometimes two at once) and starts a new process in its place a moment later. */
-  private async killWorkers(): Promise<void> {
-    const alive = this.env.workers.filter((s) => s.process !== null);
-    const victims = this.rng.shuffle(alive).slice(0, this.rng.chance(0.25) ? 2 : 1);
+  /**
+   * SIGKILLs `count` of the processes in `slots` (a worker or two; one API), wherever they are,
+   * and starts a new process in each place a moment later; the fault ends once the new ones
+   * serve (at most RESTART_SERVING_MS).
+   */
+  private async killAndRestart(kind: 'worker_kill' | 'api_kill', slots: readonly ProcessSlot[], count: number): Promise<void> {
+    const alive = slots.filter((s) => s.process !== null);
+    const victims = this.rng.shuffle(alive).slice(0, count);
     const at = Date.now();
     await Promise.all(victims.map((s) => this.env.kill(s)));
     const down = this.rng.int(100, 1_500);
     await sleep(down);
     for (const s of victims) await this.env.start(s, false);
-    this.done({ kind: 'worker_kill', at, targets: victims.map((s) => s.name), server: null, durationMs: Date.now() - at, detail: `restarted after ${down} ms` });
+    await Promise.all(victims.map((s) => this.env.serving(s, RESTART_SERVING_MS)));
+    this.done({ kind, at, targets: victims.map((s) => s.name), server: null, durationMs: Date.now() - at, detail: `restarted after ${down} ms` });
   }
 
   /** Slows some processes' connections to one server (or both) for a few seconds, in the background. */

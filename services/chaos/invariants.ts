@@ -1,11 +1,15 @@
 import { findWriteViolations, type DemoWrite } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { DISPATCHABLE_STATES, SETTLED_STATES, type DeliveryState } from '../../libs/domain/delivery-states.ts';
+import { n, row, type InvariantRow } from './invariant-row.ts';
+
+export type { InvariantRow } from './invariant-row.ts';
 
 /**
  * The chaos run's invariants, as pure functions over what the run recorded (the demo host's
  * write log, the sender's answers, the claimers' calls) and what Postgres holds at the end (the
  * handoffs, their attempts and the append-only event log). Each returns one table row: how many
- * violations it found, what it checked, and the first few violations spelled out.
+ * violations it found, what it checked, and the first few violations spelled out. The checks of
+ * the run as a whole (its processes, its time to settle) are in run-invariants.ts.
  */
 
 export interface HandoffRow {
@@ -74,21 +78,6 @@ export interface ClaimCall {
   readonly answeredAt: number;
   /** The API said yes (and, for accept and return, not as a replay of an earlier yes). */
   readonly held: boolean;
-}
-
-export interface InvariantRow {
-  readonly name: string;
-  readonly violations: number;
-  readonly checked: string;
-  /** The first violations, one line each (at most MAX_DETAILS). */
-  readonly details: readonly string[];
-}
-
-const MAX_DETAILS = 10;
-const n = (x: number) => x.toLocaleString('en-US');
-
-function row(name: string, problems: readonly string[], checked: string, count = problems.length): InvariantRow {
-  return { name, violations: count, checked, details: problems.slice(0, MAX_DETAILS) };
 }
 
 /** Every handoff is in a settled state (libs/domain/delivery-states.ts SETTLED_STATES). */
@@ -397,15 +386,4 @@ export function checkClaims(events: readonly EventRow[], calls: readonly ClaimCa
     problems,
     `${n(spans.size)} work items, ${n(claims)} claims in the event log; ${n(crossChecked)} successful claimer calls cross-checked`,
   );
-}
-
-/** All final within the deadline after the last fault ended. */
-export function checkSettleTime(lastFaultEndedAt: number, allFinalAt: number | null, deadlineMs: number): InvariantRow {
-  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  if (allFinalAt === null) {
-    return row('last fault to all final', [`not all final within the deadline of ${seconds(deadlineMs)}`], `not reached (deadline ${seconds(deadlineMs)})`, 1);
-  }
-  const took = Math.max(0, allFinalAt - lastFaultEndedAt);
-  const late = took > deadlineMs ? [`took ${seconds(took)}, deadline ${seconds(deadlineMs)}`] : [];
-  return row('last fault to all final', late, `${seconds(took)} (deadline ${seconds(deadlineMs)})`);
 }

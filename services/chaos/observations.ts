@@ -1,14 +1,15 @@
 import type pg from 'pg';
 import type { DemoWrite } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { DemoHostClient } from '../../libs/adapters/demo/demo-host-client.ts';
-import type { AttemptRow, EventRow, HandoffRow, NotBeforeRow } from './invariants.ts';
+import type { AttemptRow, HandoffRow, NotBeforeRow } from './invariants.ts';
+import type { ReasonedEvent } from './uncertain-summary.ts';
 
 /** What the invariants are checked against, read once the run is over. */
 export interface Observations {
   readonly writes: DemoWrite[];
   readonly handoffs: HandoffRow[];
   readonly attempts: AttemptRow[];
-  readonly events: EventRow[];
+  readonly events: ReasonedEvent[];
   readonly notBefore: NotBeforeRow[];
 }
 
@@ -32,8 +33,8 @@ export async function collectObservations(pool: pg.Pool, demoHostUrl: string): P
         `SELECT d.handoff_id AS "handoffId", d.request_id AS "requestId", d.started_at AS "startedAt", d.status::text AS status, c.at AS "committedAt"
          FROM delivery_attempts d LEFT JOIN chaos.commit_log c ON c.kind = 'attempt' AND c.ref = d.id::text`,
       ),
-      pool.query<{ id: string; handoffId: string; to: EventRow['to']; event: string; actor: string | null; workFrom: string | null; workTo: string | null; at: Date; committedAt: Date | null }>(
-        `SELECT e.id::text AS id, e.handoff_id AS "handoffId", e.to_state AS "to", e.event, e.actor_id AS actor,
+      pool.query<{ id: string; handoffId: string; to: ReasonedEvent['to']; event: string; actor: string | null; reason: string | null; workFrom: string | null; workTo: string | null; at: Date; committedAt: Date | null }>(
+        `SELECT e.id::text AS id, e.handoff_id AS "handoffId", e.to_state AS "to", e.event, e.actor_id AS actor, e.reason,
            e.work_from_state::text AS "workFrom", e.work_to_state::text AS "workTo", e.created_at AS at, c.at AS "committedAt"
          FROM handoff_events e LEFT JOIN chaos.commit_log c ON c.kind = 'event' AND c.ref = e.id::text ORDER BY e.id`,
       ),

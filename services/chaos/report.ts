@@ -1,6 +1,7 @@
 import { FAULT_KINDS, FAULT_LABELS, type FaultKind, type FaultRecord } from './faults.ts';
 import type { UnexpectedExit } from './chaos-environment.ts';
-import type { InvariantRow } from './invariants.ts';
+import type { InvariantRow } from './invariant-row.ts';
+import { renderUncertain, type UncertainSummary } from './uncertain-summary.ts';
 
 /** One kind of fault as the report shows it: how often, and the range of what it did. */
 export interface FaultSummary {
@@ -15,7 +16,11 @@ export interface ChaosResult {
   readonly ok: boolean;
   readonly startedAt: string;
   readonly seed: number;
-  readonly options: { agents: number; manualAgents: number; handoffs: number; apis: number; workers: number; durationSec: number; deadlineSec: number };
+  readonly options: { agents: number; manualAgents: number; handoffs: number; apis: number; workers: number; durationSec: number; deadlineSec: number; starved: number };
+  /** `--starved`: the busy processes that spun beside Baton, on how many CPUs, for how long; null without it. */
+  readonly starvation: { busyProcesses: number; cpus: number; seconds: number } | null;
+  /** The highest 1-minute load average seen during the chaos (sampled every 5 s). */
+  readonly maxLoadAverage: number;
   readonly seconds: { setup: number; chaos: number; lastFaultToFinal: number | null; total: number };
   readonly traffic: {
     sends: number;
@@ -24,12 +29,16 @@ export interface ChaosResult {
     writes: number;
     turnsLanded: number;
     workerProcessesStarted: number;
-    claims: { claims: number; heartbeats: number; returns: number; abandoned: number; lost: number };
+    claims: { claims: number; heartbeats: number; returns: number; abandoned: number; lost: number; packets: number };
+    /** Handoffs read (GET /v1/handoffs/:id) during the faults: answered 200, 5xx, or not at all. */
+    reads: { reads: number; ok: number; unavailable: number; unanswered: number };
   };
   readonly faults: readonly FaultSummary[];
   /** Processes that exited although the run did not stop them (each was restarted, as a supervisor would). */
   readonly unexpectedExits: readonly UnexpectedExit[];
   readonly invariants: readonly InvariantRow[];
+  /** The handoffs that went UNCERTAIN, and what became of those never written to a session. */
+  readonly uncertain: UncertainSummary;
   /** Where the processes' logs were kept (a failed run, or --keep-logs). */
   readonly logs: string | null;
 }
@@ -49,9 +58,10 @@ export function summarizeFaults(records: readonly FaultRecord[]): FaultSummary[]
     const onServer = (s: string) => of.filter((r) => r.server === s).length;
     let detail = '';
     switch (kind) {
-      case 'worker_kill': {
+      case 'worker_kill':
+      case 'api_kill': {
         const killed = of.reduce((s, r) => s + r.targets.length, 0);
-        detail = of.length ? `${killed} processes killed, each restarted ${range(of.map((r) => Number(/after (\d+) ms/.exec(r.detail)?.[1] ?? 0)), seconds)} later` : '';
+        detail = of.length ? `${killed} processes killed, each restarted ${range(of.map((r) => Number(/after (\d+) ms/.exec(r.detail)?.[1] ?? 0)), seconds)} later and serving ${range(of.map((r) => r.durationMs), seconds)} after the kill` : '';
         break;
       }
       case 'redis_restart':
@@ -99,8 +109,12 @@ export function renderChaosReport(r: ChaosResult): string {
   const head = [
     `Baton chaos run, ${r.startedAt} (seed ${r.seed})`,
     `${o.apis} API and ${o.workers} worker processes (${t.workerProcessesStarted} worker processes started in all), ${o.agents} demo agents, ${o.manualAgents} manual agents with claimer loops`,
-    `${t.sends} handoffs sent (${t.answered} answered, ${t.sendRetries} sends retried), ${t.writes} writes to sessions (${t.turnsLanded} turns landed); claims: ${t.claims.claims} claimed, ${t.claims.heartbeats} heartbeats, ${t.claims.returns} returned, ${t.claims.abandoned} abandoned, ${t.claims.lost} lost`,
+    `${t.sends} handoffs sent (${t.answered} answered, ${t.sendRetries} sends retried), ${t.writes} writes to sessions (${t.turnsLanded} turns landed); claims: ${t.claims.claims} claimed, ${t.claims.heartbeats} heartbeats, ${t.claims.returns} returned, ${t.claims.abandoned} abandoned, ${t.claims.lost} lost, ${t.claims.packets} work packets read`,
+    `${t.reads.reads} handoffs read during the faults: ${t.reads.ok} answered 200, ${t.reads.unavailable} 5xx, ${t.reads.unanswered} not answered`,
     `set-up ${r.seconds.setup} s, chaos ${r.seconds.chaos} s, last fault to all final ${r.seconds.lastFaultToFinal === null ? 'not reached' : `${r.seconds.lastFaultToFinal} s`}, total ${r.seconds.total} s`,
+    r.starvation
+      ? `starved: ${r.starvation.busyProcesses} busy processes on ${r.starvation.cpus} CPUs for ${r.starvation.seconds} s; load average up to ${r.maxLoadAverage}`
+      : `not starved; load average up to ${r.maxLoadAverage}`,
   ].join('\n');
   const exits = new Map<string, number>();
   for (const e of r.unexpectedExits) {
@@ -126,6 +140,6 @@ export function renderChaosReport(r: ChaosResult): string {
   const verdict = r.ok
     ? 'PASS: every invariant held, under every kind of fault'
     : `FAIL: ${[broken > 0 ? `${broken} invariant(s) broken` : '', missing.length > 0 ? `never injected: ${missing.join(', ')}` : ''].filter(Boolean).join('; ')}`;
-  const exited = r.unexpectedExits.length === 0 ? ['processes that exited by themselves: none'] : [`processes that exited by themselves (each restarted 0.5 s later, as a supervisor would): ${r.unexpectedExits.length}`, ...exitLines];
-  return [head, '', faults, '', ...exited, '', invariants, ...(details.length ? ['', ...details] : []), '', verdict, ...(r.logs ? [`process logs: ${r.logs}`] : [])].join('\n');
+  const exited = r.unexpectedExits.length === 0 ? ['processes that exited by themselves: none'] : [`processes that exited by themselves (an API or a worker is restarted 0.5 s later, as a supervisor would; each exit fails the run): ${r.unexpectedExits.length}`, ...exitLines];
+  return [head, '', faults, '', ...exited, '', invariants, ...(details.length ? ['', ...details] : []), '', ...renderUncertain(r.uncertain), '', verdict, ...(r.logs ? [`process logs: ${r.logs}`] : [])].join('\n');
 }

@@ -1,16 +1,19 @@
 import { setMaxListeners } from 'node:events';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
+import { startBusyProcesses, type BusyProcesses } from './busy-processes.ts';
 import { ChaosEnvironment, HEAD_READ_TO_RESERVE_MS } from './chaos-environment.ts';
 import { FAULT_KINDS, FaultInjector } from './faults.ts';
-import { checkAgentOrder, checkAllFinal, checkClaims, checkNoOverlap, checkOutcomesMatchSessions, checkRequestIdsOnce, checkSendsKept, checkSettleTime } from './invariants.ts';
+import { checkAgentOrder, checkAllFinal, checkClaims, checkNoOverlap, checkOutcomesMatchSessions, checkRequestIdsOnce, checkSendsKept } from './invariants.ts';
+import { checkNoUnplannedExits, checkSettleTime } from './run-invariants.ts';
+import { summarizeUncertain } from './uncertain-summary.ts';
 import { collectObservations, openCount } from './observations.ts';
 import { Random } from './random.ts';
 import { renderChaosReport, summarizeFaults, type ChaosResult } from './report.ts';
-import { ApiCaller, Claimers, planTraffic, Sender, SENDER, type TrafficPlan } from './traffic.ts';
+import { ApiCaller, Claimers, planTraffic, Readers, Sender, SENDER, type TrafficPlan } from './traffic.ts';
 
 export interface ChaosOptions {
   /** Demo agents (push deliveries through the workers). */
@@ -28,10 +31,15 @@ export interface ChaosOptions {
   readonly workers: number;
   /** Keep the processes' logs even when every invariant held. */
   readonly keepLogs: boolean;
+  /**
+   * `--starved`: busy processes per CPU that spin beside Baton from the first registration until
+   * every handoff is final (0: none), so every process runs starved of CPU under the faults.
+   */
+  readonly starved: number;
 }
 
 /** The full run (`npm run chaos`) and the short one the test suite runs (`--short`). */
-export function chaosDefaults(short: boolean): Omit<ChaosOptions, 'seed' | 'keepLogs'> {
+export function chaosDefaults(short: boolean): Omit<ChaosOptions, 'seed' | 'keepLogs' | 'starved'> {
   return short
     ? { agents: 60, manualAgents: 4, handoffs: 400, durationSec: 30, deadlineSec: 45, apis: 2, workers: 3 }
     : { agents: 500, manualAgents: 8, handoffs: 3_300, durationSec: 150, deadlineSec: 90, apis: 2, workers: 3 };
@@ -64,12 +72,21 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
   const env = await ChaosEnvironment.start({ apis: opts.apis, workers: opts.workers });
   const onAbort = () => env.stopRestarting();
   signal.addEventListener('abort', onAbort, { once: true });
+  let busy: BusyProcesses | null = null;
+  let starvedMs = 0;
+  const sendCapMs = opts.durationSec * 3_000 + 60_000;
   try {
     const [firstApi, ...otherApis] = env.apis;
     if (!firstApi) throw new Error('a chaos run needs at least one API process');
     await env.start(firstApi, true);
     env.readAdminToken();
     await Promise.all([...otherApis, ...env.workers].map((s) => env.start(s, true)));
+    if (opts.starved > 0) {
+      // Their own bound, should every stop below be missed: the longest the run can last from here.
+      busy = startBusyProcesses(opts.starved, REGISTRATION_ALLOWANCE_MS + sendCapMs + opts.deadlineSec * 1_000 + 60_000);
+      starvedMs = Date.now();
+      log(`chaos: starved: ${busy.count} busy processes spinning on ${busy.cpus} CPUs beside Baton until every handoff is final`);
+    }
     const api = new ApiCaller(
       () => env.apis.map((s) => s.apiUrl!),
       env.adminToken,
@@ -86,7 +103,6 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     });
     const injector = new FaultInjector(env, new Random(opts.seed ^ 0x27d4eb2d), { gapMs: opts.durationSec < 60 ? [400, 1_400] : [800, 2_500] });
     const chaosStart = Date.now();
-    const sendCapMs = opts.durationSec * 3_000 + 60_000;
     const stopSending = new AbortController();
     const stopClaiming = new AbortController();
     const sendSignal = AbortSignal.any([signal, stopSending.signal, AbortSignal.timeout(sendCapMs)]);
@@ -94,8 +110,12 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     setMaxListeners(64, sendSignal);
     const sending = sender.run(plan.sends.length / opts.durationSec, 32, sendSignal);
     const claiming = claimers.run(AbortSignal.any([signal, stopClaiming.signal]));
+    const readers = new Readers(api, () => sender.ids, new Random(opts.seed ^ 0x165667b1));
+    const reading = readers.run(READ_LANES, AbortSignal.any([signal, stopClaiming.signal]));
     const refresh = setInterval(() => void claimers.refresh(env.pool), 1_000);
+    let maxLoad = loadavg()[0] ?? 0;
     const progress = setInterval(() => {
+      maxLoad = Math.max(maxLoad, loadavg()[0] ?? 0);
       void openCount(env.pool, [...SETTLED_STATES]).then((c) => {
         const faults = FAULT_KINDS.map((k) => `${k} ${injector.countOf(k)}`).join(', ');
         log(`chaos ${round1(Date.now() - chaosStart)} s: ${sender.answered}/${plan.sends.length} sent, ${c ? `${c.total - c.open} final, ${c.open} open` : 'Postgres away'}; faults: ${faults}`);
@@ -105,7 +125,10 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     let allFinalAt: number | null = null;
     let lastFaultEndedAt = 0;
     try {
-      await injector.run(() => signal.aborted || sendSignal.aborted || (sender.done && Date.now() - chaosStart >= opts.durationSec * 1_000));
+      await injector.run({
+        done: () => sender.done && Date.now() - chaosStart >= opts.durationSec * 1_000,
+        abort: () => signal.aborted || sendSignal.aborted,
+      });
       lastFaultEndedAt = injector.lastEndedAt;
       chaosMs = Date.now() - chaosStart;
       if (!sender.done) stopSending.abort();
@@ -115,11 +138,14 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       allFinalAt = await waitAllFinal(env, sender, lastFaultEndedAt + opts.deadlineSec * 1_000, signal);
       if (signal.aborted) throw new ChaosInterrupted();
     } finally {
+      // The checks below are the run's own work, not Baton's: they need not be starved.
+      if (busy) starvedMs = Date.now() - starvedMs;
+      await busy?.stop();
       stopSending.abort();
       stopClaiming.abort();
       clearInterval(refresh);
       clearInterval(progress);
-      await Promise.allSettled([sending, claiming]);
+      await Promise.allSettled([sending, claiming, reading]);
     }
 
     log('chaos: checking the invariants');
@@ -133,6 +159,7 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       checkSendsKept(sender.records, obs.handoffs),
       checkClaims(obs.events, claimers.calls, Date.now()),
       checkSettleTime(lastFaultEndedAt, allFinalAt, opts.deadlineSec * 1_000),
+      checkNoUnplannedExits(env.unexpectedExits, { started: env.processesStarted, killedOnPurpose: env.killedOnPurpose }, t0),
     ];
     const ok = invariants.every((i) => i.violations === 0) && FAULT_KINDS.every((k) => injector.countOf(k) > 0);
     let logs: string | null = null;
@@ -145,7 +172,9 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       ok,
       startedAt: startedAt.toISOString(),
       seed: opts.seed,
-      options: { agents: opts.agents, manualAgents: opts.manualAgents, handoffs: opts.handoffs, apis: opts.apis, workers: opts.workers, durationSec: opts.durationSec, deadlineSec: opts.deadlineSec },
+      options: { agents: opts.agents, manualAgents: opts.manualAgents, handoffs: opts.handoffs, apis: opts.apis, workers: opts.workers, durationSec: opts.durationSec, deadlineSec: opts.deadlineSec, starved: opts.starved },
+      starvation: busy ? { busyProcesses: busy.count, cpus: busy.cpus, seconds: round1(starvedMs) } : null,
+      maxLoadAverage: Math.round(maxLoad * 10) / 10,
       seconds: {
         setup: round1(setupMs),
         chaos: round1(chaosMs),
@@ -160,19 +189,28 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
         turnsLanded: obs.writes.filter((w) => w.answer === 'accepted').length,
         workerProcessesStarted: env.workers.reduce((s, w) => s + w.starts, 0),
         claims: (({ outstanding: _, ...c }) => c)(claimers.stats),
+        reads: { ...readers.stats },
       },
       faults: summarizeFaults(injector.records),
       unexpectedExits: [...env.unexpectedExits],
       invariants,
+      uncertain: summarizeUncertain(obs.events, obs.attempts, obs.writes, (actor) => env.fateOf(actor)),
       logs,
     };
     return result;
   } finally {
+    await busy?.stop();
     signal.removeEventListener('abort', onAbort);
     log('chaos: stopping every process and removing the temp directories');
     await env.close();
   }
 }
+
+/** Loops reading handoffs (GET /v1/handoffs/:id) through the APIs during the faults. */
+const READ_LANES = 2;
+
+/** What registering the agents may take under starvation, for the busy processes' own bound. */
+const REGISTRATION_ALLOWANCE_MS = 120_000;
 
 /** Registers the sender, the manual agents and the demo agents (16 at a time) through the API. */
 async function registerAgents(api: ApiCaller, plan: TrafficPlan): Promise<void> {
@@ -188,6 +226,8 @@ async function registerAgents(api: ApiCaller, plan: TrafficPlan): Promise<void> 
         for (let attempt = 0; ; attempt++) {
           const a = await api.call(lane + attempt, 'POST', '/v1/agents', bodies[i]);
           if (a.status === 201 || a.status === 200) break;
+          // An earlier try that got no answer in time (a starved API) may have registered it.
+          if (attempt > 0 && a.status === 409 && 'body' in a && a.body?.error?.code === 'agent_exists') break;
           if (attempt >= 10 || (a.status >= 400 && a.status < 500)) throw new Error(`registering ${JSON.stringify(bodies[i])} failed: ${JSON.stringify(a)}`);
           await sleep(200);
         }

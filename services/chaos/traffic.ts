@@ -102,6 +102,8 @@ export function planTraffic(rng: Random, opts: { agents: number; handoffs: numbe
  */
 export class Sender {
   readonly records: SendRecord[];
+  /** The handoff ids the sends were answered with, in the order the answers came. */
+  readonly ids: string[] = [];
   private answeredCount = 0;
 
   constructor(
@@ -150,6 +152,7 @@ export class Sender {
         rec.status = a.status;
         rec.id = a.body.id as string;
         this.answeredCount++;
+        this.ids.push(rec.id);
         this.onAnswered(s, rec.id);
         return;
       }
@@ -175,12 +178,13 @@ interface BoardItem {
  * project's, which every loop competes for) with a 2-second lease, heartbeats it a few times,
  * and returns it; now and then it gives the work back as failed, or walks away without a word
  * (the lease runs out and the work returns to the inbox). Every call that the API answered as
- * the claim holder's is recorded for the claim invariant.
+ * the claim holder's is recorded for the claim invariant. After a claim each reads the work's
+ * context packet, as an agent reads what to do.
  */
 export class Claimers {
   readonly calls: ClaimCall[] = [];
   private readonly board = new Map<string, BoardItem>();
-  private counts = { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0 };
+  private counts = { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0, packets: 0 };
 
   constructor(
     private readonly api: ApiCaller,
@@ -246,6 +250,9 @@ export class Claimers {
     this.counts.claims++;
     this.calls.push({ agent, handoffId: id, op: 'accept', sentAt: claim.sentAt, answeredAt: claim.answeredAt, held: true });
     const token = claim.a.body.claim.token as string;
+    // What to do: the work's context packet (the handoff and its timeline, read in one snapshot).
+    const packet = await this.api.call(api, 'GET', `/v1/handoffs/${id}/packet?as=${encodeURIComponent(agent)}`, undefined, 5_000);
+    if (packet.status === 200) this.counts.packets++;
     const beats = this.rng.int(0, 3);
     for (let b = 0; b < beats; b++) {
       await sleep(this.rng.int(300, 800), undefined, { signal }).catch(() => undefined);
@@ -279,5 +286,40 @@ export class Claimers {
       }
       await sleep(200 * (attempt + 1), undefined, { signal }).catch(() => undefined);
     }
+  }
+}
+
+/**
+ * People and agents looking at handoffs while the faults go on: `lanes` loops, each reading one
+ * of the handoffs the sender was given (GET /v1/handoffs/:id: the handoff, its attempts and its
+ * timeline, read in one snapshot) every 100–300 ms, through the API processes in turn. A read
+ * may fail (503 while Postgres is away, no answer while an API restarts); the API that served
+ * it must still be there afterwards (the run's exit invariant).
+ */
+export class Readers {
+  readonly stats = { reads: 0, ok: 0, unavailable: 0, unanswered: 0 };
+
+  constructor(
+    private readonly api: ApiCaller,
+    /** The ids the sender was given so far. */
+    private readonly ids: () => readonly string[],
+    private readonly rng: Random,
+  ) {}
+
+  async run(lanes: number, signal: AbortSignal): Promise<void> {
+    await Promise.all(
+      Array.from({ length: lanes }, async (_, lane) => {
+        for (let api = lane; !signal.aborted; api++) {
+          await sleep(this.rng.int(100, 300), undefined, { signal }).catch(() => undefined);
+          const ids = this.ids();
+          if (signal.aborted || ids.length === 0) continue;
+          const a = await this.api.call(api, 'GET', `/v1/handoffs/${this.rng.pick(ids)}`, undefined, 5_000);
+          this.stats.reads++;
+          if (a.status === 200) this.stats.ok++;
+          else if (a.status === 0) this.stats.unanswered++;
+          else if (a.status >= 500) this.stats.unavailable++;
+        }
+      }),
+    );
   }
 }

@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runBaton } from '../support/spawn-baton.ts';
+import { runBaton, spawnBaton } from '../support/spawn-baton.ts';
 
 /**
  * The short chaos run (`baton chaos --short`, the compiled CLI as `npm run chaos` runs it): its
@@ -25,8 +25,9 @@ const INVARIANTS = [
   'no send answered 201 lost',
   'no claim held by two agents',
   'last fault to all final',
+  'no Baton process exited unplanned',
 ];
-const FAULT_KINDS = ['worker_kill', 'redis_restart', 'postgres_restart', 'proxy_latency', 'proxy_stall', 'proxy_drop'];
+const FAULT_KINDS = ['worker_kill', 'api_kill', 'redis_restart', 'postgres_restart', 'proxy_latency', 'proxy_stall', 'proxy_drop'];
 
 // The run's temp directories (its BATON_HOME, the embedded Postgres) go under a TMPDIR of this
 // test's own, readable by the postgres user as /tmp is, so the clean-up check sees only them.
@@ -76,6 +77,21 @@ describe('baton chaos --short', () => {
     expect(code, why).toBe(0);
     // Cleaned up: no process of the run left, no temp directory, no logs kept for a passing run.
     expect(r.logs).toBeNull();
+    expect(await leftovers(), 'processes of the run still running').toEqual([]);
+    expect(await readdir(tmp), 'temp directories of the run left behind').toEqual([]);
+  }, 300_000);
+
+  it('--starved: the busy processes it spins beside Baton end with the run, also when it is interrupted (SIGINT)', async () => {
+    const p = spawnBaton(['chaos', '--short', '--starved'], { TMPDIR: tmp });
+    try {
+      await p.waitFor(/chaos: starved: \d+ busy processes/, 240_000);
+      const busy = (await leftovers()).filter((l) => l.includes('deadline = Number'));
+      expect(busy.length, `busy processes running:\n${p.output().slice(-2_000)}`).toBeGreaterThanOrEqual(os.availableParallelism());
+      p.child.kill('SIGINT');
+      expect(await p.exited(), p.output().slice(-4_000)).toBe(130);
+    } finally {
+      await p.stop('SIGKILL');
+    }
     expect(await leftovers(), 'processes of the run still running').toEqual([]);
     expect(await readdir(tmp), 'temp directories of the run left behind').toEqual([]);
   }, 300_000);

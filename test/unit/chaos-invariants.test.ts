@@ -8,14 +8,16 @@ import {
   checkOutcomesMatchSessions,
   checkRequestIdsOnce,
   checkSendsKept,
-  checkSettleTime,
   type AttemptRow,
   type ClaimCall,
   type EventRow,
   type HandoffRow,
   type NotBeforeRow,
 } from '../../services/chaos/invariants.ts';
+import { checkNoUnplannedExits, checkSettleTime } from '../../services/chaos/run-invariants.ts';
 import { renderChaosReport, summarizeFaults, type ChaosResult } from '../../services/chaos/report.ts';
+import type { UnexpectedExit } from '../../services/chaos/chaos-environment.ts';
+import { renderUncertain, summarizeUncertain } from '../../services/chaos/uncertain-summary.ts';
 
 /**
  * The chaos run's table can only be trusted if each check fails on the violation it names:
@@ -228,6 +230,71 @@ describe('time from the last fault to all final', () => {
   });
 });
 
+describe('no Baton process exited unplanned', () => {
+  const exit = (slot: string, wasServing: boolean, extra: Partial<UnexpectedExit> = {}): UnexpectedExit => ({
+    slot,
+    at: T + 83_200,
+    code: 1,
+    signal: null,
+    wasServing,
+    reason: '{"level":60,"msg":"uncaught exception"}',
+    ...extra,
+  });
+
+  it('passes when the only exits were the kills the run made on purpose', () => {
+    const r = checkNoUnplannedExits([], { started: 20, killedOnPurpose: 15 }, T);
+    expect(r.violations).toBe(0);
+    expect(r.checked).toBe('20 processes started, 15 of them SIGKILLed on purpose; no other exit');
+  });
+
+  it('counts an API that exited by itself while serving, and a start that failed', () => {
+    const r = checkNoUnplannedExits([exit('api-2', true), exit('worker-1', false, { reason: 'cannot start: Postgres went away during the start' })], { started: 20, killedOnPurpose: 15 }, T);
+    expect(r.violations).toBe(2);
+    expect(r.details[0]).toBe('api-2 exited (code 1) while serving, 83.2 s into the run: {"level":60,"msg":"uncaught exception"}');
+    expect(r.details[1]).toContain('worker-1 exited (code 1) before it served');
+  });
+
+  it('counts a process ended by a signal the run did not send', () => {
+    const r = checkNoUnplannedExits([exit('demo-host', true, { code: null, signal: 'SIGKILL' })], { started: 6, killedOnPurpose: 0 }, T);
+    expect(r.violations).toBe(1);
+    expect(r.details[0]).toContain('demo-host exited (signal SIGKILL) while serving');
+  });
+
+  it('does not count an API start that found the port the harness picked taken', () => {
+    const r = checkNoUnplannedExits([exit('api-1', false, { portTaken: true, reason: 'cannot start: 127.0.0.1:4000 is already in use' })], { started: 6, killedOnPurpose: 0 }, T);
+    expect(r.violations).toBe(0);
+    expect(r.checked).toContain('not counted: 1 API start(s) on a port the harness picked');
+  });
+});
+
+describe('the UNCERTAIN summary', () => {
+  const attempt = (handoffId: string, requestId: string, reservedAt: number): AttemptRow => ({ handoffId, requestId, reservedAt, status: 'cancelled' });
+  const ev = (handoffId: string, to: EventRow['to'], name: string, at: number, actor: string, reason: string | null = null) => ({ ...event(handoffId, to, name, at), actor, reason });
+  const fates = (actor: string | null) => (actor === 'host-11' ? ('sigkilled by the run' as const) : ('alive to the end' as const));
+
+  it('tells a never-written UNCERTAIN handoff from one whose write reached its session, and how each ended', () => {
+    const events = [
+      ev('a', 'SENDING', 'attempt_reserved', T, 'host-11'),
+      ev('a', 'UNCERTAIN', 'reply_lost', T + 1_500, 'host-12', 'the worker that was writing this turn stopped'),
+      ev('a', 'UNCERTAIN', 'scan_missed', T + 2_000, 'host-12'),
+      ev('a', 'CANCELLED', 'proven_absent', T + 4_100, 'host-12'),
+      ev('b', 'SENDING', 'attempt_reserved', T, 'host-12'),
+      ev('b', 'UNCERTAIN', 'reply_lost', T + 1_000, 'host-13'),
+      ev('b', 'RETURNED', 'observed_returned', T + 1_600, 'host-13'),
+      ev('c', 'SENDING', 'attempt_reserved', T, 'host-12'),
+      ev('c', 'UNCERTAIN', 'reply_lost', T + 1_000, 'host-13'),
+    ];
+    const attempts = [attempt('a', 'r-a', T), attempt('b', 'r-b', T), attempt('c', 'r-c', T)];
+    const s = summarizeUncertain(events, attempts, [write('agent-1', 'r-b', 'b')], fates);
+    expect([s.handoffs, s.written, s.neverWritten.total]).toEqual([3, 1, 2]);
+    expect(s.neverWritten.outcomes).toEqual({ proven_absent: 1, 'still UNCERTAIN': 1 });
+    expect(s.neverWritten.cancelledByReserverFate).toEqual({ 'sigkilled by the run': 1 });
+    expect(s.neverWritten.list[0]).toMatchObject({ handoffId: 'a', requestId: 'r-a', reservedBy: 'host-11', markedBy: 'host-12', absenceScans: 1, firstScanAfterMs: 500, uncertainMs: 2_600, reservedToUncertainMs: 1_500 });
+    expect(s.neverWritten.cancelledToFirstScanMs).toEqual({ min: 500, median: 500, max: 500 });
+    expect(renderUncertain(s).join('\n')).toContain('3 handoffs went UNCERTAIN (3 times); 1 of those writes had reached a session, 2 never had');
+  });
+});
+
 describe('the report', () => {
   it('says FAIL, with the broken invariant and the kinds of fault never injected', () => {
     const invariants = [checkAllFinal([handoff('a', 1, 'SENDING')]), checkSettleTime(T, T + 1_000, 10_000)];
@@ -236,12 +303,15 @@ describe('the report', () => {
       ok: false,
       startedAt: new Date(T).toISOString(),
       seed: 7,
-      options: { agents: 1, manualAgents: 0, handoffs: 1, apis: 2, workers: 3, durationSec: 1, deadlineSec: 10 },
+      options: { agents: 1, manualAgents: 0, handoffs: 1, apis: 2, workers: 3, durationSec: 1, deadlineSec: 10, starved: 1 },
+      starvation: { busyProcesses: 2, cpus: 2, seconds: 40 },
+      maxLoadAverage: 9.5,
       seconds: { setup: 1, chaos: 1, lastFaultToFinal: 1, total: 3 },
-      traffic: { sends: 1, answered: 1, sendRetries: 0, writes: 0, turnsLanded: 0, workerProcessesStarted: 3, claims: { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0 } },
+      traffic: { sends: 1, answered: 1, sendRetries: 0, writes: 0, turnsLanded: 0, workerProcessesStarted: 3, claims: { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0, packets: 0 }, reads: { reads: 0, ok: 0, unavailable: 0, unanswered: 0 } },
       faults: summarizeFaults([{ kind: 'proxy_drop', at: T, endedAt: T, targets: ['api-1'], server: 'redis', durationMs: 0, detail: '3 connections broken' }]),
       unexpectedExits: [{ slot: 'worker-2', at: T, code: 1, signal: null, wasServing: false, reason: 'cannot start: Postgres failed' }],
       invariants,
+      uncertain: summarizeUncertain([], [], [], () => 'unknown'),
       logs: '/tmp/logs',
     };
     const text = renderChaosReport(result);
@@ -250,5 +320,6 @@ describe('the report', () => {
     expect(text).toMatch(/proxy drop\s+1\s+3 connections broken/);
     expect(text).toContain('process logs: /tmp/logs');
     expect(text).toContain('1 x worker at start-up (exit 1): cannot start: Postgres failed');
+    expect(text).toContain('starved: 2 busy processes on 2 CPUs for 40 s; load average up to 9.5');
   });
 });

@@ -12,6 +12,7 @@ interface ChaosFlags {
   deadline?: number;
   seed?: number;
   keepLogs?: boolean;
+  starved?: boolean | number;
   json?: boolean;
 }
 
@@ -25,7 +26,7 @@ interface ChaosFlags {
 export function registerChaosCommand(program: Command, ctx: CliContext): void {
   program
     .command('chaos')
-    .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls and drops; prints the invariants')
+    .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls and drops (--starved: on a CPU-starved machine); prints the invariants')
     .option('--short', 'the short run the test suite uses (60 agents, 400 handoffs, 30 s of faults)')
     .option('--agents <n>', 'demo agents (default 500; --short 60)', positiveInt('--agents', 5_000))
     .option('--manual-agents <n>', 'pull-only agents with claimer loops (default 8; --short 4)', nonNegativeInt('--manual-agents', 100))
@@ -34,6 +35,7 @@ export function registerChaosCommand(program: Command, ctx: CliContext): void {
     .option('--deadline <seconds>', 'longest wait, after the last fault, for every handoff to be final (default 90; --short 45)', positiveInt('--deadline', 3_600))
     .option('--seed <n>', 'seed of the plan and the fault schedule (default: random, printed)', nonNegativeInt('--seed', 2 ** 31 - 1))
     .option('--keep-logs', "keep the processes' logs (always kept when the run fails)")
+    .option('--starved [per-cpu]', 'starve Baton of CPU: busy processes spinning beside it, one per CPU (or per-cpu each), until every handoff is final', positiveInt('--starved', 16))
     .option('--json', 'print the result as JSON (the tables go to stderr)')
     .action(async (flags: ChaosFlags) => {
       const { chaosDefaults, runChaos, renderChaosReport, ChaosInterrupted } = await import('../../chaos/run-chaos.ts');
@@ -47,6 +49,7 @@ export function registerChaosCommand(program: Command, ctx: CliContext): void {
         ...(flags.deadline !== undefined ? { deadlineSec: flags.deadline } : {}),
         seed: flags.seed ?? randomInt(2 ** 31 - 1),
         keepLogs: flags.keepLogs === true,
+        starved: flags.starved === true ? 1 : typeof flags.starved === 'number' ? flags.starved : 0,
       };
       // Ctrl+C: stop injecting and sending, stop every process, delete the temp directories.
       const interrupt = new AbortController();

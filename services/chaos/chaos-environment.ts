@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -6,6 +6,7 @@ import { migrate } from '../../libs/db/migrate.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis, type EmbeddedPostgres, type Started } from '../cli/embedded-infra.ts';
 import { spawnBaton, type BatonProcess } from '../cli/spawn-baton.ts';
 import { FaultProxy } from './fault-proxy.ts';
+import { ProcessLogs } from './process-logs.ts';
 import type { ProcessFate } from './uncertain-summary.ts';
 
 /**
@@ -75,9 +76,6 @@ export interface UnexpectedExit {
 /** How long the run waits before restarting a process that exited by itself (a supervisor's restart delay). */
 const RESTART_DELAY_MS = 500;
 
-/** The processes' output, kept to a file per slot when the run keeps its logs. */
-const MAX_LOG_CHARS = 1_000_000;
-
 /**
  * Everything a chaos run needs, all on 127.0.0.1 and all its own: an embedded Postgres and a
  * private redis-server (restartable in place, on the same port and data directory), a shared
@@ -99,7 +97,7 @@ export class ChaosEnvironment {
   /** What became of each process, by pid (workers name themselves `<host>-<pid>` in the event log). */
   private readonly fates = new Map<number, ProcessFate>();
   private demoHost: BatonProcess | null = null;
-  private readonly logs = new Map<string, string>();
+  private readonly logs = new ProcessLogs(join(this.home, 'logs'));
   private closing = false;
 
   private constructor(
@@ -135,6 +133,7 @@ export class ChaosEnvironment {
       const port = await freePort();
       const demoHost = spawnBaton(['demo-host', '--port', String(port)], { BATON_HOME: env.home, BATON_LOG_LEVEL: 'warn' });
       env.demoHost = demoHost;
+      env.logs.follow('demo-host', 1, demoHost.child);
       // Nothing restarts it (the sessions and the write log live in it): its exit fails the run.
       void demoHost.exited().then((code) => {
         if (env.closing) return;
@@ -231,9 +230,9 @@ export class ChaosEnvironment {
     slot.process = p;
     slot.stopping = false;
     slot.starts++;
+    this.logs.follow(slot.name, slot.starts, p.child);
     this.fates.set(p.pid, 'alive to the end');
     void p.exited().then(async (code) => {
-      this.keepLog(slot, p);
       if (slot.process !== p) return;
       const output = p.output();
       // Not a fault of Baton's: the harness's port was taken. The next start gets another.
@@ -321,21 +320,9 @@ export class ChaosEnvironment {
     this.redis = await startPrivateRedis({ port: this.redisPort });
   }
 
-  private keepLog(slot: ProcessSlot, p: BatonProcess): void {
-    const text = `${this.logs.get(slot.name) ?? ''}\n===== ${slot.name} start ${slot.starts} (pid ${p.pid}, exit ${p.child.exitCode ?? p.child.signalCode}) =====\n${p.output()}`;
-    this.logs.set(slot.name, text.length > MAX_LOG_CHARS ? text.slice(-MAX_LOG_CHARS) : text);
-  }
-
-  /** Writes every process's output to `dir` (one file per slot); returns the files. */
-  writeLogs(dir: string): string[] {
-    for (const slot of this.slots) if (slot.process) this.keepLog(slot, slot.process);
-    const files: string[] = [];
-    for (const [name, text] of this.logs) {
-      const file = join(dir, `${name}.log`);
-      writeFileSync(file, text);
-      files.push(file);
-    }
-    return files;
+  /** Copies every process's whole output to `dir` (one file per slot); returns the files. */
+  writeLogs(dir: string): Promise<string[]> {
+    return this.logs.copyTo(dir);
   }
 
   /**
@@ -359,6 +346,7 @@ export class ChaosEnvironment {
     await this.pool.end().catch(() => undefined);
     await this.redis.stop().catch(() => undefined);
     await this.postgres.stop().catch(() => undefined);
+    this.logs.close();
     rmSync(this.home, { recursive: true, force: true });
   }
 

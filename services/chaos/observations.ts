@@ -70,3 +70,19 @@ export async function openCount(pool: pg.Pool, settled: readonly string[]): Prom
     return null;
   }
 }
+
+/**
+ * Everything the run recorded about some handoffs (their events with reasons, attempts, writes
+ * and `not_before` values), for the file a failed run keeps beside the logs: the database is
+ * gone with the run, and a violation is read from these.
+ */
+export function recordsOf(obs: Observations, handoffIds: ReadonlySet<string>) {
+  const of = <T extends { handoffId: string }>(rows: readonly T[]) => rows.filter((r) => handoffIds.has(r.handoffId));
+  return {
+    handoffs: obs.handoffs.filter((h) => handoffIds.has(h.id)),
+    events: of(obs.events),
+    attempts: of(obs.attempts),
+    writes: of(obs.writes),
+    notBefore: of(obs.notBefore),
+  };
+}

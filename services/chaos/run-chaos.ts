@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,7 +10,7 @@ import { FAULT_KINDS, FaultInjector } from './faults.ts';
 import { checkAgentOrder, checkAllFinal, checkClaims, checkNoOverlap, checkOutcomesMatchSessions, checkRequestIdsOnce, checkSendsKept } from './invariants.ts';
 import { checkNoUnplannedExits, checkSettleTime } from './run-invariants.ts';
 import { summarizeUncertain } from './uncertain-summary.ts';
-import { collectObservations, openCount } from './observations.ts';
+import { collectObservations, openCount, recordsOf } from './observations.ts';
 import { Random } from './random.ts';
 import { renderChaosReport, summarizeFaults, type ChaosResult } from './report.ts';
 import { ApiCaller, Claimers, planTraffic, Readers, Sender, SENDER, type TrafficPlan } from './traffic.ts';
@@ -162,10 +162,15 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       checkNoUnplannedExits(env.unexpectedExits, { started: env.processesStarted, killedOnPurpose: env.killedOnPurpose }, t0),
     ];
     const ok = invariants.every((i) => i.violations === 0) && FAULT_KINDS.every((k) => injector.countOf(k) > 0);
+    const uncertain = summarizeUncertain(obs.events, obs.attempts, obs.writes, (actor) => env.fateOf(actor));
     let logs: string | null = null;
     if (!ok || opts.keepLogs) {
       logs = mkdtempSync(join(tmpdir(), 'baton-chaos-logs-'));
-      env.writeLogs(logs);
+      await env.writeLogs(logs);
+      // The handoffs a violation names and those never written that went UNCERTAIN, as recorded.
+      const named = invariants.flatMap((i) => i.details.flatMap((d) => d.match(UUID) ?? []));
+      const ids = new Set([...named, ...uncertain.neverWritten.list.map((e) => e.handoffId)]);
+      writeFileSync(join(logs, 'records.json'), JSON.stringify(recordsOf(obs, ids), null, 1));
     }
     const result: ChaosResult = {
       version: 1,
@@ -194,7 +199,7 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       faults: summarizeFaults(injector.records),
       unexpectedExits: [...env.unexpectedExits],
       invariants,
-      uncertain: summarizeUncertain(obs.events, obs.attempts, obs.writes, (actor) => env.fateOf(actor)),
+      uncertain,
       logs,
     };
     return result;
@@ -205,6 +210,8 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
     await env.close();
   }
 }
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 /** Loops reading handoffs (GET /v1/handoffs/:id) through the APIs during the faults. */
 const READ_LANES = 2;

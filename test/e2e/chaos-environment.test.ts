@@ -1,4 +1,4 @@
-import { chmodSync } from 'node:fs';
+import { chmodSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChaosEnvironment } from '../../services/chaos/chaos-environment.ts';
@@ -66,5 +66,14 @@ describe('chaos environment', () => {
     const row = checkNoUnplannedExits(env.unexpectedExits, { started: env.processesStarted, killedOnPurpose: env.killedOnPurpose }, Date.now());
     expect(row.violations).toBe(1);
     expect(row.details[0]).toMatch(/^api-1 exited \(signal SIGKILL\) while serving/);
+    // Every start's whole output is kept, in order, with how each ended.
+    const [file] = (await env.writeLogs(tmp)).filter((f) => f.endsWith('api-1.log'));
+    const log = readFileSync(file!, 'utf8');
+    const starts = [...log.matchAll(/^===== api-1 start (\d+) \(pid \d+\) exited: (\S+) =====$/gm)].map((m) => [Number(m[1]), m[2]]);
+    expect(starts.slice(-2)).toEqual([
+      [env.apis[0]!.starts - 2, 'SIGKILL'],
+      [env.apis[0]!.starts - 1, 'SIGKILL'],
+    ]);
+    expect(log.match(/Baton API on/g)?.length).toBe(env.apis[0]!.starts - 1);
   }, 120_000);
 });

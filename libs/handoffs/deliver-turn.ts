@@ -25,10 +25,11 @@ import { anyAbort } from '../adapters/race-abort.ts';
 /**
  * Result of handling one piece of work: go on with the queue, pause it, or stop. `next` may
  * carry the head of the queue as the statement that ended the turn found it (`null`: nothing
- * more; absent: look it up). `dueInMs`: the moves made the handoff wait before it goes out
- * again (a resend delay, a busy session's back-off), so a wake-up is due then.
+ * more; absent: look it up). `moved`: the handoff this step moved, when it did; `dueInMs`: its
+ * moves made it wait before it goes out again (a resend delay, a busy session's back-off), so a
+ * wake-up is due then (a later step that moves the same handoff again replaces that time).
  */
-export type Step = { kind: 'next'; next?: WorkItem | null; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+export type Step = { kind: 'next'; next?: WorkItem | null; moved?: string; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
 
 /**
  * Going on after `moves` were written (`moved` null: someone else moved the handoff first),
@@ -39,8 +40,9 @@ export type Step = { kind: 'next'; next?: WorkItem | null; dueInMs?: number } | 
 function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
   const again = moved !== null && !isSettled(moved.deliveryState);
   const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
-  const delays = moved ? moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : [])) : [];
-  return delays.length > 0 ? { ...step, dueInMs: Math.min(...delays) } : step;
+  if (!moved) return step;
+  const delays = moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : []));
+  return delays.length > 0 ? { ...step, moved: moved.id, dueInMs: Math.min(...delays) } : { ...step, moved: moved.id };
 }
 
 /**

@@ -120,8 +120,9 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   let moved = 0;
   let outcome: DispatchOutcome = 'idle';
   let retryInMs = 0;
-  // The earliest time a handoff this run made wait (a resend delay) goes out again.
-  let dueAt: number | null = null;
+  // When each handoff this run made wait (a resend delay, a back-off) goes out again: the
+  // latest move of a handoff decides (a resend that failed again in the same run waits longer).
+  const dues = new Map<string, number>();
   // Reservations made by the statements that look at the head (reserve-head.ts).
   const heads = new HeadReserver(deps, job.provider, lock.fence, stopStarting);
   const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads, ...(run.follow ? { follow: run.follow } : {}) };
@@ -157,9 +158,9 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
       }
       moved++;
       carried = step.next;
-      if (step.dueInMs !== undefined) {
-        const at = deps.clock.now().getTime() + step.dueInMs;
-        dueAt = dueAt === null ? at : Math.min(dueAt, at);
+      if (step.moved !== undefined) {
+        if (step.dueInMs !== undefined) dues.set(step.moved, deps.clock.now().getTime() + step.dueInMs);
+        else dues.delete(step.moved);
       }
     }
     if (stopStarting.aborted && outcome === 'idle') outcome = 'stopped';
@@ -167,6 +168,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     starting.unlink();
     watching.unlink();
     const released = await lock.release();
+    const dueAt = dues.size > 0 ? Math.min(...dues.values()) : null;
     await scheduleFollowUp(deps, job, lock.token, { outcome, retryInMs, released, dueAt, moved });
   }
   return { outcome, moved };

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { dispatchAgent, type DispatchDeps, type TurnLockHandle } from '../../libs/handoffs/dispatch-agent.ts';
+import type { ProviderAdapter, TurnObservation } from '../../libs/adapters/provider-adapter.ts';
 import type { LockRelease } from '../../libs/locks/turn-locks.ts';
 import { DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
@@ -212,6 +213,32 @@ describe('after a dispatch run', () => {
     expect(releases).toEqual(['released']);
     const due = (await jobIds()).filter((id) => id.startsWith(`due-${r.agentId}-`));
     expect(due, 'a wake-up for when the handoff is due').toHaveLength(1);
+  });
+
+  it('a handoff resent twice in one run gets its wake-up for its last due time, not the first one (which found it not yet due)', async () => {
+    const r = await recipient();
+    // The session's turns fail: the first with no retry time (resent at once: errorResendDelayMs
+    // 0), so the same run sends it again; the second with the runtime's retry time of a minute.
+    const failures = [{ kind: 'transient' as const }, { kind: 'transient' as const, retryAfterMs: 60_000 }];
+    const ended = (failure: (typeof failures)[number] | undefined): TurnObservation => ({ found: true, status: 'failed', error: 'the model failed', ...(failure ? { failure } : {}) });
+    const adapter: ProviderAdapter = {
+      provider: 'demo',
+      sendTurn: async () => ({ outcome: 'accepted', seen: ended(failures.shift()) }),
+      observeTurn: async () => ({ found: false, complete: true }),
+      isBusy: async () => false,
+      waitForTurn: async () => ({ status: 'unobservable', error: 'not followed' }),
+      close: async () => undefined,
+    };
+    const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'fails twice' })).handoff;
+    const deps: DispatchDeps = { ...withLockHook(async () => undefined, []), adapters: { get: () => adapter }, windows: { ...worker.deps.windows, errorResendDelayMs: 0 } };
+    await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
+    const row = await baton.repos.handoffs.findById(one.id);
+    expect(row?.deliveryState).toBe('WAITING');
+    expect(row?.attemptCount).toBe(2);
+    const due = (await jobIds()).filter((id) => id.startsWith(`due-${r.agentId}-`));
+    expect(due, 'one wake-up, when the second resend is due').toHaveLength(1);
+    const at = Number(due[0]!.split('-').at(-6));
+    expect(at).toBeGreaterThanOrEqual(row!.notBefore!.getTime());
   });
 
   it('a backlog costs one look-up per run and one statement per turn: the end of each turn reserves the next', async () => {

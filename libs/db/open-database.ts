@@ -27,6 +27,17 @@ const READ_TIMEOUT = 'Query read timeout';
  * also tells Postgres, once it can hear again, that nobody waits for the statement.
  */
 class BoundedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A connection can end while its client is out of the pool but between statements (a
+    // Postgres restart's 57P01, a dropped link, or this class ending one whose reply timed out):
+    // pg then emits 'error' with no statement to fail, and with no listener (the pool listens
+    // only while the client is idle in it, a borrower only while it runs a statement) Node ends
+    // the process. Whoever holds the client gets the failure from its next statement, and the
+    // pool drops a client that can no longer be queried, so here there is nothing left to do.
+    this.on('error', () => undefined);
+  }
+
   // `any`: pg's query() is a set of overloads (promise or callback); this passes each through.
   override query(...args: unknown[]): any {
     const run = (a: unknown[]): unknown => (super.query as (...q: unknown[]) => unknown).apply(this, a);

@@ -5,7 +5,7 @@ import type { DeliveryEvent } from '../domain/transitions.ts';
 import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition, applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
-import { endMoves } from './deliver-turn.ts';
+import { endMoves } from './turn-end-moves.ts';
 import type { DispatchDeps } from './dispatch-agent.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';

@@ -1,9 +1,8 @@
 import { busyRetryDelayMs, eventAfterNotSent, unreachableRetryDelayMs, unreachableSinceMs, type DeliveryWindows } from '../domain/delivery-policy.ts';
-import type { DeliveryEvent } from '../domain/transitions.ts';
 import type { AttemptHistory } from '../db/attempt-history-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { CoreDeps } from './ports.ts';
-import type { TransitionOptions } from './apply-transition.ts';
+import type { Move } from './turn-end-moves.ts';
 
 /**
  * The writes that did not become a turn, and when they go out again (libs/domain/delivery-policy.ts
@@ -34,7 +33,6 @@ export function turnAttempt(history: WriteHistory): number {
   return history.taken + 1;
 }
 
-type Move = readonly [DeliveryEvent, TransitionOptions];
 
 interface RetryDeps {
   readonly clock: Clock;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/api/app.ts';
-import { DOCS_PREFIX, OPENAPI_PATH, registeredRoutes, UNDOCUMENTED_PREFIXES } from '../../services/api/plugins/openapi.ts';
+import { DOCS_PREFIX, OPENAPI_PATH, OPENAPI_TAGS, registeredRoutes, UNDOCUMENTED_PREFIXES } from '../../services/api/plugins/openapi.ts';
 import { createBatonMetrics } from '../../services/metrics/baton-metrics.ts';
 import { silentLogger, startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -17,8 +17,9 @@ interface Operation {
   requestBody?: { content: Record<string, { schema: unknown }> };
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
   security?: unknown[];
+  tags?: string[];
 }
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; tags?: Array<{ name: string; description?: string }> };
 
 let baton: TestBaton;
 /** An app of our own, with /metrics (routes as registered, with their schemas: registeredRoutes). */
@@ -118,6 +119,27 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it('groups every operation under one declared area, so the UI shows no "default" group', () => {
+    const declared = (doc.tags ?? []).map((t) => t.name);
+    expect(declared).toEqual(OPENAPI_TAGS.map((t) => t.name));
+    const untagged: string[] = [];
+    const byTag = new Map<string, string[]>();
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        if (op.tags?.length !== 1 || !declared.includes(op.tags[0] as string)) untagged.push(`${where}: ${JSON.stringify(op.tags)}`);
+        for (const t of op.tags ?? []) byTag.set(t, [...(byTag.get(t) ?? []), where]);
+      }
+    }
+    expect(untagged).toEqual([]);
+    // Every declared area holds something, and a few routes sit where a reader looks for them.
+    for (const name of declared) expect(byTag.get(name)?.length ?? 0, name).toBeGreaterThan(0);
+    expect(byTag.get('work')).toContain('POST /v1/handoffs/{id}/accept');
+    expect(byTag.get('handoffs')).toContain('POST /v1/handoffs');
+    expect(byTag.get('identity')).toContain('GET /v1/projects');
+    expect(byTag.get('health')).toContain('GET /readyz');
   });
 
   it('documents no route that does not exist', () => {

@@ -32,6 +32,38 @@ export function registeredRoutes(app: FastifyInstance): readonly RegisteredRoute
   return catalogs.get(app) ?? [];
 }
 
+/**
+ * The areas the document groups its operations under, in the order the UI shows them. Each
+ * route plugin names its own with `tagRoutes` (a route outside every area would sit under the
+ * UI's "default"; test/integration/openapi.test.ts refuses that).
+ */
+export const OPENAPI_TAGS = [
+  { name: 'handoffs', description: 'Send, read, cancel, acknowledge and release handoffs (the delivery side).' },
+  { name: 'work', description: 'What a recipient does with a handoff: accept, heartbeat, return, close; its outbox and the board.' },
+  { name: 'agents', description: 'Agents of a project: register, list, remove, their inbox.' },
+  { name: 'sessions', description: 'Shared sessions and their facts.' },
+  { name: 'identity', description: 'Who the caller is, tokens, projects and the audit log.' },
+  { name: 'events', description: 'The transitions the caller may see, as server-sent events.' },
+  { name: 'views', description: 'Read-only summaries: the status and the live page\'s first paint.' },
+  { name: 'settings', description: 'Runtime settings and connection rules.' },
+  { name: 'webhooks', description: 'Turn reports from webhook agents (signed, no token).' },
+  { name: 'mcp', description: "Baton's MCP tools over streamable HTTP." },
+  { name: 'health', description: 'Liveness, readiness and Prometheus metrics.' },
+] as const;
+
+export type OpenApiTag = (typeof OPENAPI_TAGS)[number]['name'];
+
+/**
+ * Puts every route `app` (a route plugin's scope) registers from now on under `tag` in the
+ * document. Call it first in the plugin; it sets the schema's `tags` where the schema has none.
+ */
+export function tagRoutes(app: FastifyInstance, tag: OpenApiTag): void {
+  app.addHook('onRoute', (route) => {
+    // In place: @fastify/swagger and the catalog above keep this very object.
+    if (route.schema && !route.schema.tags) Object.assign(route.schema, { tags: [tag] });
+  });
+}
+
 /** Only the UI's own files: no CDN, no validator badge, no inline script. */
 const DOCS_CSP =
   "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
@@ -66,6 +98,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         description:
           'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } }` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: docs/API.md.',
       },
+      tags: OPENAPI_TAGS.map((t) => ({ ...t })),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an agent or admin token, `baton_…`' } } },
       security: [{ bearer: [] }],
     },

@@ -7,8 +7,10 @@ import { presentAgent, presentHandoff, presentNotification } from '../../present
 import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
 import { callerOf, ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AgentJson, AgentParams, AllOwnersQuery, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'agents');
   const { core, defaultProject } = opts;
 
   app.post(

@@ -10,6 +10,7 @@ import { proveCaller } from '../../plugins/authenticate.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { ErrorBody, Id, ProjectHeader } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** An SSE comment this often keeps proxies and clients from timing the stream out. */
 export const HEARTBEAT_MS = 15_000;
@@ -82,6 +83,7 @@ export interface EventRouteOptions extends RouteOptions {
 }
 
 const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'events');
   const feed = opts.feed;
   const limits = opts.limits ?? DEFAULT_EVENT_STREAM_LIMITS;
   // Followers hold their responses open: end them when the app closes, or close() would wait.

@@ -23,6 +23,7 @@ import {
   SendHandoffBody,
   SendHandoffHeaders,
 } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 function parseStates(raw: string | undefined): DeliveryState[] | undefined {
   if (raw === undefined) return undefined;
@@ -40,6 +41,7 @@ function parseLimit(raw: string | undefined): number {
 }
 
 const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'handoffs');
   const { core, defaultProject } = opts;
 
   app.post(

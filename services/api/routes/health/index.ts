@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 export interface HealthChecks {
   /** Resolves when the dependency answers; rejects otherwise. */
@@ -28,6 +29,7 @@ const ReadyJson = Type.Object({ ready: Type.Boolean(), checks: Type.Record(Type.
 
 /** Liveness (the process answers) and readiness (Postgres and Redis answer). */
 const healthRoutes: FastifyPluginAsyncTypebox<{ checks: HealthChecks }> = async (app, opts) => {
+  tagRoutes(app, 'health');
   const live = async () => ({ ok: true });
   const ready = async (_request: unknown, reply: import('fastify').FastifyReply) => {
     const entries = await Promise.all(

@@ -20,6 +20,7 @@ import {
   TokenParams,
   WhoAmIJson,
 } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** A token as listed: never its secret (only its sha256 is stored anyway). */
 const presentToken = (t: TokenRecord) => ({
@@ -38,6 +39,7 @@ const presentProject = (p: ProjectRecord) => ({ id: p.slug, name: p.name, worksp
 
 /** Who the caller is; tokens and the audit log (admin); projects (admin creates, everyone lists what it may see). */
 const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'identity');
   const { core, defaultProject } = opts;
 
   app.get('/whoami', { schema: { headers: ProjectHeader, response: { 200: WhoAmIJson, '4xx': ErrorBody } } }, async (request) => {

@@ -5,6 +5,7 @@ import { getLiveView } from '../../../../libs/handoffs/live-view.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
@@ -73,6 +74,7 @@ function presentLiveHandoff(h: HandoffView) {
  * the event id to follow `GET /v1/events` from.
  */
 const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'views');
   app.get(
     '/live',
     {

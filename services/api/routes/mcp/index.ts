@@ -12,6 +12,7 @@ import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { projectOf } from '../../route-context.ts';
 import { Type } from 'typebox';
 import { ErrorBody, ProjectHeader } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** For the OpenAPI document (plugins/openapi.ts): the MCP transport reads and answers the messages itself. */
 const JsonRpcMessages = Type.Union([Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }), Type.Array(Type.Unknown())], {
@@ -84,6 +85,7 @@ const header = (value: string | string[] | undefined) => (typeof value === 'stri
  * without it). GET and DELETE (server-sent streams, sessions) are 405: there are no sessions.
  */
 const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'mcp');
   const { core, defaultProject, inject } = opts;
 
   // Before the body is read: a refused token is answered 401 (and counted per client address) without parsing anything.

@@ -6,6 +6,7 @@ import { installAuthentication } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { requireAdmin } from '../../route-context.ts';
 import { ErrorBody } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 export interface MetricsRouteOptions {
   readonly core: CoreDeps;
@@ -18,6 +19,7 @@ export interface MetricsRouteOptions {
  * `forbidden`): the counts it shows span every project. Authenticated and rate-limited like /v1.
  */
 const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'health');
   installAuthentication(app, opts.core, opts.limiter);
   app.get(
     '/metrics',

@@ -3,6 +3,7 @@ import { addFact, createSession, showSession } from '../../../../libs/handoffs/m
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
 import { actingAs, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
 const fact = (f: FactRecord) => ({
@@ -17,6 +18,7 @@ const fact = (f: FactRecord) => ({
 
 /** Tracked sessions and their facts. */
 const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'sessions');
   const { core, defaultProject } = opts;
 
   app.post(

@@ -3,9 +3,11 @@ import { getSettings, listConnections, setConnection, setSetting } from '../../.
 import { presentConnection, presentSettings } from '../../present.ts';
 import { projectOf, requireAdmin, type RouteOptions } from '../../route-context.ts';
 import { ConnectionBody, ConnectionsJson, ErrorBody, ProjectHeader, SettingBody, SettingParams, SettingsJson } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** Runtime settings (`baton config`) and directed connections (`baton allow|block`). */
 const settingsRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'settings');
   const { core, defaultProject } = opts;
 
   app.get('/settings', { schema: { response: { 200: SettingsJson } } }, async () => presentSettings(await getSettings(core)));

@@ -8,6 +8,7 @@ import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { TURN_REPORT_STATUSES } from '../../../../libs/domain/turn-report.ts';
 import { recordTurnReport, type TurnReportDeps } from '../../../../libs/handoffs/record-turn-report.ts';
 import { ErrorBody } from '../../schemas.ts';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 const CallbackBody = Type.Object(
   {
@@ -38,6 +39,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
  * scope's JSON parser keeps for it.
  */
 const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: TurnReportDeps }> = async (app, opts) => {
+  tagRoutes(app, 'webhooks');
   const rawBodies = new WeakMap<FastifyRequest, string>();
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

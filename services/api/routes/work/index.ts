@@ -25,9 +25,11 @@ import {
   ReturnJson,
 } from '../../schemas.ts';
 import { Type } from 'typebox';
+import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** Work contracts: accept (claim), heartbeat, return, close, cancel; the packet, outbox and board. */
 const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+  tagRoutes(app, 'work');
   const { core, defaultProject } = opts;
   const project = (request: Parameters<typeof projectOf>[0]) => projectOf(request, defaultProject);
 

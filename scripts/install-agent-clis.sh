@@ -5,6 +5,10 @@
 #
 #   scripts/install-agent-clis.sh            # install if missing, print the bin directory
 #   BATON_AGENT_CLIS_DIR=/some/dir scripts/install-agent-clis.sh
+#   scripts/install-agent-clis.sh --quiet    # say nothing when they are already in place
+#
+# The test command runs it (test/support/test-prerequisites.ts), so `npm test` installs them
+# on a fresh machine by itself.
 #
 # Tests find the binaries through BATON_AGENT_CLIS_DIR, or this script's default location
 # (test/support/agent-clis.ts), and FAIL (never skip) when they are missing.
@@ -22,10 +26,13 @@ installed() {
     && "$bin/claude" --version 2>/dev/null | grep -q "$CLAUDE_VERSION"
 }
 
+quiet=false
+[ "${1:-}" = "--quiet" ] && quiet=true
+
 if installed; then
-  echo "agent CLIs already installed in $dir" >&2
+  $quiet || echo "agent CLIs already installed in $dir" >&2
 else
-  echo "installing @openai/codex@$CODEX_VERSION and @anthropic-ai/claude-code@$CLAUDE_VERSION into $dir (about 800 MB)" >&2
+  echo "installing @openai/codex@$CODEX_VERSION and @anthropic-ai/claude-code@$CLAUDE_VERSION into $dir (about 800 MB, once)" >&2
   mkdir -p "$dir"
   # A private package.json keeps npm from walking up into whatever project is above the cache.
   [ -f "$dir/package.json" ] || printf '{ "name": "baton-agent-clis", "private": true }\n' > "$dir/package.json"

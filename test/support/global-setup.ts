@@ -5,6 +5,7 @@ import pg from 'pg';
 import { readMigrations } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL } from './env.ts';
 import { startRedisCluster } from './redis-cluster.ts';
+import { ensureAgentClis, ensureChromium } from './test-prerequisites.ts';
 
 /**
  * Names the run's migrated template database (after the migrations' checksum, so it is reused
@@ -50,6 +51,10 @@ async function startCluster(provide: (key: string, value: unknown) => void): Pro
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<(() => Promise<void>) | undefined> {
   buildDist();
+  // The pinned agent CLIs and Chromium: installed here when missing, so `npm test` passes on a
+  // fresh machine after `npm install` alone.
+  ensureAgentClis();
+  ensureChromium();
   const stopCluster = await startCluster(provide);
   const migrations = await readMigrations();
   const digest = createHash('sha256').update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|')).digest('hex').slice(0, 12);

@@ -16,6 +16,7 @@ import { registerWorkCommands } from './commands/work.ts';
 import { registerSessionCommands } from './commands/sessions.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
+import { registerDoctorCommand } from './commands/doctor.ts';
 import { batonVersion } from './package-files.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
@@ -66,6 +67,7 @@ export function buildProgram(
   registerSessionCommands(program, ctx);
   registerIdentityCommands(program, ctx);
   registerMcpCommands(program, ctx);
+  registerDoctorCommand(program, ctx);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -22,7 +22,8 @@ export function describeUrl(raw: string): string {
   }
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+/** Network error codes that mean the server could not be reached (as opposed to one that answered and refused). */
+export const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
 
 /** Whether `err` came from Postgres or the way to it (a SQLSTATE, a network code, a changed migration), not from Baton's own code. */
 export function isPostgresFailure(err: unknown): boolean {
@@ -40,23 +41,10 @@ export function isPostgresFailure(err: unknown): boolean {
 export function postgresStartupError(err: unknown, url: string): StartupError {
   const e = err as { code?: string; message?: string };
   const where = describeUrl(url);
-  let dbName = '';
-  let host = '';
-  let port = '';
-  let user = '';
-  try {
-    const u = new URL(url);
-    dbName = decodeURIComponent(u.pathname.replace(/^\//, ''));
-    host = u.hostname;
-    port = u.port;
-    user = decodeURIComponent(u.username);
-  } catch {
-    // described as not a URL above
-  }
   if ((err as Error)?.name === 'MigrationError') return new StartupError(`the database at ${where} cannot be migrated: ${e.message ?? ''}`, { cause: err });
   if (e?.code === '3D000') {
-    const args = [host && `-h ${host}`, port && `-p ${port}`, user && `-U ${user}`, dbName].filter(Boolean).join(' ');
-    return new StartupError(`database "${dbName}" does not exist (DATABASE_URL ${where}): create it with \`createdb ${args}\``, { cause: err });
+    const { dbName, command } = createdbCommand(url);
+    return new StartupError(`database "${dbName}" does not exist (DATABASE_URL ${where}): create it with \`${command}\``, { cause: err });
   }
   if (e?.code === '28P01' || e?.code === '28000') {
     return new StartupError(`Postgres refused the login (DATABASE_URL ${where}): ${e.message ?? e.code}; check the user and password in DATABASE_URL`, { cause: err });
@@ -68,6 +56,25 @@ export function postgresStartupError(err: unknown, url: string): StartupError {
     return new StartupError(`Postgres at ${where} went away during the start (${String(e?.message ?? err).split('\n')[0]}): is it restarting? Start again once it is up`, { cause: err });
   }
   return new StartupError(`Postgres at ${where} failed: ${String(e?.message ?? err).split('\n')[0]}`, { cause: err });
+}
+
+/** The database DATABASE_URL names, and the `createdb` command that creates it on that server as that user. */
+export function createdbCommand(url: string): { dbName: string; command: string } {
+  let dbName = '';
+  let host = '';
+  let port = '';
+  let user = '';
+  try {
+    const u = new URL(url);
+    dbName = decodeURIComponent(u.pathname.replace(/^\//, ''));
+    host = u.hostname;
+    port = u.port;
+    user = decodeURIComponent(u.username);
+  } catch {
+    // not a URL: loadConfig refuses one, so only a caller's own string gets here
+  }
+  const args = [host && `-h ${host}`, port && `-p ${port}`, user && `-U ${user}`, dbName].filter(Boolean).join(' ');
+  return { dbName, command: `createdb ${args}` };
 }
 
 /** Turns a failed `listen` into a StartupError: a busy port says how to pick another. */

@@ -23,8 +23,11 @@ function platformTarget(): { triple: string; npmPackage: string } | null {
   return byHost[`${process.platform}-${process.arch}`] ?? null;
 }
 
-/** The executable `binary` names: a path (relative to the worker's directory), or a name looked up on PATH. */
-async function locate(binary: string, path: string | undefined): Promise<string | null> {
+/**
+ * The executable `binary` names: a path (relative to the worker's directory), or a name looked up on
+ * PATH (null when no executable file of that name is on it). `baton doctor` finds agents' binaries with it too.
+ */
+export async function locate(binary: string, path: string | undefined): Promise<string | null> {
   if (binary.includes('/')) return isAbsolute(binary) ? binary : resolve(binary);
   for (const dir of (path ?? '').split(delimiter)) {
     if (!dir) continue;

@@ -2,14 +2,14 @@ import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
-import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../libs/db/migrate.ts';
 import { freePort, startPrivateRedis, type Started } from '../../services/cli/embedded-infra.ts';
 import { runCli } from '../../services/cli/program.ts';
 import { agentCli, AGENT_CLI_VERSIONS } from '../support/agent-clis.ts';
-import { TEST_PG_ADMIN_URL, TEST_REDIS_URL, databaseUrl } from '../support/env.ts';
+import { TEST_REDIS_URL, databaseUrl } from '../support/env.ts';
+import { withAdmin } from '../support/test-database.ts';
 import { clusterUrl } from '../support/redis-targets.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 import { runBaton } from '../support/spawn-baton.ts';
@@ -86,16 +86,6 @@ async function silentPort(): Promise<number> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
   return (server.address() as net.AddressInfo).port;
-}
-
-async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.end();
-  }
 }
 
 /** A database of this test's own, dropped after the file. */
@@ -185,6 +175,17 @@ describe('baton doctor', () => {
     const p = await runBaton(['doctor'], envOf({ REDIS_URL: `redis://127.0.0.1:${redisPort}` }));
     expect(p.code, p.output).toBe(1);
     expect(p.output).toMatch(/^fail +redis +cannot reach Redis at/m);
+  }, 60_000);
+
+  it('an unreachable API: fail with how to start it or point at it; the token is then not checked', async () => {
+    const port = await freePort();
+    const r = await doctorJson(envOf({ BATON_URL: `http://127.0.0.1:${port}` }));
+    expect(r.code).toBe(1);
+    expect(r.check('api')).toMatchObject({ status: 'fail', fix: "start it (`baton serve`, or `baton api`), or point BATON_URL, --url or the profile's url at it" });
+    expect(r.check('api')?.detail).toMatch(new RegExp(`^cannot reach Baton at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\)$`));
+    expect(r.check('token')).toMatchObject({ status: 'warn', detail: 'not checked (from BATON_TOKEN): the API does not answer' });
+    // The database still lists the agents: their programs are checked all the same.
+    expect(r.check('agents')?.status).toBe('ok');
   }, 60_000);
 
   it('a Redis and a Postgres that accept the connection and never answer: failed after --timeout, never hangs', async () => {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { migrate } from '../../libs/db/migrate.ts';
 import { TEST_PG_ADMIN_URL, databaseUrl } from './env.ts';
 
-async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with a connection to the test server's admin database (to create and drop databases). */
+export async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL });
   await admin.connect();
   try {

@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -186,6 +186,22 @@ describe('baton doctor', () => {
     expect(r.check('token')).toMatchObject({ status: 'warn', detail: 'not checked (from BATON_TOKEN): the API does not answer' });
     // The database still lists the agents: their programs are checked all the same.
     expect(r.check('agents')?.status).toBe('ok');
+  }, 60_000);
+
+  it('a profile others can read: the token fails with the chmod that fixes it', async () => {
+    const home = scratchDir('baton-doctor-profile-');
+    const profile = join(home, 'profile.json');
+    writeFileSync(profile, JSON.stringify({ url: apiUrl, token: baton.adminToken }), { mode: 0o644 });
+    chmodSync(profile, 0o644);
+    const r = await doctorJson(envOf({ BATON_TOKEN: '', BATON_URL: '', BATON_PROFILE: profile }));
+    expect(r.code).toBe(1);
+    expect(r.check('token')).toMatchObject({ status: 'fail', detail: `${profile} is readable by others (mode 644); run: chmod 600 ${profile}` });
+    expect(r.check('api')?.status).toBe('warn');
+    // Once only its owner may read it, the same profile names the API and the token.
+    chmodSync(profile, 0o600);
+    const fixed = await doctorJson(envOf({ BATON_TOKEN: '', BATON_URL: '', BATON_PROFILE: profile }));
+    expect(fixed.check('api')).toMatchObject({ status: 'ok', detail: `Baton at ${apiUrl} answers and is ready` });
+    expect(fixed.check('token')).toMatchObject({ status: 'ok', detail: `an admin token from the profile ${profile}, project default` });
   }, 60_000);
 
   it('a Redis and a Postgres that accept the connection and never answer: failed after --timeout, never hangs', async () => {

@@ -63,7 +63,13 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorCheck[]> {
   // Without a database of its own to read, doctor lists the agents through the API.
   const api: Promise<ApiFindings> =
     connection instanceof Error
-      ? Promise.resolve({ checks: [fail('token', reasonOf(connection), 'fix the profile, or set BATON_TOKEN')], agents: null })
+      ? Promise.resolve({
+          checks: [
+            warn('api', 'not checked: the profile, which names the API, cannot be read', 'fix the token line'),
+            fail('token', reasonOf(connection), 'fix the profile (BATON_PROFILE), or set BATON_TOKEN'),
+          ],
+          agents: null,
+        })
       : checkApi(connection, t, config.databaseUrl === undefined);
   const [pg, rd, ap] = await Promise.all([postgres, redis, api]);
   const checks: DoctorCheck[] = [configCheck(config), ...pg.checks, ...rd, ...ap.checks];

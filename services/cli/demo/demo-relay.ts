@@ -27,6 +27,9 @@ interface HandoffDetail {
   to: string | null;
   title: string | null;
   state: string;
+  detail: string | null;
+  createdAt: string;
+  settledAt: string | null;
   events: EventJson[];
 }
 
@@ -39,44 +42,67 @@ interface Tracked {
   seenEvents: number;
 }
 
+/** One move of a handoff, as `--verbose` and `--json` show it. */
+export interface DemoTransition {
+  readonly seq: bigint;
+  readonly at: string;
+  readonly handoff: string;
+  readonly from: string;
+  readonly to: string;
+  readonly title: string;
+  readonly event: string;
+  /** The delivery state's move (the same state on both sides for a work event). */
+  readonly state: { readonly from: string | null; readonly to: string };
+  /** The work's move, on work events only. */
+  readonly work: { readonly from: string | null; readonly to: string } | null;
+}
+
+/** A handoff that reached a settled state: the demo's one line per handoff. */
+export interface DemoSettled {
+  readonly seq: bigint;
+  readonly handoff: string;
+  readonly from: string;
+  readonly to: string;
+  readonly title: string;
+  /** The settled delivery state: RETURNED, FAILED, CANCELLED, UNAVAILABLE, ACKNOWLEDGED or DUPLICATE. */
+  readonly outcome: string;
+  readonly settledAt: string;
+  /** From send to settled. */
+  readonly tookMs: number;
+  /** How many times it waited because its recipient was mid-turn. */
+  readonly busy: number;
+  /** Why, for an outcome other than RETURNED (the handoff's detail), else null. */
+  readonly detail: string | null;
+}
+
+/** What one look at the tracked handoffs found, each list in the order it happened. */
+export interface DemoTick {
+  readonly transitions: DemoTransition[];
+  readonly settled: DemoSettled[];
+}
+
+/** An agent's display name (`planner` -> `Planner`). */
+export const nameOf = (id: string) => DEMO_AGENTS.find((a) => a.id === id)?.name ?? id;
+
 const SETTLED = new Set(['RETURNED', 'FAILED', 'CANCELLED', 'UNAVAILABLE', 'ACKNOWLEDGED', 'DUPLICATE']);
 
 /**
- * A delivery move (`SENDING -> ACCEPTED`), with the work's move beside it when both changed; a
- * work event that leaves the delivery state as it was shows the work's move only (never `RETURNED -> RETURNED`).
- */
-function transition(e: EventJson): string {
-  const work = e.workTo ? `work ${e.workFrom ?? 'new'} -> ${e.workTo}` : '';
-  if (e.from === e.to && work) return `${work} (${e.event})`;
-  const delivery = `${(e.from ?? 'new').padEnd(8)} -> ${e.to}`;
-  return work ? `${delivery}  (${work})` : delivery;
-}
-
-const nameOf = (id: string) => DEMO_AGENTS.find((a) => a.id === id)?.name ?? id;
-
-/**
  * Keeps work moving between the demo agents through the public API, the way an orchestrator
- * would: each returned handoff makes its recipient hand the topic on to the next agent. Prints
- * every transition it sees.
+ * would: each returned handoff makes its recipient hand the topic on to the next agent. It
+ * prints nothing: `tick()` returns what it saw, and demo-report.ts says it.
  */
 export class DemoRelay {
   private readonly tracked = new Map<string, Tracked>();
   private topicIndex = 0;
   private sent = 0;
-  private returned = 0;
 
-  constructor(
-    private readonly client: ApiClient,
-    private readonly out: (line: string) => void,
-    /** `baton demo --json`: one object per line instead of the text lines. */
-    private readonly emit?: (record: Record<string, unknown>) => void,
-  ) {}
+  constructor(private readonly client: ApiClient) {}
 
-  async registerAgents(thinkMs: number): Promise<void> {
+  /** Registers the four agents, calling `registered` after each. */
+  async registerAgents(thinkMs: number, registered: (agent: (typeof DEMO_AGENTS)[number]) => void): Promise<void> {
     for (const a of DEMO_AGENTS) {
       await this.client.post('/v1/agents', { id: a.id, displayName: a.name, provider: 'demo', settings: { thinkMs } });
-      if (this.emit) this.emit({ type: 'agent_registered', agent: a.id, name: a.name, thinkMs });
-      else this.out(`  registered ${a.name} (simulated agent, ${thinkMs} ms per turn)`);
+      registered(a);
     }
   }
 
@@ -108,45 +134,45 @@ export class DemoRelay {
     this.tracked.set(body.id, { id: body.id, topic, title, from, to, seenEvents: 0 });
   }
 
-  /** Looks at every tracked handoff once: prints new transitions, passes on returned work. */
-  async tick(): Promise<void> {
-    const lines: Array<{ seq: bigint; text: string; record: Record<string, unknown> }> = [];
+  /** Looks at every tracked handoff once: returns its new transitions and settlements, passes on returned work. */
+  async tick(): Promise<DemoTick> {
+    const transitions: DemoTransition[] = [];
+    const settled: DemoSettled[] = [];
     const details = await Promise.all([...this.tracked.values()].map(async (t) => ({ t, h: await this.client.get<HandoffDetail>(`/v1/handoffs/${t.id}`) })));
     for (const { t, h } of details) {
       for (const e of h.events.slice(t.seenEvents)) {
-        const time = e.at.slice(11, 19);
-        lines.push({
-          seq: BigInt(e.seq),
-          text: `${time}  ${`${nameOf(t.from)} -> ${nameOf(t.to)}`.padEnd(22)} ${`"${t.title}"`.padEnd(40)} ${transition(e)}`,
-          record: { type: 'transition', at: e.at, handoff: t.id, from: t.from, to: t.to, title: t.title, event: e.event, state: { from: e.from, to: e.to }, work: e.workTo ? { from: e.workFrom ?? null, to: e.workTo } : null },
-        });
+        const work = e.workTo ? { from: e.workFrom ?? null, to: e.workTo } : null;
+        transitions.push({ seq: BigInt(e.seq), at: e.at, handoff: t.id, from: t.from, to: t.to, title: t.title, event: e.event, state: { from: e.from, to: e.to }, work });
       }
       t.seenEvents = h.events.length;
     }
-    lines.sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-    for (const line of lines) {
-      if (this.emit) this.emit(line.record);
-      else this.out(line.text);
-    }
     for (const { t, h } of details) {
-      if (SETTLED.has(h.state)) {
-        this.tracked.delete(t.id);
-        if (h.state === 'RETURNED') {
-          this.returned++;
-          await this.hand(t.to, t.topic);
-        } else {
-          await this.hand(t.from, TOPICS[this.topicIndex++ % TOPICS.length]!);
-        }
-      }
+      if (!SETTLED.has(h.state)) continue;
+      this.tracked.delete(t.id);
+      // The delivery move into the settled state; the last event stands in if there is none (it cannot be empty here).
+      const settle = h.events.find((e) => e.to === h.state && e.from !== e.to) ?? h.events.at(-1)!;
+      const settledAt = h.settledAt ?? settle.at;
+      settled.push({
+        seq: BigInt(settle.seq),
+        handoff: t.id,
+        from: t.from,
+        to: t.to,
+        title: t.title,
+        outcome: h.state,
+        settledAt,
+        tookMs: Date.parse(settledAt) - Date.parse(h.createdAt),
+        busy: h.events.filter((e) => e.to === 'BUSY' && e.from !== 'BUSY').length,
+        detail: h.state === 'RETURNED' ? null : h.detail,
+      });
+      if (h.state === 'RETURNED') await this.hand(t.to, t.topic);
+      else await this.hand(t.from, TOPICS[this.topicIndex++ % TOPICS.length]!);
     }
+    const bySeq = (a: { seq: bigint }, b: { seq: bigint }) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
+    return { transitions: transitions.sort(bySeq), settled: settled.sort(bySeq) };
   }
 
-  summary(): string {
-    return `sent ${this.sent}, returned ${this.returned}, in flight ${this.tracked.size}`;
-  }
-
-  /** The summary's figures. */
-  counts(): { sent: number; returned: number; inFlight: number } {
-    return { sent: this.sent, returned: this.returned, inFlight: this.tracked.size };
+  /** Handoffs sent so far, and how many of them are still in flight. */
+  counts(): { sent: number; inFlight: number } {
+    return { sent: this.sent, inFlight: this.tracked.size };
   }
 }

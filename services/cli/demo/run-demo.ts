@@ -11,7 +11,9 @@ import { systemClock } from '../../../libs/domain/clock.ts';
 import { createToken, revokeToken } from '../../../libs/handoffs/manage-tokens.ts';
 import { ApiClient } from '../api-client.ts';
 import type { CliContext } from '../cli-context.ts';
-import { DemoRelay } from './demo-relay.ts';
+import { DEMO_AGENTS, DemoRelay } from './demo-relay.ts';
+import { DemoReport } from './demo-report.ts';
+import { BATON_BIN } from '../package-files.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../embedded-infra.ts';
 import { startStack, type RunningStack } from '../start-stack.ts';
 
@@ -26,12 +28,17 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** How often the running summary line comes. */
+const SUMMARY_EVERY_MS = 5_000;
+
 /**
  * `baton demo` (registered in commands/demo.ts): everything in one process on embedded defaults (Postgres from npm in a temp
  * dir, a private redis-server) unless DATABASE_URL / REDIS_URL are set; four simulated agents
- * hand work around until Ctrl+C, which stops everything and deletes the demo data.
+ * hand work around until Ctrl+C, which stops everything and deletes the demo data. It prints
+ * how to look a handoff up, then one line per handoff as it settles (every transition with
+ * `verbose`), a summary line every few seconds, and a last summary when it stops (demo-report.ts).
  */
-export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number; json?: boolean }): Promise<void> {
+export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number; json?: boolean; verbose?: boolean }): Promise<void> {
   // With --json every line is one JSON object (`type` says which); the text lines are not printed.
   const emit = opts.json ? (record: Record<string, unknown>) => ctx.out(JSON.stringify(record)) : undefined;
   const out = (line: string) => {
@@ -111,28 +118,38 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     const admin = await createToken(tokenDeps, { admin: true, name: 'demo (revoked when the demo stops)' });
     revokeDemoToken = () => revokeToken(tokenDeps, admin.record.id);
     const url = running.api!.url;
-    out(`  API: ${url}   (try: BATON_URL=${url} BATON_TOKEN=${admin.token} ./bin/baton.mjs list; the token dies with the demo)`);
-    out(`  Live page: ${url}/ui/   (sign in with the admin token above; Bull Board, read-only: ${url}/admin/queues)`);
-    emit?.({ type: 'started', api: url, token: admin.token, project, livePage: `${url}/ui/`, bullBoard: `${url}/admin/queues` });
+    // Every variable the CLI would otherwise take from the environment or a profile, so the
+    // printed command finds the demo's handoffs as it stands, wherever it is run.
+    const lookup = `BATON_URL=${url} BATON_TOKEN=${admin.token} BATON_PROJECT=${project} ${BATON_BIN}`;
+    out(`  API: ${url}   admin token: ${admin.token}   (project ${project}; the token dies with the demo)`);
+    out(`  Live page: ${url}/ui/   (sign in with the admin token; Bull Board, read-only: ${url}/admin/queues)`);
+    emit?.({ type: 'started', api: url, token: admin.token, project, livePage: `${url}/ui/`, bullBoard: `${url}/admin/queues`, show: `${lookup} show <id>` });
     const client = new ApiClient(url, project, admin.token);
-    const relay = new DemoRelay(client, out, emit);
-    await relay.registerAgents(opts.thinkMs);
+    const relay = new DemoRelay(client);
+    await relay.registerAgents(opts.thinkMs, (a) => emit?.({ type: 'agent_registered', agent: a.id, name: a.name, thinkMs: opts.thinkMs }));
+    out(`  Agents: ${DEMO_AGENTS.map((a) => a.name).join(', ')} (simulated, ${opts.thinkMs} ms per turn)`);
     out('');
-    out('time      handoff                 work                                     transition');
+    out('Look a handoff up by its id, in another terminal, while the demo runs:');
+    out(`  ${lookup} show <id>`);
+    out('  (its live timeline: the same with `watch <id>`; every transition in this terminal: the demo with --verbose)');
+    out('');
+    const report = new DemoReport({ verbose: opts.verbose === true, out, emit });
+    report.header();
+    const startedAt = Date.now();
     await relay.start(opts.chains);
     if (opts.duration) setTimeout(requestStop, opts.duration * 1000).unref();
     let lastSummary = Date.now();
     while (!stopRequested) {
-      await relay.tick();
-      if (Date.now() - lastSummary > 5_000) {
+      const seen = await relay.tick();
+      for (const t of seen.transitions) report.transition(t);
+      for (const s of seen.settled) report.settled(s);
+      if (Date.now() - lastSummary >= SUMMARY_EVERY_MS) {
         lastSummary = Date.now();
-        out(`          -- ${relay.summary()}`);
-        emit?.({ type: 'summary', ...relay.counts() });
+        report.summary(relay.counts());
       }
       await Promise.race([stopped, new Promise((r) => setTimeout(r, 200))]);
     }
-    out(`stopping: ${relay.summary()}`);
-    emit?.({ type: 'stopping', ...relay.counts() });
+    report.final(relay.counts(), Date.now() - startedAt);
   } finally {
     await revokeDemoToken?.().catch(() => undefined);
     await stack?.stop().catch(() => undefined);

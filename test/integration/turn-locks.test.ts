@@ -8,6 +8,14 @@ import { REDIS_TARGETS } from '../support/redis-targets.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { silentLogger } from '../support/test-baton.ts';
+import { watchLoopLag } from '../support/loop-lag.ts';
+
+/**
+ * The lock lifetime these tests use. Each lock command is bounded by a third of it (the
+ * default), so it must be long enough for a command to be answered on a busy machine: the waits
+ * below derive from it, never from a quiet host.
+ */
+const TTL_MS = 3_000;
 
 describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   let redis: RedisClient;
@@ -17,7 +25,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   beforeAll(async () => {
     redis = openRedis(url, 'worker', silentLogger());
     names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
-    locks = new TurnLocks(redis, names, { ttlMs: 300, logger: silentLogger() });
+    locks = new TurnLocks(redis, names, { ttlMs: TTL_MS, logger: silentLogger() });
   });
 
   afterAll(async () => {
@@ -41,7 +49,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
         if (l.acquired) continue;
         expect(l.holder).toBe(winners[0]!.acquired ? winners[0]!.lock.token : null);
         expect(l.retryInMs).toBeGreaterThan(0);
-        expect(l.retryInMs).toBeLessThanOrEqual(300);
+        expect(l.retryInMs).toBeLessThanOrEqual(TTL_MS);
       }
       if (winners[0]?.acquired) await winners[0].lock.release();
     });
@@ -56,8 +64,8 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
         const now = await redis.pttl(names.turnLock('agent-long'));
         if (now > last) extensions++;
         last = now;
-        return extensions >= 4 && Date.now() - started > 300;
-      }, { what: 'four extensions', timeoutMs: 3_000, intervalMs: 10 });
+        return extensions >= 2 && Date.now() - started > TTL_MS;
+      }, { what: 'two extensions, past the lifetime', timeoutMs: 4 * TTL_MS, intervalMs: 10 });
       expect(lock.signal.aborted).toBe(false);
       expect(await redis.get(names.turnLock('agent-long'))).toBe(lock.token);
       expect(await lock.release()).toBe('released');
@@ -67,8 +75,9 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
 
     it('never releases or extends a lock someone else now owns, and tells the old holder it lost it', async () => {
       const lock = await take('agent-stolen');
-      await redis.set(names.turnLock('agent-stolen'), 'someone-else', 'PX', 5_000);
-      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
+      await redis.set(names.turnLock('agent-stolen'), 'someone-else', 'PX', 5 * TTL_MS);
+      // The holder learns at its next extension (every third of the lifetime).
+      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2 * TTL_MS });
       expect(await lock.release()).toBe('not_held');
       expect(await redis.get(names.turnLock('agent-stolen'))).toBe('someone-else');
     });
@@ -76,7 +85,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     it('tells the holder it lost the lock when Redis loses the key (a wipe)', async () => {
       const lock = await take('agent-wiped');
       await redis.del(names.turnLock('agent-wiped'));
-      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2_000 });
+      await eventually(() => lock.signal.aborted, { what: 'lost signal', timeoutMs: 2 * TTL_MS });
     });
 
     it('draws a fencing number that only grows per agent, also after Redis lost every key', async () => {
@@ -105,14 +114,14 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     it('proves ownership right before a write, and refuses once someone else holds the lock', async () => {
       const lock = await take('agent-check');
       expect(await lock.stillHeld()).toBe(true);
-      await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5_000);
+      await redis.set(names.turnLock('agent-check'), 'someone-else', 'PX', 5 * TTL_MS);
       expect(await lock.stillHeld()).toBe(false);
       expect(lock.signal.aborted).toBe(true);
     });
 
     it('proves ownership with a read while most of the lifetime is proven left, without renewing it', async () => {
       // A lifetime long enough that the extension timer (every third of it) stays out of the way.
-      const slow = new TurnLocks(redis, names, { ttlMs: 3_000, logger: silentLogger() });
+      const slow = new TurnLocks(redis, names, { ttlMs: 10 * TTL_MS, logger: silentLogger() });
       const r = await slow.acquire('agent-read-proof');
       if (!r.acquired) throw new Error('expected to acquire');
       const lock = r.lock;
@@ -148,7 +157,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     it('answers held and busy for many agents whose keys lie in many slots (every node of a cluster)', async () => {
       const ids = Array.from({ length: 300 }, (_, i) => `agent-many-${i}`);
       const taken = await Promise.all(ids.filter((_, i) => i % 3 === 0).map(take));
-      await Promise.all(ids.filter((_, i) => i % 3 === 1).map((id) => locks.backOff(id, 5_000)));
+      await Promise.all(ids.filter((_, i) => i % 3 === 1).map((id) => locks.backOff(id, 5 * TTL_MS)));
       expect(await locks.held(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
       expect(await locks.busy(ids)).toEqual(ids.map((_, i) => i % 3 !== 2));
       expect(await locks.noteIfHeld(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
@@ -169,7 +178,7 @@ describe('the turn lock behind a frozen connection', () => {
   beforeAll(() => {
     redis = openRedis(TEST_REDIS_URL, 'worker', silentLogger());
     names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
-    locks = new TurnLocks(redis, names, { ttlMs: 300, logger: silentLogger() });
+    locks = new TurnLocks(redis, names, { ttlMs: TTL_MS, logger: silentLogger() });
   });
 
   afterAll(async () => {
@@ -180,8 +189,10 @@ describe('the turn lock behind a frozen connection', () => {
   it('a holder cut off from Redis (a partition that answers nothing) learns it lost the lock within its lifetime, while another takes it over', async () => {
     const port = Number(new URL(TEST_REDIS_URL).port || 6379);
     const proxy = await startTcpProxy(port, new URL(TEST_REDIS_URL).hostname);
-    const behind = openRedis(`redis://127.0.0.1:${proxy.port}`, 'locks', silentLogger(), { commandTimeoutMs: 100 });
-    const partitioned = new TurnLocks(behind, names, { ttlMs: 300, logger: silentLogger(), commandTimeoutMs: 100 });
+    const commandTimeoutMs = TTL_MS / 3;
+    const behind = openRedis(`redis://127.0.0.1:${proxy.port}`, 'locks', silentLogger(), { commandTimeoutMs });
+    const partitioned = new TurnLocks(behind, names, { ttlMs: TTL_MS, logger: silentLogger(), commandTimeoutMs });
+    const lag = watchLoopLag();
     try {
       const r = await partitioned.acquire('agent-partition');
       if (!r.acquired) throw new Error('expected to acquire');
@@ -189,18 +200,20 @@ describe('the turn lock behind a frozen connection', () => {
       const frozenAt = Date.now();
       // Every command is bounded: the check answers "not held" instead of waiting on Redis.
       expect(await r.lock.stillHeld()).toBe(false);
-      expect(Date.now() - frozenAt).toBeLessThan(1_000);
-      await eventually(() => r.lock.signal.aborted, { what: 'the partitioned holder gives up', timeoutMs: 1_000, intervalMs: 10 });
-      // The holder gave up no later than the key expires for everyone else.
-      expect(Date.now() - frozenAt).toBeLessThan(300 + 150);
+      expect(Date.now() - frozenAt).toBeLessThan(commandTimeoutMs + lag.maxMs() + 100);
+      await eventually(() => r.lock.signal.aborted, { what: 'the partitioned holder gives up', timeoutMs: 2 * TTL_MS, intervalMs: 10 });
+      // The holder gave up no later than the key expires for everyone else (its lifetime, counted
+      // from the last proof, checked every third of it), plus how late this machine ran timers.
+      expect(Date.now() - frozenAt).toBeLessThan(TTL_MS + TTL_MS / 3 + lag.maxMs() + 100);
       const other: TurnLock = await eventually(async () => {
         const taken = await locks.acquire('agent-partition');
         if (!taken.acquired) throw new Error('still held');
         return taken.lock;
-      }, { what: 'another worker takes the lock', timeoutMs: 2_000, intervalMs: 20 });
+      }, { what: 'another worker takes the lock', timeoutMs: 3 * TTL_MS, intervalMs: 20 });
       expect(other.fence).toBeGreaterThan(r.lock.fence);
       await other.release();
     } finally {
+      lag.stop();
       proxy.thaw();
       behind.disconnect();
       await proxy.close();

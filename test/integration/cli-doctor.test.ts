@@ -1,9 +1,10 @@
-import { chmodSync, cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VERIFIED_CLI_VERSIONS } from '../../libs/adapters/verified-versions.ts';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../libs/db/migrate.ts';
 import { freePort, startPrivateRedis, type Started } from '../../services/cli/embedded-infra.ts';
 import { runCli } from '../../services/cli/program.ts';
@@ -285,7 +286,7 @@ describe('baton doctor', () => {
       expect(r.code).toBe(1);
       expect(r.out).toMatch(
         new RegExp(
-          `^fail +codex codex +\`codex\` is not on the PATH \\(${nodeOnlyPath}\\), for default/lost +→ install it \\(\`npm install -g @openai/codex\`\\) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path$`,
+          `^fail +codex codex +\`codex\` is not on the PATH \\(${nodeOnlyPath}\\), for default/lost +→ install it \\(\`npm install -g @openai/codex@${AGENT_CLI_VERSIONS.codex}\`\\) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path$`,
           'm',
         ),
       );
@@ -295,6 +296,37 @@ describe('baton doctor', () => {
       await removeAgent('lost');
     }
   }, 60_000);
+
+  it('a codex of another version than the verified one: a warning with the verified install; one whose --version fails: fail', async () => {
+    const bin = scratchDir('baton-doctor-stubs-');
+    // Stand-ins for what --version prints: doctor runs nothing else of them.
+    writeFileSync(join(bin, 'old-codex'), '#!/bin/sh\necho "codex-cli 0.100.0"\n', { mode: 0o755 });
+    writeFileSync(join(bin, 'broken-claude'), '#!/bin/sh\necho "cannot load" >&2\nexit 3\n', { mode: 0o755 });
+    const cwd = scratchDir('baton-doctor-cwd-');
+    await addAgent('old', 'codex', { cwd, binary: join(bin, 'old-codex') });
+    await addAgent('broken', 'claude_code', { cwd, binary: join(bin, 'broken-claude') });
+    try {
+      const r = await doctorJson(envOf());
+      expect(r.check(`codex ${join(bin, 'old-codex')}`)).toEqual({
+        name: `codex ${join(bin, 'old-codex')}`,
+        status: 'warn',
+        detail: `codex-cli 0.100.0 at ${join(bin, 'old-codex')}, for default/old; Baton's adapter was verified with ${AGENT_CLI_VERSIONS.codex}`,
+        fix: `install that version (\`npm install -g @openai/codex@${AGENT_CLI_VERSIONS.codex}\`), or try this one knowing that Baton reads what ${AGENT_CLI_VERSIONS.codex} writes`,
+      });
+      expect(r.check(`claude_code ${join(bin, 'broken-claude')}`)).toMatchObject({ status: 'fail' });
+      expect(r.check(`claude_code ${join(bin, 'broken-claude')}`)?.detail).toMatch(/--version failed \(.*: cannot load\), for default\/broken$/);
+      expect(r.code).toBe(1);
+    } finally {
+      await removeAgent('old');
+      await removeAgent('broken');
+    }
+  }, 60_000);
+
+  it('the versions doctor expects are the ones scripts/install-agent-clis.sh installs for the tests', () => {
+    const script = readFileSync(new URL('../../scripts/install-agent-clis.sh', import.meta.url), 'utf8');
+    expect(/^CODEX_VERSION=(\S+)$/m.exec(script)?.[1]).toBe(VERIFIED_CLI_VERSIONS.codex);
+    expect(/^CLAUDE_VERSION=(\S+)$/m.exec(script)?.[1]).toBe(VERIFIED_CLI_VERSIONS.claude_code);
+  });
 
   it('without DATABASE_URL the agents come from the API; a webhook that does not answer is a warning', async () => {
     const closed = await freePort();

@@ -1,13 +1,14 @@
 import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { VERIFIED_CLI_VERSIONS } from '../../libs/adapters/verified-versions.ts';
 
 /**
  * Where the real agent CLIs live for the tests: installed by `scripts/install-agent-clis.sh` into
- * a cache outside the repository (`.ci/run` runs it and exports BATON_AGENT_CLIS_DIR). Keep the
- * versions in step with that script.
+ * a cache outside the repository (`.ci/run` runs it and exports BATON_AGENT_CLIS_DIR), at the versions
+ * the adapters were verified with (libs/adapters/verified-versions.ts, held equal to the script's).
  */
-export const AGENT_CLI_VERSIONS = { codex: '0.171.0', claude: '2.1.197' } as const;
+export const AGENT_CLI_VERSIONS = { codex: VERIFIED_CLI_VERSIONS.codex, claude: VERIFIED_CLI_VERSIONS.claude_code } as const;
 
 export type AgentCli = keyof typeof AGENT_CLI_VERSIONS;
 

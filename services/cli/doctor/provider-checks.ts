@@ -4,6 +4,7 @@ import { access, stat } from 'node:fs/promises';
 import { envValues, type RawEnv } from '../../../libs/adapters/env-settings.ts';
 import { locate } from '../../../libs/adapters/codex/daemon-package.ts';
 import { pushProviders } from '../../../libs/adapters/provider-specs.ts';
+import { VERIFIED_CLI_VERSIONS } from '../../../libs/adapters/verified-versions.ts';
 import { fail, ok, reasonOf, VERSION_TIMEOUT_MS, warn, type DoctorCheck } from './doctor-check.ts';
 
 /** An active agent as doctor sees it: where it is registered, its provider and its settings. */
@@ -15,10 +16,12 @@ export interface DoctorAgent {
 }
 
 /** The providers whose turns run a program on the worker's host, and where to get it. */
-const PROGRAMS: Readonly<Record<string, { binary: string; install: string }>> = {
-  codex: { binary: 'codex', install: 'npm install -g @openai/codex' },
-  claude_code: { binary: 'claude', install: 'npm install -g @anthropic-ai/claude-code' },
+const PROGRAMS: Readonly<Record<'codex' | 'claude_code', { binary: string; npmPackage: string; verified: string }>> = {
+  codex: { binary: 'codex', npmPackage: '@openai/codex', verified: VERIFIED_CLI_VERSIONS.codex },
+  claude_code: { binary: 'claude', npmPackage: '@anthropic-ai/claude-code', verified: VERIFIED_CLI_VERSIONS.claude_code },
 };
+
+const installCommand = (p: (typeof PROGRAMS)[keyof typeof PROGRAMS]) => `npm install -g ${p.npmPackage}@${p.verified}`;
 
 /** What a worker's programs inherit per provider (BatonConfig.codex.baseEnv, claudeCode.baseEnv). */
 export type ProgramEnvs = Readonly<Record<'codex' | 'claude_code', Readonly<Record<string, string>>>>;
@@ -52,13 +55,14 @@ async function executable(file: string): Promise<boolean> {
 /**
  * The program of every codex and claude_code agent: found (the agent's `binary` setting, else
  * `codex` / `claude` on the PATH its turns get: the agent's env setting's PATH, else the worker's)
- * and answering `--version`. One line per distinct program.
+ * and answering `--version` (fail otherwise), at the version the adapter was verified with (warn
+ * otherwise). One line per distinct program.
  */
 async function programChecks(agents: readonly DoctorAgent[], envs: ProgramEnvs): Promise<DoctorCheck[]> {
   const groups = new Map<string, { provider: 'codex' | 'claude_code'; binary: string; path: string | undefined; agents: DoctorAgent[] }>();
   for (const a of agents) {
     if (a.provider !== 'codex' && a.provider !== 'claude_code') continue;
-    const binary = typeof a.settings['binary'] === 'string' ? a.settings['binary'] : PROGRAMS[a.provider]!.binary;
+    const binary = typeof a.settings['binary'] === 'string' ? a.settings['binary'] : PROGRAMS[a.provider].binary;
     const path = envValues(a.settings['env'] as RawEnv | undefined)['PATH'] ?? envs[a.provider]['PATH'];
     const key = JSON.stringify([a.provider, binary, path]);
     const group = groups.get(key) ?? { provider: a.provider, binary, path, agents: [] };
@@ -68,15 +72,19 @@ async function programChecks(agents: readonly DoctorAgent[], envs: ProgramEnvs):
   return Promise.all(
     [...groups.values()].map(async (g): Promise<DoctorCheck> => {
       const name = `${g.provider} ${g.binary}`;
-      const program = PROGRAMS[g.provider]!;
+      const program = PROGRAMS[g.provider];
       const who = `for ${listAgents(g.agents)}`;
       const found = await locate(g.binary, g.path);
       if (found === null || !(await executable(found))) {
         const where = g.binary.includes('/') ? `${found ?? g.binary} is not an executable file` : `\`${g.binary}\` is not on the PATH (${g.path ?? 'unset'})`;
-        return fail(name, `${where}, ${who}`, `install it (\`${program.install}\`) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path`);
+        return fail(name, `${where}, ${who}`, `install it (\`${installCommand(program)}\`) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path`);
       }
       const answer = await versionOf(found, { ...envs[g.provider], ...(g.path !== undefined ? { PATH: g.path } : {}) });
-      if ('error' in answer) return fail(name, `${found} --version failed (${answer.error}), ${who}`, `reinstall it (\`${program.install}\`) and check that \`${found} --version\` works`);
+      if ('error' in answer) return fail(name, `${found} --version failed (${answer.error}), ${who}`, `reinstall it (\`${installCommand(program)}\`) and check that \`${found} --version\` works`);
+      const version = /\d+\.\d+\.\d+\S*/.exec(answer.version)?.[0];
+      if (version !== program.verified) {
+        return warn(name, `${answer.version} at ${found}, ${who}; Baton's adapter was verified with ${program.verified}`, `install that version (\`${installCommand(program)}\`), or try this one knowing that Baton reads what ${program.verified} writes`);
+      }
       return ok(name, `${answer.version} at ${found}, ${who}`);
     }),
   );

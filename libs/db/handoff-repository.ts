@@ -336,6 +336,25 @@ export interface HandoffFilter {
 }
 
 
+/** The project, recipient, sender and state conditions of a filter on alias `h`, appending their parameters. */
+function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states'>, params: unknown[]): string[] {
+  params.push(f.projectId);
+  const where = [`h.project_id = $${params.length}`];
+  if (f.recipientId) {
+    params.push(f.recipientId);
+    where.push(`h.recipient_id = $${params.length}`);
+  }
+  if (f.senderId) {
+    params.push(f.senderId);
+    where.push(`h.sender_id = $${params.length}`);
+  }
+  if (f.states && f.states.length > 0) {
+    params.push(f.states);
+    where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
+  }
+  return where;
+}
+
 /** A fixed list of states as SQL literals (enum values from the code, never from input). */
 /**
  * States as SQL literals (`'WAITING', 'BUSY'`): with literals the planner can use a partial index
@@ -1066,20 +1085,8 @@ export class HandoffRepository {
 
   /** Newest first; `beforeSeq` continues a page. */
   async list(f: HandoffFilter): Promise<HandoffView[]> {
-    const params: unknown[] = [f.projectId];
-    const where = ['h.project_id = $1'];
-    if (f.recipientId) {
-      params.push(f.recipientId);
-      where.push(`h.recipient_id = $${params.length}`);
-    }
-    if (f.senderId) {
-      params.push(f.senderId);
-      where.push(`h.sender_id = $${params.length}`);
-    }
-    if (f.states && f.states.length > 0) {
-      params.push(f.states);
-      where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
-    }
+    const params: unknown[] = [];
+    const where = filterSql(f, params);
     where.push(visibleSql(f.viewer, params));
     if (f.beforeSeq !== undefined) {
       params.push(f.beforeSeq.toString());
@@ -1091,6 +1098,21 @@ export class HandoffRepository {
       params,
     );
     return rows;
+  }
+
+  /**
+   * How many handoffs match the filter's project, recipient, sender and states but are hidden
+   * from its viewer (0 for an all-owners view, without a query). For an admin's narrowed view
+   * only: the API never tells an agent how much it may not see.
+   */
+  async countHidden(f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
+    if (f.viewer.allOwners) return 0;
+    const params: unknown[] = [];
+    const where = filterSql(f, params);
+    // IS NOT TRUE: the rule compares with a NULL agent or token id, which yields NULL, not false.
+    where.push(`(${visibleSql(f.viewer, params)}) IS NOT TRUE`);
+    const { rows } = await this.q<{ n: number }>(`SELECT count(*)::int AS n FROM handoffs h WHERE ${where.join(' AND ')}`, params);
+    return rows[0]?.n ?? 0;
   }
 
   async countByState(projectId: string, viewer: Viewer): Promise<Map<DeliveryState, number>> {

@@ -12,6 +12,18 @@ export interface SessionRecord {
   createdAt: Date;
 }
 
+/** A session as the project's list shows it, with how much it holds. */
+export interface SessionSummary {
+  id: string;
+  title: string;
+  summary: string | null;
+  createdAt: Date;
+  /** Every fact of the session, superseded ones included. */
+  facts: number;
+  /** The handoffs pointing at the session that the viewer may see. */
+  handoffs: number;
+}
+
 /** A handoff as a session lists it. */
 export interface SessionHandoff {
   id: string;
@@ -101,6 +113,29 @@ export class SessionRepository {
       });
       return true;
     });
+  }
+
+  /**
+   * The project's newest `limit` sessions, newest first, each with its fact count and the count
+   * of its handoffs the viewer may see (one scan of the project's handoffs, whatever the page).
+   */
+  async list(projectId: string, viewer: Viewer, limit: number): Promise<SessionSummary[]> {
+    const params: unknown[] = [projectId, limit];
+    const visible = visibleSql(viewer, params);
+    return this.prisma.$queryRawUnsafe<SessionSummary[]>(
+      `WITH page AS (
+         SELECT s.id, s.title, s.summary, s.created_at FROM sessions s WHERE s.project_id = $1::uuid ORDER BY s.created_at DESC, s.id DESC LIMIT $2
+       )
+       SELECT page.id, page.title, page.summary, page.created_at AS "createdAt", coalesce(f.n, 0) AS facts, coalesce(hc.n, 0) AS handoffs
+       FROM page
+       LEFT JOIN (SELECT session_id, count(*)::int AS n FROM facts WHERE session_id IN (SELECT id FROM page) GROUP BY session_id) f ON f.session_id = page.id
+       LEFT JOIN (
+         SELECT h.session_id, count(*)::int AS n FROM handoffs h
+         WHERE h.project_id = $1::uuid AND h.session_id IN (SELECT id FROM page) AND ${visible} GROUP BY h.session_id
+       ) hc ON hc.session_id = page.id
+       ORDER BY page.created_at DESC, page.id DESC`,
+      ...params,
+    );
   }
 
   /**

@@ -3,7 +3,7 @@ import { buildContextPacket, type ContextPacket } from '../domain/context-packet
 import { isUuid, newId } from '../domain/ids.ts';
 import { LIMITS } from '../domain/limits.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import type { FactKindName, FactRecord, SessionHandoff, SessionRecord } from '../db/session-repository.ts';
+import type { FactKindName, FactRecord, SessionHandoff, SessionRecord, SessionSummary } from '../db/session-repository.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
@@ -76,6 +76,16 @@ export async function showSession(deps: CoreDeps, projectSlug: string, id: strin
   const session = await sessionIn(deps, project.id, id);
   const [facts, handoffs] = await Promise.all([deps.sessions.facts(session.id), deps.sessions.handoffs(session.id, viewer)]);
   return { session, facts, handoffs };
+}
+
+/**
+ * The project's newest `limit` sessions, newest first, with how many facts each holds and how
+ * many of its handoffs the viewer may see: sessions are the project's, like `showSession`.
+ * @throws BatonError project_not_found
+ */
+export async function listSessions(deps: CoreDeps, projectSlug: string, viewer: Viewer, limit: number): Promise<SessionSummary[]> {
+  const project = await resolveProject(deps, projectSlug);
+  return deps.sessions.list(project.id, viewer, limit);
 }
 
 /**

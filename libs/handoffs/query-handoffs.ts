@@ -41,12 +41,16 @@ export interface ListHandoffsInput {
   limit: number;
   cursor?: string | undefined;
   viewer: Viewer;
+  /** Count what the filter matches but the viewer does not see (an admin's narrowed view). */
+  countHidden?: boolean;
 }
 
 export interface HandoffPage {
   items: HandoffView[];
   /** Pass back as `cursor` for the next (older) page; null on the last page. */
   nextCursor: string | null;
+  /** With `countHidden`, on the first page (no cursor): how many the filter matches that the viewer does not see. */
+  hidden?: number;
 }
 
 function encodeCursor(seq: bigint): string {
@@ -76,38 +80,46 @@ export async function listHandoffs(deps: CoreDeps, input: ListHandoffsInput): Pr
   const idOf = (handle: string | undefined) => (handle === undefined ? undefined : agents.find((a) => a.handle === handle.toLowerCase())?.id);
   const recipientId = idOf(input.recipient);
   const senderId = idOf(input.sender);
+  const countHidden = input.countHidden === true && input.cursor === undefined;
   if ((input.recipient !== undefined && !recipientId) || (input.sender !== undefined && !senderId)) {
-    return { items: [], nextCursor: null };
+    return { items: [], nextCursor: null, ...(countHidden ? { hidden: 0 } : {}) };
   }
-  const rows = await deps.handoffs.list({
+  const filter = {
     projectId: project.id,
     ...(recipientId ? { recipientId } : {}),
     ...(senderId ? { senderId } : {}),
     ...(input.states ? { states: input.states } : {}),
-    ...(beforeSeq !== undefined ? { beforeSeq } : {}),
     viewer: input.viewer,
-    limit: input.limit + 1,
-  });
+  };
+  const rows = await deps.handoffs.list({ ...filter, ...(beforeSeq !== undefined ? { beforeSeq } : {}), limit: input.limit + 1 });
   const items = rows.slice(0, input.limit);
   const last = items[items.length - 1];
-  return { items, nextCursor: rows.length > input.limit && last ? encodeCursor(last.seq) : null };
+  const page: HandoffPage = { items, nextCursor: rows.length > input.limit && last ? encodeCursor(last.seq) : null };
+  if (countHidden) page.hidden = await deps.handoffs.countHidden(filter);
+  return page;
 }
 
 export interface StatusCounts {
   project: string;
   total: number;
   byState: Record<DeliveryState, number>;
+  /** With `countHidden`: handoffs of the project the viewer does not see (an admin's narrowed view). */
+  hidden?: number;
 }
 
 /**
  * Counts by delivery state of the handoffs the viewer may see (every state present, zeros
- * included): the same rule as the listing, so no count reveals what a listing hides.
+ * included): the same rule as the listing, so no count reveals what a listing hides. With
+ * `countHidden` (the API sets it for an admin token's narrowed view only, never for an agent)
+ * also how many the viewer does not see, so the admin can be told `all_owners` shows them.
  */
-export async function getStatus(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<StatusCounts> {
+export async function getStatus(deps: CoreDeps, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
   const project = await resolveProject(deps, projectSlug);
   const counts = await deps.handoffs.countByState(project.id, viewer);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
-  return { project: project.slug, total: Object.values(byState).reduce((a, b) => a + b, 0), byState };
+  const status: StatusCounts = { project: project.slug, total: Object.values(byState).reduce((a, b) => a + b, 0), byState };
+  if (countHidden) status.hidden = await deps.handoffs.countHidden({ projectId: project.id, viewer });
+  return status;
 }
 
 export interface Inbox {

@@ -3,6 +3,7 @@ import { BatonError } from '../../libs/domain/errors.ts';
 import type { Caller } from '../../libs/handoffs/manage-tokens.ts';
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import type { Viewer } from '../../libs/domain/visibility.ts';
+import { LIMITS } from '../../libs/domain/limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -98,4 +99,15 @@ export function ownBox(request: FastifyRequest, named: string): string {
     throw new BatonError('forbidden', `this token belongs to ${caller.agent.handle}; it cannot read ${named.toLowerCase()}'s box`);
   }
   return named;
+}
+
+/**
+ * A list's `?limit=` (the schema admits 1 to 999 digits-wise): the default page size when
+ * absent. @throws BatonError validation_failed above LIMITS.pageSizeMax
+ */
+export function pageLimit(raw: string | undefined): number {
+  if (raw === undefined) return LIMITS.pageSizeDefault;
+  const n = Number(raw);
+  if (n > LIMITS.pageSizeMax) throw new BatonError('validation_failed', `querystring/limit must be at most ${LIMITS.pageSizeMax}`);
+  return n;
 }

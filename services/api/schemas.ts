@@ -198,15 +198,21 @@ export const HandoffDetailJson = Type.Intersect([
   }),
 ]);
 
+/** An admin token's narrowed view (no `all_owners`) only: how many the same query hides. */
+const Hidden = Type.Optional(Type.Integer({ minimum: 0, description: 'admin tokens without all_owners only: handoffs this query matches that the view hides (all_owners=true shows them)' }));
+
 export const HandoffPageJson = Type.Object({
   items: Type.Array(HandoffJson),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
+  /** On the first page only (no cursor). */
+  hidden: Hidden,
 });
 
 export const StatusJson = Type.Object({
   project: Type.String(),
   total: Type.Integer(),
   byState: Type.Record(Type.String(), Type.Integer()),
+  hidden: Hidden,
 });
 
 // ---- actions on a handoff
@@ -341,6 +347,26 @@ export const SessionJson = Type.Object({
   title: Type.String(),
   summary: Type.Union([Type.String(), Type.Null()]),
   createdAt: Timestamp,
+});
+export const SessionListQuery = Type.Object(
+  {
+    /** 1 to LIMITS.pageSizeMax (query strings are not coerced; the route parses it). */
+    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
+    all_owners: AllOwners,
+  },
+  { additionalProperties: false },
+);
+export const SessionListJson = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      title: Type.String(),
+      summary: Type.Union([Type.String(), Type.Null()]),
+      createdAt: Timestamp,
+      facts: Type.Integer(),
+      handoffs: Type.Integer({ description: 'the handoffs of the session the caller may see (all_owners)' }),
+    }),
+  ),
 });
 export const SessionDetailJson = Type.Object({
   session: SessionJson,

@@ -3,6 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
 import { ApiClient } from './api-client.ts';
 import { profileUrlOnly, readProfile } from './profile.ts';
+import { colourFor } from './table.ts';
 
 /** A mistake in how the command was called: printed with a hint, exit code 2. */
 export class UsageError extends Error {
@@ -28,12 +29,29 @@ export interface CliContext {
   as(named: string | undefined): string | undefined;
   /** The agent a command is about: the one named, else BATON_AGENT, else the token's own. */
   agentOrSelf(cmd: Command, named: string | undefined): Promise<string>;
+  /** `GET /v1/whoami`, asked once per command run. */
+  whoami(cmd: Command): Promise<WhoAmI>;
+  /**
+   * Whether a read shows every owner's handoffs: `--all-owners` yes, `--no-all-owners` no, and
+   * when neither is given, yes for an admin token (as the live page does; one whoami call).
+   */
+  allOwners(cmd: Command, given: boolean | undefined): Promise<boolean>;
+  /** Whether output for people may carry colour (a terminal, NO_COLOR unset). */
+  colour(): boolean;
   out(line: string): void;
   /** A line for people, on stderr, so stdout stays machine-readable (e.g. a token alone). */
   note(line: string): void;
   json(value: unknown): void;
   /** What was piped to the CLI (read once, at first use), or null when stdin is a terminal or absent. */
   stdin(): Promise<string | null>;
+}
+
+/** Who the token in use is (`GET /v1/whoami`). */
+export interface WhoAmI {
+  readonly tokenId: string;
+  readonly admin: boolean;
+  readonly agent: string | null;
+  readonly project: string;
 }
 
 /** The API, project and token a command uses, and where the token came from. */
@@ -62,6 +80,7 @@ export function createCliContext(
 ): CliContext {
   let cached: BatonConfig | undefined;
   let piped: Promise<string | null> | undefined;
+  let me: Promise<WhoAmI> | undefined;
   const config = () => (cached ??= loadConfig(env));
   return {
     env,
@@ -88,10 +107,17 @@ export function createCliContext(
     async agentOrSelf(cmd, named) {
       const who = named ?? config().agent;
       if (who) return who;
-      const me = await this.client(cmd).get<{ agent: string | null }>('/v1/whoami');
-      if (!me.agent) throw new UsageError('an admin token is no agent: name one (or set BATON_AGENT)');
-      return me.agent;
+      const { agent } = await this.whoami(cmd);
+      if (!agent) throw new UsageError('an admin token is no agent: name one (or set BATON_AGENT)');
+      return agent;
     },
+    whoami(cmd) {
+      return (me ??= this.client(cmd).get<WhoAmI>('/v1/whoami'));
+    },
+    async allOwners(cmd, given) {
+      return given ?? (await this.whoami(cmd)).admin;
+    },
+    colour: () => colourFor(env),
     out: (line) => write(`${line}\n`),
     note: (line) => writeErr(`${line}\n`),
     json: (value) => write(`${JSON.stringify(value, null, 2)}\n`),
@@ -159,6 +185,18 @@ export function collect(value: string, previous: string[] = []): string[] {
 
 /** Help for `--all-owners`, the same on every command that has it. */
 export const ALL_OWNERS_HELP = 'admin: every handoff of the project, owned ones of other agents included (all_owners=true)';
+
+/**
+ * `--all-owners` and `--no-all-owners` on a read (show, list, status, watch, read, board, inbox,
+ * outbox, session show): an admin token sees every owner's handoffs unless it says
+ * `--no-all-owners` (then only unowned work and what the token sent itself); `ctx.allOwners`
+ * decides.
+ */
+export function allOwnersOptions(command: Command): Command {
+  return command
+    .option('--all-owners', `${ALL_OWNERS_HELP}; the default for an admin token`)
+    .option('--no-all-owners', 'admin: only unowned work and what this token sent (the API\'s default view)');
+}
 
 /** `path` with `all_owners=true` added to its query when the admin asked for every owner's handoffs. */
 export function withAllOwners(path: string, allOwners: boolean | undefined): string {

@@ -1,4 +1,5 @@
 import { ApiError, ApiUnreachable, type ApiClient } from './api-client.ts';
+import { localTime } from './format.ts';
 
 /** The `data:` of one `GET /v1/events` message (docs/API.md, "Events"). */
 export interface FeedEventJson {
@@ -169,11 +170,10 @@ export class OutcomeExit extends Error {
   }
 }
 
-/** One event as a plain line: time, handoff, move, event, who, title. */
+/** One event as a plain line: local time, handoff, move, event, who, title. */
 export function eventLine(e: FeedEventJson): string {
-  const time = e.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
   const move = e.workTo !== null ? `work ${e.workFrom ?? '-'} -> ${e.workTo}` : `${e.from ?? '-'} -> ${e.to}`;
   const who = e.actor.id ? `${e.actor.kind}:${e.actor.id}` : e.actor.kind;
   const label = e.title ?? '';
-  return `${time}  ${e.handoffId}  ${move.padEnd(28)} ${e.event} by ${who}  ${e.sender} -> ${e.recipient ?? '(project)'}${label ? `  ${label}` : ''}`;
+  return `${localTime(e.at)}  ${e.handoffId}  ${move.padEnd(28)} ${e.event} by ${who}  ${e.sender} -> ${e.recipient ?? '(project)'}${label ? `  ${label}` : ''}`;
 }

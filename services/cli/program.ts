@@ -52,7 +52,6 @@ export function buildProgram(
     .option('--url <url>', 'Baton API (default BATON_URL or http://127.0.0.1:8787)')
     .option('--project <project>', 'project (default BATON_PROJECT or "default")')
     .version(batonVersion(), '-V, --version', "print Baton's version")
-    .showHelpAfterError()
     .exitOverride();
   registerProcessCommands(program, ctx);
   registerDemoCommand(program, ctx);
@@ -68,10 +67,14 @@ export function buildProgram(
   registerIdentityCommands(program, ctx);
   registerMcpCommands(program, ctx);
   registerDoctorCommand(program, ctx);
-  for (const cmd of program.commands) {
+  // A usage error is commander's line (with its "Did you mean ...?") and one line of where to
+  // look, not the whole help.
+  const hint = (cmd: Command, path: string[]): void => {
+    cmd.showHelpAfterError(`(see "baton ${[...path, '--help'].join(' ')}" for ${cmd.commands.length > 0 ? 'the commands' : 'its usage'})`);
     cmd.exitOverride();
-    for (const sub of cmd.commands) sub.exitOverride();
-  }
+    for (const sub of cmd.commands) hint(sub, [...path, sub.name()]);
+  };
+  hint(program, []);
   return program;
 }
 

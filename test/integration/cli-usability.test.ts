@@ -54,17 +54,25 @@ describe('an admin and owned handoffs', () => {
   it('sees another agent\'s owned handoff with --all-owners on list, show, read, status, board, inbox, outbox and session show', async () => {
     const session = await json('ann', 'session', 'new', 'Private work');
     const h = await json('ann', 'send', 'bob', 'owned by ann and bob', '--title', 'Owned', '--session', session.id);
-    expect((await cli('admin', ['show', h.id])).err, 'without --all-owners it stays hidden').toContain('handoff_not_found');
-    expect((await cli('admin', ['list'])).out).not.toContain(h.id);
+    expect((await cli('admin', ['show', h.id, '--no-all-owners'])).err, 'with --no-all-owners it stays hidden').toContain('handoff_not_found');
+    expect((await cli('admin', ['list', '--no-all-owners'])).out).not.toContain(h.id);
 
     expect((await json('admin', 'list', '--all-owners')).items.map((i: { id: string }) => i.id)).toContain(h.id);
     expect((await json('admin', 'show', h.id, '--all-owners')).id).toBe(h.id);
     expect((await cli('admin', ['read', h.id, '--as', 'bob', '--all-owners'])).out).toContain('owned by ann and bob');
-    expect((await json('admin', 'status', '--all-owners')).total).toBeGreaterThan((await json('admin', 'status')).total);
+    expect((await json('admin', 'status', '--all-owners')).total).toBeGreaterThan((await json('admin', 'status', '--no-all-owners')).total);
     expect(JSON.stringify(await json('admin', 'board', '--all-owners'))).toContain(h.id);
     expect(JSON.stringify(await json('admin', 'inbox', 'bob', '--all-owners'))).toContain(h.id);
     expect(JSON.stringify(await json('admin', 'outbox', 'ann', '--all-owners'))).toContain(h.id);
     expect(JSON.stringify(await json('admin', 'session', 'show', session.id, '--all-owners'))).toContain(h.id);
+    // An admin token's default is every owner's handoffs, as on the live page (issue 31, item 6).
+    expect((await json('admin', 'show', h.id)).id).toBe(h.id);
+    expect((await json('admin', 'list')).items.map((i: { id: string }) => i.id)).toContain(h.id);
+    expect(JSON.stringify(await json('admin', 'board'))).toContain(h.id);
+    expect(JSON.stringify(await json('admin', 'inbox', 'bob'))).toContain(h.id);
+    expect(JSON.stringify(await json('admin', 'outbox', 'ann'))).toContain(h.id);
+    expect(JSON.stringify(await json('admin', 'session', 'show', session.id))).toContain(h.id);
+    expect((await cli('admin', ['read', h.id, '--as', 'bob'])).out).toContain('owned by ann and bob');
   });
 });
 
@@ -138,7 +146,7 @@ describe('heartbeat and --json', () => {
     expect(items.some((a: { method: string; route: string }) => a.method === 'POST' && a.route.includes('/v1/agents'))).toBe(true);
     const text = await cli('admin', ['audit', '--limit', '5']);
     expect(text.code).toBe(0);
-    expect(text.out.trim().split('\n')).toHaveLength(5);
+    expect(text.out.trim().split('\n'), 'a header and five entries').toHaveLength(6);
     expect((await cli('ann', ['audit'])).err, 'an agent token may not read it').toContain('forbidden');
   });
 });
@@ -244,7 +252,7 @@ describe('registering real agents from the CLI', () => {
     expect(listed.out).toContain('runner');
     expect(listed.out).not.toContain('cli-command-secret');
     expect(listed.out).not.toContain('cli-webhook-secret');
-    expect((await cli('admin', ['agent', 'list'])).out).toMatch(/runner\s+command.*\[pool host-a\]/);
+    expect((await cli('admin', ['agent', 'list'])).out).toMatch(/^runner +command +runner +runner +host-a +/m);
 
     const bad = await cli('admin', ['agent', 'add', 'broken', '--provider', 'command', '--settings', JSON.stringify({ argv: [], shell: true })]);
     expect(bad.code).toBe(1);

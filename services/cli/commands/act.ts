@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ALL_OWNERS_HELP, asBody, longText, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
-import { handoffLine, type HandoffJson } from '../format.ts';
+import { ALL_OWNERS_HELP, allOwnersOptions, asBody, longText, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
+import { handoffLine, handoffTable, relativeTime, type HandoffJson } from '../format.ts';
 
 interface SettingsJson {
   enabled: boolean;
@@ -87,20 +87,22 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
       for (const [k, v] of Object.entries(settings)) ctx.out(`${k.padEnd(13)} ${JSON.stringify(v)}`);
     });
 
-  program
-    .command('inbox')
-    .description("an agent's handoffs in progress and its notifications (deadline reminders)")
-    .argument('[agent]', 'agent (default BATON_AGENT)')
-    .option('--all-owners', ALL_OWNERS_HELP)
+  allOwnersOptions(
+    program
+      .command('inbox')
+      .description("an agent's handoffs in progress and its notifications (deadline reminders)")
+      .argument('[agent]', 'agent (default BATON_AGENT)'),
+  )
     .option('--json', 'print JSON')
     .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
+      const all = await ctx.allOwners(cmd, opts.allOwners);
       const inbox = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[]; notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }> }>(
-        withAllOwners(`/v1/agents/${encodeURIComponent(who)}/inbox`, opts.allOwners),
+        withAllOwners(`/v1/agents/${encodeURIComponent(who)}/inbox`, all),
       );
       if (opts.json) return ctx.json(inbox);
       ctx.out(`inbox of ${inbox.agent}: ${inbox.handoffs.length} in progress, ${inbox.notifications.length} notifications`);
-      for (const h of inbox.handoffs) ctx.out(`  ${handoffLine(h)}`);
-      for (const n of inbox.notifications) ctx.out(`  [${n.kind}] ${n.text}  (${n.handoffId})`);
+      if (inbox.handoffs.length > 0) for (const line of handoffTable(inbox.handoffs, ctx.colour())) ctx.out(line);
+      for (const n of inbox.notifications) ctx.out(`  [${n.kind}] ${n.text}  (${n.handoffId}, ${relativeTime(n.createdAt)})`);
     });
 }

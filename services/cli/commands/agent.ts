@@ -1,5 +1,7 @@
 import { Option, type Command } from 'commander';
 import { UsageError, type CliContext } from '../cli-context.ts';
+import { relativeTime, timeText } from '../format.ts';
+import { renderTable, type Column } from '../table.ts';
 
 /**
  * The providers an agent can be registered for (each has a spec and, if it pushes, an
@@ -19,11 +21,41 @@ interface AgentJson {
   target: string | null;
   pool: string;
   settings: Record<string, unknown>;
+  deployment?: string;
+  generation?: number;
+  createdAt: string;
+  updatedAt?: string;
 }
 
-/** `baton agent add|list|remove` */
+const AGENT_COLUMNS: readonly Column<AgentJson>[] = [
+  { header: 'ID', value: (a) => a.id },
+  { header: 'PROVIDER', value: (a) => a.provider },
+  { header: 'NAME', value: (a) => a.displayName, max: 30 },
+  { header: 'TARGET', value: (a) => a.target ?? '', max: 40 },
+  { header: 'POOL', value: (a) => a.pool },
+  { header: 'ADDED', value: (a) => relativeTime(a.createdAt) },
+];
+
+/** One agent, a field a line; settings as the API shows them (secrets already left out). */
+function agentDetail(a: AgentJson): string {
+  const lines = [
+    `agent ${a.id}`,
+    `  name        ${a.displayName}`,
+    `  provider    ${a.provider}`,
+    `  target      ${a.target ?? '(the id)'}`,
+    `  pool        ${a.pool}`,
+  ];
+  if (a.deployment !== undefined) lines.push(`  deployment  ${a.deployment}`);
+  if (a.generation !== undefined) lines.push(`  generation  ${a.generation}`);
+  lines.push(`  added       ${timeText(a.createdAt)}`);
+  if (a.updatedAt !== undefined && a.updatedAt !== a.createdAt) lines.push(`  changed     ${timeText(a.updatedAt)}`);
+  lines.push(`  settings    ${Object.keys(a.settings).length > 0 ? JSON.stringify(a.settings) : '(none)'}`);
+  return lines.join('\n');
+}
+
+/** `baton agent add|list|show|remove` */
 export function registerAgentCommands(program: Command, ctx: CliContext): void {
-  const agent = program.command('agent').description('register, list and remove agents');
+  const agent = program.command('agent').description('register, list, show and remove agents');
   const providerOption = new Option('--provider <provider>', 'the provider (settings of each: libs/adapters/README.md)').default('demo');
   let providers: string[] = [];
   agent.hook('preSubcommand', async () => {
@@ -74,7 +106,18 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
       const { items } = await ctx.client(cmd).get<{ items: AgentJson[] }>('/v1/agents');
       if (opts.json) return ctx.json(items);
       if (items.length === 0) return ctx.out('no agents');
-      for (const a of items) ctx.out(`${a.id.padEnd(20)} ${a.provider.padEnd(12)} ${a.displayName}${a.target ? `  -> ${a.target}` : ''}${a.pool !== 'default' ? `  [pool ${a.pool}]` : ''}`);
+      for (const line of renderTable(AGENT_COLUMNS, items, { colour: ctx.colour() })) ctx.out(line);
+    });
+
+  agent
+    .command('show')
+    .description('one agent: provider, target, pool, deployment and settings (secrets never shown)')
+    .argument('<id>', 'agent id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
+      const a = await ctx.client(cmd).get<AgentJson>(`/v1/agents/${encodeURIComponent(id)}`);
+      if (opts.json) return ctx.json(a);
+      ctx.out(agentDetail(a));
     });
 
   agent

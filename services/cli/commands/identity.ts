@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { writeProfile } from '../profile.ts';
+import { localTime, relativeTime } from '../format.ts';
+import { renderTable, type Column } from '../table.ts';
 
 interface TokenJson {
   id: string;
@@ -24,9 +26,31 @@ interface AuditJson {
   at: string;
 }
 
-const tokenLine = (t: TokenJson) =>
-  `${t.id}  ${t.admin ? 'admin' : `${t.agent}@${t.project}`}  ${t.name}  created ${t.createdAt}` +
-  `${t.lastUsedAt ? `  last used ${t.lastUsedAt}` : ''}${t.revokedAt ? `  REVOKED ${t.revokedAt}` : ''}`;
+/** Whom a token acts as: `admin`, or `agent@project`. */
+const holderOf = (t: TokenJson) => (t.admin ? 'admin' : `${t.agent}@${t.project}`);
+
+const TOKEN_COLUMNS: readonly Column<TokenJson>[] = [
+  { header: 'ID', value: (t) => t.id },
+  { header: 'FOR', value: holderOf, max: 40 },
+  // A token's default name is its holder: shown once, under FOR.
+  { header: 'NAME', value: (t) => (t.name === holderOf(t) ? '' : t.name), max: 30 },
+  { header: 'CREATED', value: (t) => relativeTime(t.createdAt) },
+  { header: 'LAST USED', value: (t) => (t.lastUsedAt ? relativeTime(t.lastUsedAt) : 'never') },
+  { header: 'REVOKED', value: (t) => (t.revokedAt ? relativeTime(t.revokedAt) : '') },
+];
+
+/** Audit rows with the name of the token that acted (its id when the token is unknown). */
+function auditColumns(tokenNames: ReadonlyMap<string, string>): Column<AuditJson>[] {
+  return [
+    { header: 'WHEN', value: (a) => localTime(a.at) },
+    { header: 'TOKEN', value: (a) => tokenNames.get(a.tokenId) ?? a.tokenId, max: 30 },
+    { header: 'METHOD', value: (a) => a.method },
+    { header: 'ROUTE', value: (a) => a.route, max: 50 },
+    { header: 'STATUS', value: (a) => String(a.status) },
+    { header: 'PROJECT', value: (a) => a.project ?? '' },
+    { header: 'PARAMS', value: (a) => (Object.keys(a.params ?? {}).length > 0 ? JSON.stringify(a.params) : ''), max: 60 },
+  ];
+}
 
 /** `init`, `token create|list|revoke`, `project create|list`, `whoami`: who may do what. */
 export function registerIdentityCommands(program: Command, ctx: CliContext): void {
@@ -99,8 +123,8 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { all?: boolean; json?: boolean }, cmd: Command) => {
       const { items } = await ctx.client(cmd).get<{ items: TokenJson[] }>(`/v1/tokens${opts.all ? '?all=true' : ''}`);
       if (opts.json) return ctx.json(items);
-      if (items.length === 0) ctx.out('no tokens');
-      for (const t of items) ctx.out(tokenLine(t));
+      if (items.length === 0) return ctx.out('no tokens');
+      for (const line of renderTable(TOKEN_COLUMNS, items, { colour: ctx.colour() })) ctx.out(line);
     });
 
   token
@@ -133,7 +157,8 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const { items } = await ctx.client(cmd).get<{ items: Array<{ id: string; name: string }> }>('/v1/projects');
       if (opts.json) return ctx.json(items);
-      for (const p of items) ctx.out(`${p.id}  ${p.name}`);
+      if (items.length === 0) return ctx.out('no projects');
+      for (const line of renderTable<{ id: string; name: string }>([{ header: 'ID', value: (p) => p.id }, { header: 'NAME', value: (p) => p.name, max: 60 }], items, { colour: ctx.colour() })) ctx.out(line);
     });
 
   program
@@ -145,12 +170,14 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { token?: string; limit: number; json?: boolean }, cmd: Command) => {
       const q = new URLSearchParams({ limit: String(opts.limit) });
       if (opts.token) q.set('token', opts.token);
-      const { items } = await ctx.client(cmd).get<{ items: AuditJson[] }>(`/v1/audit?${q}`);
+      const client = ctx.client(cmd);
+      const { items } = await client.get<{ items: AuditJson[] }>(`/v1/audit?${q}`);
       if (opts.json) return ctx.json(items);
       if (items.length === 0) return ctx.out('no audit entries');
-      for (const a of items) {
-        ctx.out(`${a.at}  ${a.method.padEnd(6)} ${a.route}  ${a.status}  token ${a.tokenId}${a.project ? `  project ${a.project}` : ''}${Object.keys(a.params ?? {}).length > 0 ? `  ${JSON.stringify(a.params)}` : ''}`);
-      }
+      // The audit records token ids; people read token names.
+      const tokens = await client.get<{ items: TokenJson[] }>('/v1/tokens?all=true');
+      const names = new Map(tokens.items.map((t) => [t.id, t.name] as const));
+      for (const line of renderTable(auditColumns(names), items, { colour: ctx.colour() })) ctx.out(line);
     });
 
   program

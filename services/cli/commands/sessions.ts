@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
-import { ALL_OWNERS_HELP, asBody, longText, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
+import { allOwnersOptions, asBody, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
+import { relativeTime } from '../format.ts';
+import { renderTable, type Column } from '../table.ts';
+import { LIMITS } from '../../../libs/domain/limits.ts';
 
 const KINDS = ['decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'];
 
@@ -12,8 +15,24 @@ interface FactJson {
   createdAt: string;
 }
 
+interface SessionRowJson {
+  id: string;
+  title: string;
+  summary: string | null;
+  createdAt: string;
+  facts: number;
+  handoffs: number;
+}
 
-/** `session new|show`, `fact add`: tracked sessions and their facts. */
+const SESSION_COLUMNS: readonly Column<SessionRowJson>[] = [
+  { header: 'ID', value: (s) => s.id },
+  { header: 'STARTED', value: (s) => relativeTime(s.createdAt) },
+  { header: 'FACTS', value: (s) => String(s.facts), align: 'right' },
+  { header: 'HANDOFFS', value: (s) => String(s.handoffs), align: 'right' },
+  { header: 'TITLE', value: (s) => s.title, max: 60 },
+];
+
+/** `session new|list|show`, `fact add`: tracked sessions and their facts. */
 export function registerSessionCommands(program: Command, ctx: CliContext): void {
   const session = program.command('session').description('tracked sessions: the work of one task across agents');
   session
@@ -30,18 +49,34 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
       if (opts.json) return ctx.json(body);
       ctx.out(`session ${body.id}: ${body.title}`);
     });
-  session
-    .command('show')
-    .description('a session: its facts (superseded ones marked) and those of its handoffs you may see')
-    .argument('<id>', 'session id')
-    .option('--all-owners', ALL_OWNERS_HELP)
+  allOwnersOptions(
+    session
+      .command('list')
+      .description("the project's sessions, newest first, with their facts and the handoffs you may see")
+      .option('--limit <n>', 'how many', positiveInt('--limit', LIMITS.pageSizeMax), 50),
+  )
+    .option('--json', 'print JSON')
+    .action(async (opts: { limit: number; allOwners?: boolean; json?: boolean }, cmd: Command) => {
+      const all = await ctx.allOwners(cmd, opts.allOwners);
+      const { items } = await ctx.client(cmd).get<{ items: SessionRowJson[] }>(withAllOwners(`/v1/sessions?limit=${opts.limit}`, all));
+      if (opts.json) return ctx.json(items);
+      if (items.length === 0) return ctx.out('no sessions');
+      for (const line of renderTable(SESSION_COLUMNS, items, { colour: ctx.colour() })) ctx.out(line);
+    });
+  allOwnersOptions(
+    session
+      .command('show')
+      .description('a session: its facts (superseded ones marked) and those of its handoffs you may see')
+      .argument('<id>', 'session id'),
+  )
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
+      const all = await ctx.allOwners(cmd, opts.allOwners);
       const d = await ctx.client(cmd).get<{
         session: { id: string; title: string; summary: string | null };
         facts: FactJson[];
         handoffs: Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null }>;
-      }>(withAllOwners(`/v1/sessions/${encodeURIComponent(id)}`, opts.allOwners));
+      }>(withAllOwners(`/v1/sessions/${encodeURIComponent(id)}`, all));
       if (opts.json) return ctx.json(d);
       ctx.out(`session ${d.session.id}: ${d.session.title}${d.session.summary ? `\n  ${d.session.summary}` : ''}`);
       ctx.out(`facts (${d.facts.length})`);

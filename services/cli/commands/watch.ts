@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { ApiClient } from '../api-client.ts';
-import { positiveInt, type CliContext } from '../cli-context.ts';
+import { allOwnersOptions, positiveInt, type CliContext } from '../cli-context.ts';
 import { eventLine, exitCodeFor, followEvents, OUTCOME_EXIT, OutcomeExit, type FeedEventJson } from '../follow-events.ts';
-import type { HandoffJson } from '../format.ts';
+import { handoffLine, outcomeLines, type HandoffJson } from '../format.ts';
 import { Progress } from '../progress-bar.ts';
 
 /** How a followed handoff ended: its final delivery state, or `timeout`. */
@@ -45,11 +45,19 @@ export async function untilSettled(
   return final !== null && !timedOut ? { state: final } : { state: 'timeout' };
 }
 
-/** Prints the outcome (the final handoff with --json) and ends with its exit code. */
+/**
+ * Prints the outcome and ends with its exit code: the final handoff with --json; otherwise
+ * `STATE: <the handoff's line>` and what came of it as `show` prints it (its delivery state and
+ * detail, its work, the result's summary).
+ */
 export async function finishWithOutcome(ctx: CliContext, client: ApiClient, handoffId: string, outcome: Outcome, json: boolean): Promise<void> {
   const code = outcome.state === 'timeout' ? OUTCOME_EXIT.timeout : exitCodeFor(outcome.state);
-  if (json) ctx.json(await client.get<HandoffJson>(`/v1/handoffs/${encodeURIComponent(handoffId)}`));
-  else ctx.out(outcome.state === 'timeout' ? `timed out: ${handoffId} has not settled` : `${outcome.state}: ${handoffId}`);
+  if (outcome.state === 'timeout' && !json) ctx.out(`timed out: ${handoffId} has not settled`);
+  else {
+    const h = await client.get<HandoffJson>(`/v1/handoffs/${encodeURIComponent(handoffId)}`);
+    if (json) ctx.json(h);
+    else ctx.out([`${outcome.state}: ${handoffLine(h)}`, ...outcomeLines(h)].join('\n'));
+  }
   if (code !== 0) throw new OutcomeExit(code, outcome.state);
 }
 
@@ -57,8 +65,8 @@ export async function finishWithOutcome(ctx: CliContext, client: ApiClient, hand
 const DELIVERY_STEPS = ['WAITING', 'SENDING', 'ACCEPTED', 'RUNNING', 'SETTLED'] as const;
 
 /** Colour only for people: a terminal, and NO_COLOR unset. */
-function painter(env: Readonly<Record<string, string | undefined>>): (line: string, e: FeedEventJson) => string {
-  if (!process.stdout.isTTY || env['NO_COLOR'] !== undefined) return (line) => line;
+function painter(colour: boolean): (line: string, e: FeedEventJson) => string {
+  if (!colour) return (line) => line;
   return (line, e) => {
     if (!e.settled) return line;
     return `${exitCodeFor(e.to) === 0 ? '\u001b[32m' : '\u001b[31m'}${line}\u001b[0m`;
@@ -72,16 +80,18 @@ function painter(env: Readonly<Record<string, string | undefined>>): (line: stri
  * see from now on, until interrupted. One line per event; `--json` one JSON object per line.
  */
 export function registerWatchCommand(program: Command, ctx: CliContext): void {
-  program
-    .command('watch')
-    .description('print handoff transitions as they happen (one handoff: until it settles)')
-    .argument('[id]', 'follow only this handoff, from its first event, until it settles')
-    .option('--all-owners', 'admin: every handoff of the project, whoever owns it')
+  allOwnersOptions(
+    program
+      .command('watch')
+      .description('print handoff transitions as they happen (one handoff: until it settles)')
+      .argument('[id]', 'follow only this handoff, from its first event, until it settles'),
+  )
     .option('--timeout <s>', 'with ID: give up after this many seconds (exit 7)', positiveInt('--timeout', 86_400))
     .option('--json', 'one JSON object per event (the API\'s `data`)')
     .action(async (id: string | undefined, opts: { allOwners?: boolean; timeout?: number; json?: boolean }, cmd: Command) => {
       const client = ctx.client(cmd);
-      const paint = painter(ctx.env);
+      const allOwners = await ctx.allOwners(cmd, opts.allOwners);
+      const paint = painter(ctx.colour());
       const print = (e: FeedEventJson) => ctx.out(opts.json ? JSON.stringify(e) : paint(eventLine(e), e));
       const onReconnect = (reason: string) => ctx.note(`reconnecting (${reason})`);
       if (id !== undefined) {
@@ -91,7 +101,7 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
         const seen: FeedEventJson[] = [];
         const outcome = await untilSettled(client, id, {
           timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
-          ...(opts.allOwners ? { allOwners: true } : {}),
+          ...(allOwners ? { allOwners: true } : {}),
           onEvent: (e) => {
             if (!bar) return print(e);
             seen.push(e);
@@ -111,7 +121,7 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
       const onSignal = () => stop.abort();
       process.once('SIGINT', onSignal);
       try {
-        await followEvents(client, { signal: stop.signal, onEvent: print, onReconnect, ...(opts.allOwners ? { allOwners: true } : {}) });
+        await followEvents(client, { signal: stop.signal, onEvent: print, onReconnect, ...(allOwners ? { allOwners: true } : {}) });
       } finally {
         process.off('SIGINT', onSignal);
       }

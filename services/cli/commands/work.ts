@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ApiError } from '../api-client.ts';
-import { ALL_OWNERS_HELP, asBody, collect, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
-import { handoffDetail, handoffLine, type HandoffJson } from '../format.ts';
+import { allOwnersOptions, asBody, collect, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
+import { handoffDetail, handoffLine, handoffTable, packetText, timeText, type HandoffJson } from '../format.ts';
 
 interface ClaimJson {
   handoff: HandoffJson;
@@ -10,6 +10,14 @@ interface ClaimJson {
   recovered: boolean;
 }
 
+
+/** A context packet after the handoff's lines, unless it says nothing (then nothing, not an empty fenced block). */
+function printPacket(ctx: CliContext, text: string): void {
+  const packet = packetText(text);
+  if (packet === null) return;
+  ctx.out('');
+  ctx.out(packet);
+}
 
 const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
 
@@ -21,7 +29,7 @@ const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)
  */
 async function ownClaim(ctx: CliContext, cmd: Command, id: string, named: string | undefined): Promise<{ token: string; revision: number | undefined }> {
   const client = ctx.client(cmd);
-  const me = await client.get<{ admin: boolean; agent: string | null }>('/v1/whoami');
+  const me = await ctx.whoami(cmd);
   const who = (ctx.as(named) ?? me.agent)?.toLowerCase();
   if (!who) throw new UsageError('an admin token is no agent: name the claimant with --as (or set BATON_AGENT)');
   // An admin acting for an agent sees that agent's owned handoffs only with all_owners.
@@ -36,22 +44,23 @@ async function ownClaim(ctx: CliContext, cmd: Command, id: string, named: string
 
 /** `read`, `accept`, `heartbeat`, `return`, `close`, `cancel`, `outbox`, `board`: the work contract. */
 export function registerWorkCommands(program: Command, ctx: CliContext): void {
-  program
-    .command('read')
-    .description('a handoff as its sender or recipient sees it, with its context packet')
-    .argument('<id>', 'handoff id')
-    .option('--as <agent>', 'who is reading (default BATON_AGENT)')
-    .option('--all-owners', ALL_OWNERS_HELP)
+  allOwnersOptions(
+    program
+      .command('read')
+      .description('a handoff as its sender or recipient sees it, with its context packet')
+      .argument('<id>', 'handoff id')
+      .option('--as <agent>', 'who is reading (default BATON_AGENT)'),
+  )
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const as = ctx.as(opts.as);
       const client = ctx.client(cmd);
-      const h = await client.get<HandoffJson>(withAllOwners(path(id), opts.allOwners));
-      const packet = await client.get<{ text: string }>(withAllOwners(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`, opts.allOwners));
+      const all = await ctx.allOwners(cmd, opts.allOwners);
+      const h = await client.get<HandoffJson>(withAllOwners(path(id), all));
+      const packet = await client.get<{ text: string }>(withAllOwners(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`, all));
       if (opts.json) return ctx.json({ ...h, packet });
       ctx.out(handoffDetail(h));
-      ctx.out('');
-      ctx.out(packet.text);
+      printPacket(ctx, packet.text);
     });
 
   program
@@ -65,9 +74,8 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { ...asBody(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`${body.recovered ? 'already yours' : 'claimed'}: ${handoffLine(body.handoff)}`);
-      ctx.out(`claim token ${body.claim.token}  attempt ${body.claim.attempt}  lease until ${body.claim.leaseExpiresAt}`);
-      ctx.out('');
-      ctx.out(body.packet.text);
+      ctx.out(`claim token ${body.claim.token}  attempt ${body.claim.attempt}  lease until ${timeText(body.claim.leaseExpiresAt)}`);
+      printPacket(ctx, body.packet.text);
     });
 
   program
@@ -86,7 +94,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
         ...(opts.lease ? { leaseSeconds: opts.lease } : {}),
       });
       if (opts.json) return ctx.json(body);
-      ctx.out(`lease until ${body.leaseExpiresAt}`);
+      ctx.out(`lease until ${timeText(body.leaseExpiresAt)}`);
     });
 
   program
@@ -145,29 +153,33 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       ctx.out(`cancelled: ${handoffLine(body)}`);
     });
 
-  program
-    .command('outbox')
-    .description('what an agent sent, newest first')
-    .argument('[agent]', 'agent (default BATON_AGENT)')
-    .option('--all-owners', ALL_OWNERS_HELP)
+  allOwnersOptions(
+    program
+      .command('outbox')
+      .description('what an agent sent, newest first')
+      .argument('[agent]', 'agent (default BATON_AGENT)'),
+  )
     .option('--json', 'print JSON')
     .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
-      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/outbox`, opts.allOwners));
+      const all = await ctx.allOwners(cmd, opts.allOwners);
+      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/outbox`, all));
       if (opts.json) return ctx.json(out);
       ctx.out(`outbox of ${out.agent}: ${out.handoffs.length}`);
-      for (const h of out.handoffs) ctx.out(`  ${handoffLine(h)}`);
+      if (out.handoffs.length > 0) for (const line of handoffTable(out.handoffs, ctx.colour())) ctx.out(line);
     });
 
-  program
-    .command('board')
-    .description('work in lanes: ready, in progress, attention, returned, with the next action and whose')
-    .option('--agent <agent>', 'only work this agent sends, receives, holds, or may claim')
-    .option('--all-owners', ALL_OWNERS_HELP)
+  allOwnersOptions(
+    program
+      .command('board')
+      .description('work in lanes: ready, in progress, attention, returned, with the next action and whose')
+      .option('--agent <agent>', 'only work this agent sends, receives, holds, or may claim'),
+  )
     .option('--json', 'print JSON')
     .action(async (opts: { agent?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
+      const all = await ctx.allOwners(cmd, opts.allOwners);
       const board = await ctx.client(cmd).get<Record<string, Array<{ handoff: HandoffJson; reasons: string[]; next: { action: string; who: string } }>>>(
-        withAllOwners(`/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`, opts.allOwners),
+        withAllOwners(`/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`, all),
       );
       if (opts.json) return ctx.json(board);
       for (const [lane, cards] of Object.entries(board)) {

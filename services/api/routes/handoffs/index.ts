@@ -2,13 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import type { DeliveryState } from '../../../../libs/domain/delivery-states.ts';
 import { isDeliveryState } from '../../../../libs/domain/delivery-states.ts';
-import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { parseTimestamp } from '../../../../libs/domain/timestamps.ts';
 import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handoffs.ts';
 import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
-import { actingAs, actorOf, callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { actingAs, actorOf, callerOf, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import {
   ActAsBody,
   ErrorBody,
@@ -31,13 +30,6 @@ function parseStates(raw: string | undefined): DeliveryState[] | undefined {
   const bad = states.find((s) => !isDeliveryState(s));
   if (bad !== undefined) throw new BatonError('validation_failed', `querystring/state ${JSON.stringify(bad)} is not a delivery state`);
   return states as DeliveryState[];
-}
-
-function parseLimit(raw: string | undefined): number {
-  if (raw === undefined) return LIMITS.pageSizeDefault;
-  const n = Number(raw);
-  if (n > LIMITS.pageSizeMax) throw new BatonError('validation_failed', `querystring/limit must be at most ${LIMITS.pageSizeMax}`);
-  return n;
 }
 
 const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
@@ -94,16 +86,19 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
       if ((q.recipient && q.to && q.recipient !== q.to) || (q.sender && q.from && q.sender !== q.from)) {
         throw new BatonError('validation_failed', 'querystring names two different recipients or senders');
       }
+      const viewer = viewerOf(request, q.all_owners);
       const page = await listHandoffs(core, {
         project: projectOf(request, defaultProject),
         recipient: q.recipient ?? q.to,
         sender: q.sender ?? q.from,
         states: parseStates(q.state),
-        limit: parseLimit(q.limit),
+        limit: pageLimit(q.limit),
         cursor: q.cursor,
-        viewer: viewerOf(request, q.all_owners),
+        viewer,
+        // Only an admin is told how many it does not see (see GET /v1/status).
+        countHidden: callerOf(request).admin && !viewer.allOwners,
       });
-      return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor };
+      return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor, ...(page.hidden !== undefined ? { hidden: page.hidden } : {}) };
     },
   );
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { addFact, createSession, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
+import { addFact, createSession, listSessions, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
-import { actingAs, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { AllOwnersQuery, ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionParams } from '../../schemas.ts';
+import { actingAs, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { AllOwnersQuery, ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionListJson, SessionListQuery, SessionParams } from '../../schemas.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
@@ -28,6 +28,15 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
       const b = request.body;
       const s = await createSession(core, { project: projectOf(request, defaultProject), as: actingAs(request, b.as), title: b.title, summary: b.summary });
       return reply.status(201).send(session(s));
+    },
+  );
+
+  app.get(
+    '/sessions',
+    { schema: { headers: ProjectHeader, querystring: SessionListQuery, response: { 200: SessionListJson, '4xx': ErrorBody } } },
+    async (request) => {
+      const items = await listSessions(core, projectOf(request, defaultProject), viewerOf(request, request.query.all_owners), pageLimit(request.query.limit));
+      return { items: items.map((s) => ({ ...s, createdAt: s.createdAt.toISOString() })) };
     },
   );
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getStatus } from '../../../../libs/handoffs/query-handoffs.ts';
-import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, ProjectHeader, StatusJson } from '../../schemas.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
@@ -9,7 +9,11 @@ const statusRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) 
   app.get(
     '/status',
     { schema: { headers: ProjectHeader, querystring: AllOwnersQuery, response: { 200: StatusJson, '4xx': ErrorBody } } },
-    async (request) => getStatus(opts.core, projectOf(request, opts.defaultProject), viewerOf(request, request.query.all_owners)),
+    async (request) => {
+      const viewer = viewerOf(request, request.query.all_owners);
+      // Only an admin is told how many it does not see: it could see them, an agent may not.
+      return getStatus(opts.core, projectOf(request, opts.defaultProject), viewer, callerOf(request).admin && !viewer.allOwners);
+    },
   );
 };
 

@@ -61,8 +61,11 @@ export function relativeTime(iso: string, now: number = Date.now()): string {
 /** Both: `2026-12-02 14:05:09 (3 min ago)`, for a time in a detail view. */
 export const timeText = (iso: string, now?: number) => `${localTime(iso)} (${relativeTime(iso, now)})`;
 
-const stateOf = (h: HandoffJson) => (h.workState ? `${h.state}/${h.workState}` : h.state);
-const labelOf = (h: HandoffJson) => h.title ?? h.message.split('\n')[0] ?? '';
+/** What a row of handoffs shows: a listed handoff, or one as a session lists it (no message). */
+export type HandoffRow = Pick<HandoffJson, 'id' | 'from' | 'to' | 'title' | 'state' | 'workState' | 'createdAt'> & { message?: string };
+
+const stateOf = (h: HandoffRow) => (h.workState ? `${h.state}/${h.workState}` : h.state);
+const labelOf = (h: HandoffRow) => h.title ?? h.message?.split('\n')[0] ?? '';
 
 /** One handoff on one line, after a verb: `sent: <id>  STATE  from -> to  title`. */
 export function handoffLine(h: HandoffJson): string {
@@ -70,7 +73,7 @@ export function handoffLine(h: HandoffJson): string {
   return `${h.id}  ${stateOf(h).padEnd(20)} ${h.from} -> ${h.to ?? '(project)'}  ${label.length > 60 ? `${label.slice(0, 57)}...` : label}`;
 }
 
-const HANDOFF_COLUMNS: readonly Column<HandoffJson>[] = [
+const HANDOFF_COLUMNS: readonly Column<HandoffRow>[] = [
   { header: 'ID', value: (h) => h.id },
   { header: 'STATE', value: stateOf },
   { header: 'FROM', value: (h) => h.from, max: 24 },
@@ -79,8 +82,8 @@ const HANDOFF_COLUMNS: readonly Column<HandoffJson>[] = [
   { header: 'TITLE', value: labelOf, max: 60 },
 ];
 
-/** Handoffs as a table with headers (`list`, `inbox`, `outbox`). */
-export const handoffTable = (items: readonly HandoffJson[], colour: boolean) => renderTable(HANDOFF_COLUMNS, items, { colour });
+/** Handoffs as a table with headers (`list`, `inbox`, `outbox`, `session show`). */
+export const handoffTable = (items: readonly HandoffRow[], colour: boolean) => renderTable(HANDOFF_COLUMNS, items, { colour });
 
 /**
  * Where a handoff stands and what came of it: its delivery state, its work, the result's

@@ -175,7 +175,7 @@ describe('send --wait and the context packet (issue 31, item 7)', () => {
 });
 
 describe('tables, names and times (issue 31, item 8)', () => {
-  it('list, agent list, token list, session list, project list and audit print one header row with aligned columns', async () => {
+  it('list, agent list, token list, session list and show, project list and audit print one header row with aligned columns', async () => {
     const list = await cli(env, 'list');
     expect(list.out.split('\n')[0]).toMatch(/^ID +STATE +FROM +TO +SENT +TITLE$/);
     const agents = await cli(env, 'agent', 'list');
@@ -195,6 +195,9 @@ describe('tables, names and times (issue 31, item 8)', () => {
     expect(cellOf(sessions.out, session.id, 'FACTS')).toBe('1');
     expect(cellOf(sessions.out, session.id, 'HANDOFFS')).toBe('1');
     expect(cellOf(sessions.out, session.id, 'TITLE')).toBe('A tracked task');
+    const shown = (await cli(env, 'session', 'show', session.id)).out;
+    expect(shown).toMatch(/\nfacts \(1\)\nID +KIND +BY +ADDED +SUPERSEDED BY +TEXT\n\S+ +decision +ann +(just now|\d+ s ago) +use Postgres\n/);
+    expect(shown).toMatch(/\nhandoffs \(1\)\nID +STATE +FROM +TO +SENT +TITLE\n\S+ +WAITING +ann +bob +/);
     // An agent sees the project's sessions, and counts only the handoffs it may see.
     const carols = await asAgent('carol', 'session', 'list', '--json');
     expect(JSON.parse(carols.out).find((s: { id: string }) => s.id === session.id)).toMatchObject({ facts: 1, handoffs: 0 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { allOwnersOptions, asBody, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
-import { relativeTime } from '../format.ts';
+import { handoffTable, relativeTime } from '../format.ts';
 import { renderTable, type Column } from '../table.ts';
 import { LIMITS } from '../../../libs/domain/limits.ts';
 
@@ -23,6 +23,16 @@ interface SessionRowJson {
   facts: number;
   handoffs: number;
 }
+
+const FACT_COLUMNS: readonly Column<FactJson>[] = [
+  { header: 'ID', value: (f) => f.id },
+  { header: 'KIND', value: (f) => f.kind },
+  { header: 'BY', value: (f) => f.author, max: 24 },
+  { header: 'ADDED', value: (f) => relativeTime(f.createdAt) },
+  { header: 'SUPERSEDED BY', value: (f) => f.supersededBy ?? '' },
+  // The fact itself is what a reader came for: never cut.
+  { header: 'TEXT', value: (f) => f.text },
+];
 
 const SESSION_COLUMNS: readonly Column<SessionRowJson>[] = [
   { header: 'ID', value: (s) => s.id },
@@ -75,14 +85,17 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
       const d = await ctx.client(cmd).get<{
         session: { id: string; title: string; summary: string | null };
         facts: FactJson[];
-        handoffs: Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null }>;
+        handoffs: Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null; createdAt: string }>;
       }>(withAllOwners(`/v1/sessions/${encodeURIComponent(id)}`, all));
       if (opts.json) return ctx.json(d);
       ctx.out(`session ${d.session.id}: ${d.session.title}${d.session.summary ? `\n  ${d.session.summary}` : ''}`);
+      ctx.out('');
       ctx.out(`facts (${d.facts.length})`);
-      for (const f of d.facts) ctx.out(`  [${f.id}] ${f.kind.padEnd(14)} ${f.text}  (${f.author})${f.supersededBy ? `  superseded by ${f.supersededBy}` : ''}`);
+      if (d.facts.length > 0) for (const line of renderTable(FACT_COLUMNS, d.facts, { colour: ctx.colour() })) ctx.out(line);
+      ctx.out('');
       ctx.out(`handoffs (${d.handoffs.length})`);
-      for (const h of d.handoffs) ctx.out(`  ${h.id}  ${h.from} -> ${h.to ?? '(project)'}  ${h.title ?? ''}  ${h.deliveryState}${h.workState ? `/${h.workState}` : ''}`);
+      const rows = d.handoffs.map((h) => ({ ...h, state: h.deliveryState }));
+      if (rows.length > 0) for (const line of handoffTable(rows, ctx.colour())) ctx.out(line);
     });
 
   program

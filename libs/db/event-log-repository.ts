@@ -29,6 +29,12 @@ export interface LoggedEvent {
   readonly createdByTokenId: string | null;
   readonly senderHandle: string;
   readonly recipientHandle: string | null;
+  /**
+   * The handoff's work state when this row was read (null: it carries no work). A delivery
+   * move's row records no work state, so a follower that first meets a handoff there learns it
+   * from this; it may be newer than the row.
+   */
+  readonly workStateNow: WorkState | null;
 }
 
 /**
@@ -49,7 +55,7 @@ export interface LogHorizon {
 const COLUMNS = `e.id, e.handoff_id AS "handoffId", e.event, e.from_state AS "fromState", e.to_state AS "toState",
   e.work_from_state AS "workFromState", e.work_to_state AS "workToState", e.actor_kind AS "actorKind", e.actor_id AS "actorId",
   e.reason, e.created_at AS "createdAt", h.title, h.project_id AS "projectId", h.sender_id AS "senderId", h.recipient_id AS "recipientId",
-  h.created_by_token_id AS "createdByTokenId", s.handle AS "senderHandle", r.handle AS "recipientHandle"`;
+  h.created_by_token_id AS "createdByTokenId", s.handle AS "senderHandle", r.handle AS "recipientHandle", h.work_state AS "workStateNow"`;
 const FROM = `handoff_events e JOIN handoffs h ON h.id = e.handoff_id JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id`;
 
 /** Reads of the event log for `GET /v1/events` (libs/handoffs/event-feed.ts). */

@@ -18,6 +18,16 @@ export interface DeliveryTimeFigures {
   readonly p90Ms: number | null;
 }
 
+/** One minute of the live page's chart: what settled in it, by outcome, and send → returned of what returned in it. */
+export interface MinuteFigures {
+  /** The minute's first instant. */
+  readonly at: Date;
+  /** Handoffs whose delivery settled in this minute, by the state they settled in (absent: none). */
+  readonly settled: Partial<Record<DeliveryState, number>>;
+  /** Send → first RETURNED of the handoffs that returned in this minute. */
+  readonly returned: DeliveryTimeFigures;
+}
+
 /**
  * The reads behind the live page (`GET /v1/live`), each through the one visibility rule
  * (visible-sql.ts), so the page shows what its caller may see and nothing else. Reads only;
@@ -73,6 +83,48 @@ export class LiveViewRepository {
       accepted: { count: r?.an ?? 0, p50Ms: ms(r?.a50), p90Ms: ms(r?.a90) },
       returned: { count: r?.rn ?? 0, p50Ms: ms(r?.r50), p90Ms: ms(r?.r90) },
     };
+  }
+
+  /**
+   * The chart of the last `minutes` minutes (the current one last), among the newest `limit`
+   * visible handoffs of the project: per minute, how many settled, by outcome, and send → first
+   * RETURNED p50/p90 of those that returned in it. Every minute is listed, empty ones too.
+   */
+  async perMinute(projectId: string, now: Date, minutes: number, limit: number, viewer: Viewer): Promise<MinuteFigures[]> {
+    const lastMinute = Math.floor(now.getTime() / 60_000);
+    const firstMinute = lastMinute - minutes + 1;
+    const params: unknown[] = [projectId, new Date(firstMinute * 60_000), limit];
+    const { rows } = await prepared<{ kind: 'settled' | 'returned'; minute: string; state: DeliveryState | null; n: number; p50: number | null; p90: number | null }>(this.pool,
+      `WITH recent AS (
+         SELECT h.id, h.created_at, h.delivery_state, h.settled_at FROM handoffs h
+          WHERE h.project_id = $1 AND ${visibleSql(viewer, params)}
+          ORDER BY h.seq DESC LIMIT $3
+       ), returned AS (
+         SELECT floor(extract(epoch FROM t.at) / 60)::bigint AS minute, extract(epoch FROM (t.at - r.created_at)) * 1000 AS ms
+           FROM recent r
+           JOIN LATERAL (SELECT min(e.created_at) AS at FROM handoff_events e WHERE e.handoff_id = r.id AND e.to_state = 'RETURNED' AND e.from_state <> 'RETURNED') t ON t.at >= $2
+       )
+       SELECT 'settled' AS kind, floor(extract(epoch FROM settled_at) / 60)::bigint::text AS minute, delivery_state AS state, count(*)::int AS n, NULL::float8 AS p50, NULL::float8 AS p90
+         FROM recent WHERE settled_at >= $2 GROUP BY 2, 3
+       UNION ALL
+       SELECT 'returned', minute::text, NULL, count(*)::int, percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.9) WITHIN GROUP (ORDER BY ms)
+         FROM returned GROUP BY minute`,
+      params,
+    );
+    const ms = (v: number | null) => (v === null ? null : Math.max(0, Math.round(Number(v))));
+    const out = Array.from({ length: minutes }, (_, i) => ({
+      at: new Date((firstMinute + i) * 60_000),
+      settled: {} as Partial<Record<DeliveryState, number>>,
+      returned: { count: 0, p50Ms: null, p90Ms: null } as DeliveryTimeFigures,
+    }));
+    for (const r of rows) {
+      const slot = out[Number(r.minute) - firstMinute];
+      // A clock a little behind the database's may put a row in a minute after `now`: left out.
+      if (!slot) continue;
+      if (r.kind === 'settled' && r.state !== null) slot.settled[r.state] = r.n;
+      else if (r.kind === 'returned') slot.returned = { count: r.n, p50Ms: ms(r.p50), p90Ms: ms(r.p90) };
+    }
+    return out;
   }
 
   /** The newest event id of the log (0 when empty): where the page's event stream resumes. */

@@ -1,7 +1,7 @@
 import { LIVE_TURN_STATES, OPEN_STATES, SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
-import type { DeliveryTimeFigures } from '../db/live-view-repository.ts';
+import type { DeliveryTimeFigures, MinuteFigures } from '../db/live-view-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -35,12 +35,16 @@ export interface LiveView {
   readonly attention: Array<{ handoff: HandoffView; reasons: AttentionReason[] }>;
   /** Over the newest DELIVERY_TIME_SAMPLE handoffs of the last DELIVERY_TIME_WINDOW_MS. */
   readonly deliveryTimes: { readonly windowMs: number; readonly accepted: DeliveryTimeFigures; readonly returned: DeliveryTimeFigures };
+  /** The page's chart: the last CHART_MINUTES minutes, oldest first, over the newest DELIVERY_TIME_SAMPLE handoffs. */
+  readonly perMinute: MinuteFigures[];
 }
 
 export const LIVE_LIST_LIMIT = 100;
 export const RECENT_LIMIT = 20;
 export const DELIVERY_TIME_WINDOW_MS = 60 * 60 * 1000;
 export const DELIVERY_TIME_SAMPLE = 1000;
+/** Minutes the live page's chart covers, the current one included. */
+export const CHART_MINUTES = 60;
 /** FAILED handoffs stay on the attention list this long after they failed. */
 export const FAILED_ATTENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -66,13 +70,16 @@ function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
 export async function getLiveView(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<LiveView> {
   const project = await resolveProject(deps, projectSlug);
   const now = deps.clock.now();
-  const [lastEventId, agents, load, inFlight, recentlySettled, deliveryTimes] = await Promise.all([
-    deps.liveView.lastEventId(),
+  // The log's head is read before the lists, so that everything after it reaches the page by
+  // the event stream: read alongside them, it could land after a move the lists missed.
+  const lastEventId = await deps.liveView.lastEventId();
+  const [agents, load, inFlight, recentlySettled, deliveryTimes, perMinute] = await Promise.all([
     deps.agents.listActive(project.id),
     deps.liveView.recipientLoad(project.id, OPEN_STATES, now, viewer),
     deps.handoffs.list({ projectId: project.id, states: OPEN_STATES, viewer, limit: LIVE_LIST_LIMIT }),
     deps.handoffs.list({ projectId: project.id, states: [...SETTLED_STATES], viewer, limit: RECENT_LIMIT }),
     deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - DELIVERY_TIME_WINDOW_MS), DELIVERY_TIME_SAMPLE, viewer),
+    deps.liveView.perMinute(project.id, now, CHART_MINUTES, DELIVERY_TIME_SAMPLE, viewer),
   ]);
   const recentFailures = recentlySettled.filter((h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= FAILED_ATTENTION_MS);
   const attention = [...inFlight, ...recentFailures]
@@ -90,5 +97,5 @@ export async function getLiveView(deps: CoreDeps, projectSlug: string, viewer: V
     }
     return { agent, activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle', live, queued, attention: needs };
   });
-  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: DELIVERY_TIME_WINDOW_MS, ...deliveryTimes } };
+  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: DELIVERY_TIME_WINDOW_MS, ...deliveryTimes }, perMinute };
 }

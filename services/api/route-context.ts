@@ -28,12 +28,19 @@ export function callerOf(request: FastifyRequest): Caller {
 /**
  * The project a request acts in. An agent token's project is fixed (a header naming another
  * one is refused, whether or not it exists); an admin picks one with X-Baton-Project, or gets
- * the default.
+ * the default. `inQuery`: a route's `?project=`, the same choice for a client that cannot set
+ * headers (a browser's EventSource); with the header too, the two must agree.
+ * @throws BatonError forbidden, validation_failed
  */
-export function projectOf(request: FastifyRequest, defaultProject: string): string {
+export function projectOf(request: FastifyRequest, defaultProject: string, inQuery?: string): string {
   const caller = callerOf(request);
   const header = request.headers['x-baton-project'];
-  const named = typeof header === 'string' && header !== '' ? header.toLowerCase() : undefined;
+  const fromHeader = typeof header === 'string' && header !== '' ? header.toLowerCase() : undefined;
+  const fromQuery = inQuery === undefined || inQuery === '' ? undefined : inQuery.toLowerCase();
+  if (fromHeader !== undefined && fromQuery !== undefined && fromHeader !== fromQuery) {
+    throw new BatonError('validation_failed', `X-Baton-Project names ${JSON.stringify(fromHeader)} and ?project= ${JSON.stringify(fromQuery)}: name one project`);
+  }
+  const named = fromHeader ?? fromQuery;
   if (caller.projectSlug !== null) {
     if (named !== undefined && named !== caller.projectSlug) {
       throw new BatonError('forbidden', `this token is bound to project ${caller.projectSlug}; it cannot act in ${JSON.stringify(named)}`);

@@ -11,10 +11,11 @@ export const DOCS_PREFIX = '/docs';
 /**
  * Routes that are not part of the JSON API and so are left out of the document (`schema.hide`):
  * the document itself and the UI's page and assets, the browser pages and their session routes
- * (`/ui`, docs/API.md 'Browser pages'), and Bull Board. test/integration/openapi.test.ts holds every
+ * (`/ui`, docs/API.md 'Browser pages'), Bull Board, and the site's root (`/`, a redirect to the
+ * live page; matched exactly, as each prefix is matched whole). test/integration/openapi.test.ts holds every
  * other route to being in the document with its schemas.
  */
-export const UNDOCUMENTED_PREFIXES: readonly string[] = [OPENAPI_PATH, DOCS_PREFIX, '/ui', '/admin/queues'];
+export const UNDOCUMENTED_PREFIXES: readonly string[] = [OPENAPI_PATH, DOCS_PREFIX, '/ui', '/admin/queues', '/'];
 
 const undocumented = (url: string) => UNDOCUMENTED_PREFIXES.some((p) => url === p || url.startsWith(`${p}/`));
 

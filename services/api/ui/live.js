@@ -1,7 +1,11 @@
 // The live page: first paint from GET /v1/live, then pushed by GET /v1/events (server-sent
 // events, resumed with Last-Event-ID by the browser itself). Every read goes through the
 // browser session's cookie, so the page shows what the signed-in token may see. Text written by
-// agents is only ever set as textContent.
+// agents is only ever set as textContent. Addresses: `/ui/` (the default project, or
+// `?project=<id>` for an admin's choice) and `/ui/handoffs/<id>` (the same page with that
+// handoff's timeline open in the side panel), so a link to either can be shared.
+
+import { drawSettled, drawTimes } from './live-chart.js';
 
 const SETTLED = new Set(['UNAVAILABLE', 'RETURNED', 'FAILED', 'ACKNOWLEDGED', 'CANCELLED', 'DUPLICATE']);
 const KEEP_SETTLED = 20;
@@ -9,6 +13,9 @@ const $ = (id) => document.getElementById(id);
 
 let session = null;
 let query = '';
+/** The project named in the address (`?project=`), sent as X-Baton-Project; null: the API's default. */
+const project = new URLSearchParams(location.search).get('project');
+const HANDOFF_PATH = /^\/ui\/handoffs\/([^/]+)$/;
 /** Handoffs shown, by id: { id, title, from, to, state, workState, updatedAt, eventId }. */
 const handoffs = new Map();
 let selected = null;
@@ -25,13 +32,20 @@ const stateBadge = (state) => el('span', { class: 'state', 'data-state': state }
 const ms = (v) => (v === null ? '–' : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
 const time = (iso) => new Date(iso).toLocaleTimeString();
 
+/** The page's own address for `path` (`/ui/` or `/ui/handoffs/<id>`), keeping the project chosen. */
+const pageUrl = (path) => (project ? `${path}?project=${encodeURIComponent(project)}` : path);
+
 async function api(path) {
-  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  const res = await fetch(path, { headers: { accept: 'application/json', ...(project ? { 'x-baton-project': project } : {}) } });
   if (res.status === 401) {
-    location.assign(`/ui/sign-in?next=${encodeURIComponent('/ui/')}`);
+    // Signed in again, the browser comes back to this very address (a handoff's panel, a project).
+    location.assign(`/ui/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
     throw new Error('signed out');
   }
-  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  if (!res.ok) {
+    const body = await res.json().catch(() => null);
+    throw new Error(body?.error?.message ?? `${path}: ${res.status}`);
+  }
   return res.json();
 }
 
@@ -66,7 +80,7 @@ function renderAttention(items) {
   $('attention').replaceChildren(
     ...items.map((h) => {
       const li = el('li', { 'data-handoff-id': h.id }, ...h.reasons.map((r) => el('span', { class: 'reason' }, r)), h.title ?? '(message)', el('span', { class: 'dim' }, ` ${h.from} → ${h.to ?? '@project'} `), stateBadge(h.state));
-      li.addEventListener('click', () => openTimeline(h.id));
+      li.addEventListener('click', () => showHandoff(h.id));
       return li;
     }),
   );
@@ -86,9 +100,9 @@ function renderHandoffs() {
         el('td', {}, `${h.from} → ${h.to ?? '@project'}`),
         el('td', {}, stateBadge(h.state)),
         el('td', {}, h.workState ?? ''),
-        el('td', { class: 'dim' }, time(h.updatedAt)),
+        el('td', { class: 'dim when' }, time(h.updatedAt)),
       );
-      tr.addEventListener('click', () => openTimeline(h.id));
+      tr.addEventListener('click', () => showHandoff(h.id));
       return tr;
     }),
   );
@@ -100,6 +114,8 @@ async function refresh() {
   renderAgents(live.agents);
   renderTimes(live.deliveryTimes);
   renderAttention(live.attention);
+  drawSettled($('chart-settled'), $('chart-legend'), live.perMinute);
+  drawTimes($('chart-times'), $('chart-times-max'), live.perMinute);
   const snapshotAt = BigInt(live.lastEventId);
   const inSnapshot = new Set(live.inFlight.map((h) => h.id));
   for (const h of [...live.inFlight, ...live.recentlySettled]) {
@@ -128,7 +144,8 @@ function onEvent(message) {
       from: e.sender ?? known?.from,
       to: e.recipient ?? known?.to ?? null,
       state: e.to,
-      workState: e.workTo ?? known?.workState ?? null,
+      // A delivery move's row records no work state: the feed says what the handoff's is now.
+      workState: e.workTo ?? e.workState ?? known?.workState ?? null,
       updatedAt: e.at,
       eventId: id,
     });
@@ -139,7 +156,11 @@ function onEvent(message) {
 }
 
 function follow(after) {
-  const source = new EventSource(`/v1/events?after=${after}${query ? `&${query.slice(1)}` : ''}`);
+  const params = new URLSearchParams({ after: String(after) });
+  if (query) params.set('all_owners', 'true');
+  // An EventSource sends no headers: the project goes in the query.
+  if (project) params.set('project', project);
+  const source = new EventSource(`/v1/events?${params}`);
   const status = $('connection');
   source.addEventListener('open', () => {
     status.textContent = 'live';
@@ -159,16 +180,66 @@ function appendTimeline(ev) {
   $('timeline').append(el('li', { 'data-to': ev.to }, el('span', { class: 'dim' }, `${time(ev.at)} `), stateBadge(ev.to), ` ${move} · ${ev.event}${actor}${ev.reason ? ` · ${ev.reason}` : ''}`));
 }
 
+/** Opens a handoff's timeline in the side panel, and makes its own address the page's. */
+function showHandoff(id) {
+  const url = pageUrl(`/ui/handoffs/${encodeURIComponent(id)}`);
+  if (location.pathname + location.search !== url) history.pushState(null, '', url);
+  openTimeline(id).catch((err) => showTimelineError(id, err));
+}
+
 async function openTimeline(id) {
   selected = id;
   renderHandoffs();
+  const panel = $('timeline-section');
+  panel.hidden = false;
+  document.body.classList.add('with-panel');
+  panel.setAttribute('data-handoff-id', id);
+  panel.removeAttribute('data-loaded');
+  $('timeline-link').href = pageUrl(`/ui/handoffs/${encodeURIComponent(id)}`);
+  $('timeline-error').hidden = true;
+  $('timeline-title').textContent = '…';
+  $('timeline').replaceChildren();
   const h = await api(`/v1/handoffs/${encodeURIComponent(id)}${query}`);
   if (selected !== id) return;
-  $('timeline-section').hidden = false;
-  $('timeline-section').setAttribute('data-handoff-id', id);
   $('timeline-title').textContent = `${h.title ?? '(message)'} · ${h.from} → ${h.to ?? '@project'}`;
-  $('timeline').replaceChildren();
   for (const ev of h.events) appendTimeline(ev);
+  panel.setAttribute('data-loaded', 'true');
+  $('timeline-close').focus();
+}
+
+function showTimelineError(id, err) {
+  if (selected !== id || String(err?.message) === 'signed out') return;
+  $('timeline-title').textContent = '';
+  $('timeline-error').textContent = err?.message ?? String(err);
+  $('timeline-error').hidden = false;
+}
+
+function closeTimeline() {
+  selected = null;
+  $('timeline-section').hidden = true;
+  document.body.classList.remove('with-panel');
+  $('timeline-section').removeAttribute('data-handoff-id');
+  renderHandoffs();
+}
+
+/** The panel follows the address: back and forward open and close it. */
+function followAddress() {
+  const id = HANDOFF_PATH.exec(location.pathname)?.[1];
+  if (id) openTimeline(decodeURIComponent(id)).catch((err) => showTimelineError(decodeURIComponent(id), err));
+  else closeTimeline();
+}
+
+/** An admin's token may see several projects: a picker, the choice kept in the address. */
+async function fillProjects(current) {
+  const { items } = await api('/v1/projects');
+  const picker = $('project');
+  picker.replaceChildren(...items.map((p) => el('option', { value: p.id }, p.name && p.name !== p.id ? `${p.id} · ${p.name}` : p.id)));
+  picker.value = current;
+  $('project-picker').hidden = items.length < 2;
+  picker.addEventListener('change', () => {
+    // A new project is a new page: its own snapshot and stream, no handoff of the last one open.
+    location.assign(`/ui/?project=${encodeURIComponent(picker.value)}`);
+  });
 }
 
 async function signOut() {
@@ -185,12 +256,18 @@ async function main() {
   $('queues-link').hidden = !c.admin;
   $('sign-out').addEventListener('click', () => signOut());
   $('timeline-close').addEventListener('click', () => {
-    selected = null;
-    $('timeline-section').hidden = true;
-    renderHandoffs();
+    history.pushState(null, '', pageUrl('/ui/'));
+    closeTimeline();
   });
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && selected !== null) $('timeline-close').click();
+  });
+  window.addEventListener('popstate', followAddress);
   const live = await refresh();
+  document.body.setAttribute('data-project', live.project);
   follow(live.lastEventId);
+  followAddress();
+  await fillProjects(live.project);
 }
 
 main().catch((err) => {

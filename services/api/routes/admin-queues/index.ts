@@ -1,4 +1,5 @@
 import { createBullBoard } from '@bull-board/api';
+import type { UIConfig } from '@bull-board/api/typings/app';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
@@ -20,6 +21,24 @@ export const ADMIN_QUEUES_PREFIX = '/admin/queues';
  */
 const BOARD_CSP =
   "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'";
+
+/**
+ * Bull Board's settings: Baton's title, a link back to the live page (in its header's menu),
+ * no link to Bull Board's documentation site, and the system's own fonts: nothing the page asks
+ * for leaves this origin (the CSP would refuse it, and a deployment may have no Internet).
+ */
+export const BOARD_UI = {
+  boardTitle: 'Baton queues',
+  miscLinks: [{ text: '← Baton live page', url: '/ui/' }],
+  hideDocsLink: true,
+  theme: {
+    light: { 'font-sans': 'system-ui, sans-serif', 'font-mono': 'ui-monospace, monospace' },
+    dark: { 'font-sans': 'system-ui, sans-serif', 'font-mono': 'ui-monospace, monospace' },
+  },
+} satisfies UIConfig;
+
+/** The stylesheet link Bull Board's page template has to Google Fonts (removed from the page). */
+const GOOGLE_FONTS_LINK = /<link\b[^>]*fonts\.googleapis\.com[^>]*>\s*/gi;
 
 /** How long the list of queues shown is reused before the agents table is asked again. */
 const QUEUE_LIST_TTL_MS = 2_000;
@@ -46,7 +65,7 @@ export interface AdminQueuesOptions {
 export async function installAdminQueues(app: FastifyInstance, opts: AdminQueuesOptions): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(ADMIN_QUEUES_PREFIX);
-  const board = createBullBoard({ queues: [], serverAdapter, options: { uiConfig: { boardTitle: 'Baton queues' } } });
+  const board = createBullBoard({ queues: [], serverAdapter, options: { uiConfig: BOARD_UI } });
   const queues = new Map<string, Queue>();
   let listedAt = 0;
   let shown = '';
@@ -91,6 +110,11 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', guard);
+    // Bull Board's page template links Google Fonts' stylesheet; its fonts are the system's here.
+    scope.addHook('onSend', async (_request, reply, payload) => {
+      const type = String(reply.getHeader('content-type') ?? '');
+      return typeof payload === 'string' && type.startsWith('text/html') ? payload.replace(GOOGLE_FONTS_LINK, '') : payload;
+    });
     await scope.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PREFIX });
   });
   app.addHook('onClose', async () => {

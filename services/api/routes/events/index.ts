@@ -9,7 +9,7 @@ import { NO_STORE } from '../../plugins/no-store.ts';
 import { proveCaller } from '../../plugins/authenticate.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { ErrorBody, Id, ProjectHeader } from '../../schemas.ts';
+import { ErrorBody, Handle, Id, ProjectHeader } from '../../schemas.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** An SSE comment this often keeps proxies and clients from timing the stream out. */
@@ -22,6 +22,8 @@ const EventsQuery = Type.Object(
   {
     after: Type.Optional(EventId),
     handoff: Type.Optional(Id),
+    /** An admin's project, as X-Baton-Project would name it: a browser's EventSource sends no headers. */
+    project: Type.Optional(Handle),
     all_owners: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   },
   { additionalProperties: false },
@@ -46,6 +48,7 @@ export function presentFeedEvent(e: LoggedEvent) {
     title: e.title,
     sender: e.senderHandle,
     recipient: e.recipientHandle,
+    workState: e.workStateNow,
     actor: { kind: e.actorKind, id: e.actorId },
     reason: e.reason,
     at: e.createdAt.toISOString(),
@@ -97,7 +100,7 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
     {
       schema: {
         description:
-          'Server-sent events (text/event-stream) of the delivery and work transitions the caller may see. Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff.',
+          'Server-sent events (text/event-stream) of the delivery and work transitions the caller may see. Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff; ?project= names the project as X-Baton-Project does (for a browser\'s EventSource, which sends no headers).',
         headers: EventsHeaders,
         querystring: EventsQuery,
         response: { 200: Type.String({ description: 'text/event-stream: `id:` the event id, `event:` delivery or work, `data:` JSON' }), '4xx': ErrorBody, 503: ErrorBody },
@@ -136,7 +139,7 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
       raw.once('close', () => finish());
       // Errors before the first byte (an unknown or invisible handoff) are ordinary JSON errors.
       following = await followEvents(opts.core, feed, {
-        projectSlug: projectOf(request, opts.defaultProject),
+        projectSlug: projectOf(request, opts.defaultProject, request.query.project),
         viewer,
         handoffId: request.query.handoff ?? null,
         after: resumeFrom === undefined ? null : BigInt(resumeFrom),

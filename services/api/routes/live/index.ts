@@ -50,6 +50,14 @@ const LiveJson = Type.Object({
     Type.Intersect([LiveHandoffJson, Type.Object({ reasons: Type.Array(Type.Union([Type.Literal('uncertain'), Type.Literal('held'), Type.Literal('overdue'), Type.Literal('failed')])) })]),
   ),
   deliveryTimes: Type.Object({ windowSeconds: Type.Integer(), accepted: Figures, returned: Figures }),
+  perMinute: Type.Array(
+    Type.Object({
+      at: Timestamp,
+      settled: Type.Record(Type.String(), Type.Integer(), { description: 'handoffs whose delivery settled in this minute, by the state they settled in' }),
+      returned: Figures,
+    }),
+    { description: 'the last 60 minutes, oldest first (the current one last), among the newest 1000 handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it' },
+  ),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -79,7 +87,7 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
     '/live',
     {
       schema: {
-        description: 'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, attention), open handoffs, what needs attention, delivery times p50/p90.',
+        description: 'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, attention), open handoffs, what needs attention, delivery times p50/p90, and the last hour per minute (settled by outcome, send → returned p50/p90).',
         headers: ProjectHeader,
         querystring: AllOwnersQuery,
         response: { 200: LiveJson, '4xx': ErrorBody },
@@ -105,6 +113,7 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         recentlySettled: v.recentlySettled.map(presentLiveHandoff),
         attention: v.attention.map((a) => ({ ...presentLiveHandoff(a.handoff), reasons: a.reasons })),
         deliveryTimes: { windowSeconds: Math.round(v.deliveryTimes.windowMs / 1000), accepted: v.deliveryTimes.accepted, returned: v.deliveryTimes.returned },
+        perMinute: v.perMinute.map((m) => ({ at: m.at.toISOString(), settled: m.settled, returned: m.returned })),
       };
     },
   );

@@ -24,6 +24,7 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'live.html', type: 'text/html; charset=utf-8' },
   '/sign-in': { file: 'sign-in.html', type: 'text/html; charset=utf-8' },
   '/assets/live.js': { file: 'live.js', type: 'text/javascript; charset=utf-8' },
+  '/assets/live-chart.js': { file: 'live-chart.js', type: 'text/javascript; charset=utf-8' },
   '/assets/sign-in.js': { file: 'sign-in.js', type: 'text/javascript; charset=utf-8' },
   '/assets/ui.css': { file: 'ui.css', type: 'text/css; charset=utf-8' },
 };
@@ -68,11 +69,19 @@ const uiRoutes: FastifyPluginAsyncTypebox<UiRouteOptions> = async (app, opts) =>
     browser?.requireAllowedHost(request);
   });
 
+  // The site's root is the live page: a browser pointed at the API's address lands on it.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${UI_PREFIX}/`, 302));
   app.get('/ui', { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${UI_PREFIX}/`, 302));
   for (const [path, f] of Object.entries(FILES)) {
     const body = contents.get(path) as Buffer;
     app.get(`${UI_PREFIX}${path}`, { schema: { hide: true } }, async (_request, reply) => reply.type(f.type).send(body));
   }
+  // A handoff's own address: the live page, which opens that handoff's timeline itself (the
+  // id is checked by the API read the page makes, with the caller's visibility).
+  const livePage = contents.get('/') as Buffer;
+  app.get(`${UI_PREFIX}/handoffs/:id`, { schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').send(livePage),
+  );
 
   if (!browser) return;
   app.post(

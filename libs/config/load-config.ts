@@ -56,6 +56,11 @@ export interface BatonConfig {
   /** On SIGTERM, how long running turns may take to finish before they are handed back. */
   readonly shutdownGraceMs: number;
   /**
+   * How long `serve`, `api` and `worker` wait at start for Postgres and Redis to answer (tried
+   * again with back-off) before they exit 1 with one line saying which did not.
+   */
+  readonly startTimeoutMs: number;
+  /**
    * How far V8 lets the JavaScript heap grow past what the last full collection kept, in percent,
    * in the long-running processes (api, worker, serve); 0 leaves V8's own factor (up to 4x).
    */
@@ -131,6 +136,7 @@ export const CONFIG_VARIABLES = [
   'BATON_STALLED_INTERVAL_MS',
   'BATON_RECONCILE_INTERVAL_MS',
   'BATON_SHUTDOWN_GRACE_MS',
+  'BATON_START_TIMEOUT_MS',
   'BATON_HEAP_GROWTH_PERCENT',
   'BATON_DB_POOL_SIZE',
   'BATON_DB_QUERY_TIMEOUT_MS',
@@ -310,6 +316,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_000, 200, 600_000),
     reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 1_000, 50, 3_600_000),
     shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
+    startTimeoutMs: int(env, 'BATON_START_TIMEOUT_MS', 10_000, 100, 3_600_000),
     heapGrowthPercent: int(env, 'BATON_HEAP_GROWTH_PERCENT', DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
     dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
     dbTimeouts: Object.freeze({

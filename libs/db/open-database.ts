@@ -109,3 +109,20 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
     },
   };
 }
+
+/**
+ * Whether Postgres at `url` accepts a connection and answers `SELECT 1` within `timeoutMs`.
+ * Tries once, on a connection of its own that it closes (the caller decides whether to try again).
+ * @throws pg's error: a SQLSTATE (3D000 no such database, 28P01 login refused, 57P03 starting
+ * up) or a network code (ECONNREFUSED, ...), or a timeout with neither.
+ */
+export async function pingPostgres(url: string, timeoutMs: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url, application_name: 'baton-probe', connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

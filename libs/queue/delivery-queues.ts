@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import type { RedisClient } from './open-redis.ts';
+import { logQueueError } from './redis-link.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import { DISPATCH_JOB_NAME, queueRoute, WAKE_JOB_NAME, type DispatchJob, type WakeJob } from './dispatch-job.ts';
 import { JOB_IDS, type RedisNames } from './redis-names.ts';
@@ -88,7 +89,8 @@ export class DeliveryQueues {
         // the whole queue (DELIVERY_JOBS_KEPT), so each queued job's hash stays small.
         defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 200 } },
       });
-      q.on('error', (err) => this.opts.logger.warn({ err, queue: name }, 'delivery queue error'));
+      // A lost connection is the process's RedisLink's to report, once.
+      q.on('error', (err) => logQueueError(this.opts.logger, err, { queue: name }, 'delivery queue error'));
       this.queues.set(name, q);
     }
     return q;

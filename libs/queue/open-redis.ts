@@ -1,6 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logging/create-logger.ts';
-import { parseRedisTarget } from './redis-target.ts';
+import { RedisLink } from './redis-link.ts';
+import { parseRedisTarget, type RedisTarget } from './redis-target.ts';
 
 /**
  * A connection to Baton's Redis: one server, or a Redis Cluster (`redis+cluster://` URL, see
@@ -34,8 +35,12 @@ const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 
  *   lifetime instead of waiting forever.
  * Each process opens a fixed number of these, never one per agent. On a cluster, a client holds
  * one connection per node it talks to.
+ *
+ * `link`: the process's RedisLink, which this connection and every duplicateRedis of it report
+ * to, so an outage is one line for the process when it starts and one when it ends; without
+ * one, the connection gets a link of its own.
  */
-export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { commandTimeoutMs?: number } = {}): RedisClient {
+export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { commandTimeoutMs?: number; link?: RedisLink } = {}): RedisClient {
   const target = parseRedisTarget(url);
   const redis: RedisClient =
     target.kind === 'single'
@@ -53,16 +58,16 @@ export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { 
             slotsRefreshTimeout: 2_000,
           },
         );
-  let reported = false;
-  redis.on('error', (err) => {
-    if (!reported) logger.warn({ err, role }, 'redis connection error');
-    reported = true;
-  });
-  redis.on('ready', () => {
-    if (reported) logger.info({ role }, 'redis connection restored');
-    reported = false;
-  });
+  watchLink(redis, opts.link ?? new RedisLink(logger), role);
   return redis;
+}
+
+/** Which RedisLink each connection reports to, so its duplicates report to the same one. */
+const links = new WeakMap<RedisClient, RedisLink>();
+
+function watchLink(client: RedisClient, link: RedisLink, role: string): void {
+  links.set(client, link);
+  link.watch(client, role);
 }
 
 /**
@@ -76,10 +81,13 @@ export function duplicateRedis(
   opts: { autoPipelining?: boolean } = {},
 ): RedisClient {
   const pipelining = opts.autoPipelining ? { enableAutoPipelining: true } : {};
-  if (client instanceof Cluster) {
-    return client.duplicate(undefined, { ...pipelining, redisOptions: { ...client.options.redisOptions, ...overrides } });
-  }
-  return client.duplicate({ ...overrides, ...pipelining });
+  const copy =
+    client instanceof Cluster
+      ? client.duplicate(undefined, { ...pipelining, redisOptions: { ...client.options.redisOptions, ...overrides } })
+      : client.duplicate({ ...overrides, ...pipelining });
+  const link = links.get(client);
+  if (link) watchLink(copy, link, overrides.connectionName ?? 'duplicate');
+  return copy;
 }
 
 /**
@@ -128,6 +136,53 @@ export async function deleteKeys(keys: readonly string[], server: Redis): Promis
 }
 
 /**
+ * A connection that tries once, every step bounded by `timeoutMs`, to the one server of a
+ * single-server target or to `node` of a cluster; errors come from its calls only.
+ */
+function probeNode(target: RedisTarget, node: { host: string; port: number } | null, timeoutMs: number): Redis {
+  const options: RedisOptions = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs, commandTimeout: timeoutMs, connectionName: 'baton-probe' };
+  if (target.kind === 'cluster' && node === null) throw new Error('probeNode: a cluster node must be named');
+  const probe =
+    target.kind === 'single'
+      ? new Redis(target.url, options)
+      : new Redis(node!.port, node!.host, {
+          ...options,
+          ...(target.username !== undefined ? { username: target.username } : {}),
+          ...(target.password !== undefined ? { password: target.password } : {}),
+          ...(target.tls ? { tls: {} } : {}),
+        });
+  probe.on('error', () => undefined);
+  return probe;
+}
+
+/**
+ * Whether Redis answers a PING within `timeoutMs`: the one server, or any seed node of a
+ * cluster. Tries once (the caller decides whether to try again).
+ * @throws the connection's own error (ECONNREFUSED, a timeout, NOAUTH, ...) when none answers.
+ */
+export async function pingRedis(url: string, timeoutMs: number): Promise<void> {
+  const target = parseRedisTarget(url);
+  const nodes = target.kind === 'single' ? [null] : target.nodes;
+  let failure: unknown;
+  for (const node of nodes) {
+    const probe = probeNode(target, node, timeoutMs);
+    // A refused connection rejects connect() with "Connection is closed."; the socket error says why.
+    let socketError: unknown;
+    probe.on('error', (err) => (socketError ??= err));
+    try {
+      await probe.connect();
+      await probe.ping();
+      return;
+    } catch (err) {
+      failure = socketError ?? err;
+    } finally {
+      probe.disconnect();
+    }
+  }
+  throw failure;
+}
+
+/**
  * For a `redis+cluster://` URL: asks its seed nodes, once and briefly, whether they are nodes of
  * a Redis Cluster. Returns what is wrong when one answers that it is not (a single server given
  * as a cluster: the cluster client would retry forever, logging), else null; a seed that does
@@ -137,17 +192,7 @@ export async function misconfiguredCluster(url: string, timeoutMs = 2_000): Prom
   const target = parseRedisTarget(url);
   if (target.kind !== 'cluster') return null;
   for (const node of target.nodes) {
-    const probe = new Redis(node.port, node.host, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      connectTimeout: timeoutMs,
-      commandTimeout: timeoutMs,
-      ...(target.username !== undefined ? { username: target.username } : {}),
-      ...(target.password !== undefined ? { password: target.password } : {}),
-      ...(target.tls ? { tls: {} } : {}),
-    });
-    probe.on('error', () => undefined);
+    const probe = probeNode(target, node, timeoutMs);
     try {
       await probe.connect();
       await probe.call('CLUSTER', 'INFO');

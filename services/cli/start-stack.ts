@@ -9,9 +9,12 @@ import { openDatabase, type Database } from '../../libs/db/open-database.ts';
 import { createRepositories } from '../../libs/db/repositories.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { misconfiguredCluster, openRedis } from '../../libs/queue/open-redis.ts';
+import { RedisLink } from '../../libs/queue/redis-link.ts';
 import type { RunningApi } from '../api/server.ts';
 import { bootstrapAdminToken } from './admin-token.ts';
 import { isPostgresFailure, listenStartupError, postgresStartupError, StartupError } from './startup-error.ts';
+import { awaitDependencies } from './start-checks.ts';
+import { checkPorts, metricsPortError } from './check-ports.ts';
 import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { createBatonMetrics } from '../metrics/baton-metrics.ts';
 import type { RunningMetricsServer } from '../metrics/serve-metrics.ts';
@@ -36,19 +39,25 @@ export interface RunningStack {
   stop(): Promise<void>;
 }
 
-/** Why a close step gave up: the grace is over, or the step itself failed. */
-type StepOutcome = 'done' | 'failed' | 'timed out';
+/** Why a close step gave up: the grace is over, Redis is away (nothing to wait for), or the step itself failed. */
+type StepOutcome = 'done' | 'failed' | 'timed out' | 'redis down';
+
 
 /**
  * Starts the API and/or a delivery worker (with its reconciler) in this process, in order:
- * migrate, open Postgres and Redis, listen, then consume. The API listens before the worker
- * starts, so a busy port starts nothing; a start that fails closes what it opened and throws a
- * StartupError (one line with a hint: `createdb`, the URL, BATON_API_PORT).
+ * check that the API's (and metrics') port is free, wait for Postgres and Redis to answer
+ * (BATON_START_TIMEOUT_MS), migrate, open Postgres and Redis, listen, then consume. A busy port
+ * is found before any connection opens, so it starts nothing; a start that fails closes what it
+ * opened and throws a StartupError (one line with a hint: `createdb`, the URL, BATON_API_PORT).
+ *
+ * Once started, a Redis outage is one `redis connection lost` line and one `redis connection
+ * restored` (RedisLink), whatever the number of connections and failed reconnects.
  *
  * `stop()` undoes it in reverse: stop taking requests and work, let live turns finish, hand back
  * the rest, close queues, Redis and Postgres, all within BATON_SHUTDOWN_GRACE_MS. Each step
- * gets what is left of the grace; when it runs out (Redis or Postgres down: their commands
- * wait for a reconnect), the rest is force-closed and stop() rejects, so the process exits 1.
+ * gets what is left of the grace; when it runs out (Postgres down: its commands wait), or at
+ * once when Redis is away (BullMQ would wait for a reconnect), the rest is force-closed and
+ * stop() rejects, so the process exits 1.
  */
 export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const { config, logger } = opts;
@@ -57,6 +66,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const databaseUrl = config.databaseUrl;
   const redisUrl = config.redisUrl;
   const clock = opts.clock ?? systemClock;
+  // Ports first: a busy one is the whole answer, before any connection could add noise to it.
+  await checkPorts(config, opts);
+  await awaitDependencies({ databaseUrl, redisUrl, timeoutMs: config.startTimeoutMs });
   const clusterProblem = await misconfiguredCluster(redisUrl);
   if (clusterProblem) throw new StartupError(clusterProblem);
   try {
@@ -73,6 +85,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const metrics = createBatonMetrics();
   let metricsServer: RunningMetricsServer | undefined;
   const connections: RedisClient[] = [];
+  // Every Redis connection of this process reports to it: one line when Redis goes, one when it is back.
+  const redisLink = new RedisLink(logger);
   let api: RunningApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
@@ -95,7 +109,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           throw isPostgresFailure(err) ? postgresStartupError(err, databaseUrl) : err;
         }
       }
-      const redis = openRedis(redisUrl, 'producer', logger);
+      const redis = openRedis(redisUrl, 'producer', logger, { link: redisLink });
       connections.push(redis);
       // The API's code (Fastify, its plug-ins, the pages) is loaded only by processes that serve
       // it, and the worker's only by workers: each process holds what it runs (~29 MiB of RSS
@@ -131,7 +145,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         import('../../workers/timers/start-reconciler.ts'),
         import('../../workers/delivery/report-deployment.ts'),
       ]);
-      const redis = openRedis(redisUrl, 'worker', logger);
+      const redis = openRedis(redisUrl, 'worker', logger, { link: redisLink });
       connections.push(redis);
       let demoHost = opts.demoHost;
       if (!demoHost && config.demoHostUrl) demoHost = demoClient = new DemoHostClient(config.demoHostUrl);
@@ -175,7 +189,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         try {
           metricsServer = await serveMetrics(metrics, { host: config.api.host, port: config.metricsPort, logger });
         } catch (err) {
-          throw new StartupError(`cannot serve metrics on ${config.api.host}:${config.metricsPort}: ${(err as Error).message}; set BATON_METRICS_PORT to a free port`, { cause: err });
+          throw metricsPortError(err, config.api.host, config.metricsPort);
         }
       }
     }
@@ -198,6 +212,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         const graceOver = new Promise<'timed out'>((resolve) => {
           timer = setTimeout(() => resolve('timed out'), graceMs);
         });
+        // With Redis away, queues and consumers would only wait for a reconnect: no use waiting.
+        const redisDown = redisLink.whenDown().then((): StepOutcome => 'redis down');
         const steps: Array<[string, () => Promise<unknown> | undefined]> = [
           ['api', () => api?.close()],
           ['metrics', () => metricsServer?.close()],
@@ -218,11 +234,17 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
                 },
               ),
               graceOver,
+              redisDown,
             ]);
             if (outcome === 'timed out') {
               logger.warn({ step: name, graceMs }, 'shutdown grace over: force-closing');
               forceClose();
               throw new Error(`shutdown did not finish within BATON_SHUTDOWN_GRACE_MS (${graceMs} ms; stuck at: ${name}); force-closed`);
+            }
+            if (outcome === 'redis down') {
+              logger.warn({ step: name }, 'redis is unreachable: force-closing without waiting for the grace');
+              forceClose();
+              throw new Error(`Redis was unreachable during the shutdown (at: ${name}); force-closed`);
             }
             if (outcome === 'failed') failed.push(name);
           }

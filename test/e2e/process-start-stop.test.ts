@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPrivateRedis } from '../../services/cli/embedded-infra.ts';
 import { TEST_REDIS_URL, databaseUrl } from '../support/env.ts';
+import { eventually } from '../support/eventually.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { createTestDatabase } from '../support/test-database.ts';
 
@@ -19,11 +24,38 @@ async function exitWithin(p: BatonProcess, ms: number): Promise<number | null> {
 /** A stack trace line, as Node prints them. */
 const STACK = /^\s+at .+:\d+:\d+\)?$/m;
 
-function serve(env: Record<string, string>): BatonProcess {
-  const p = spawnBaton(['serve'], { REDIS_URL: TEST_REDIS_URL, BATON_REDIS_PREFIX: `t-${randomBytes(4).toString('hex')}`, BATON_LOG_LEVEL: 'info', ...env });
+function serve(env: Record<string, string>, command: 'serve' | 'api' | 'worker' = 'serve'): BatonProcess {
+  const p = spawnBaton([command], { REDIS_URL: TEST_REDIS_URL, BATON_REDIS_PREFIX: `t-${randomBytes(4).toString('hex')}`, BATON_LOG_LEVEL: 'info', ...env });
   running.push(p);
   return p;
 }
+
+/** The non-empty lines a process printed. */
+const linesOf = (p: BatonProcess) => p.output().split('\n').filter((l) => l.trim() !== '');
+
+/** A TCP server that holds a port (a busy port, or a "Redis" that accepts and hangs up at once), and its connections. */
+async function holdPort(onConnection: (socket: net.Socket) => void = () => undefined): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The start wait (BATON_START_TIMEOUT_MS) these tests give, short so that a failing start ends soon. */
+const START_TIMEOUT_MS = 1_500;
+/** What a process may take on a loaded machine to load and exit, around the start wait. */
+const PROCESS_MARGIN_MS = 20_000;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -56,13 +88,65 @@ describe('starting `baton serve` where it cannot run', () => {
     expect(p.output(), 'no stack trace').not.toMatch(STACK);
   }, 30_000);
 
-  it('an unreachable Postgres: exit 1, one line naming the URL', async () => {
+  it.each(['serve', 'api', 'worker'] as const)('an unreachable Postgres: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming the URL', async (command) => {
     const port = await freePort();
-    const p = serve({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/baton`, BATON_API_PORT: String(await freePort()) });
-    expect(await exitWithin(p, 20_000), p.output()).toBe(1);
-    expect(p.output()).toMatch(new RegExp(`cannot start: cannot reach Postgres at postgres@127\\.0\\.0\\.1:${port}/baton .*DATABASE_URL`));
-    expect(p.output(), 'no stack trace').not.toMatch(STACK);
-  }, 30_000);
+    const t0 = Date.now();
+    const p = serve({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/baton`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS) }, command);
+    expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), p.output()).toBe(1);
+    expect(Date.now() - t0, 'it waited for Postgres the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
+    expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
+    expect(p.output()).toMatch(new RegExp(`^cannot start: cannot reach Postgres at postgres@127\\.0\\.0\\.1:${port}/baton within 1\\.5 s \\(ECONNREFUSED\\).*DATABASE_URL.*BATON_START_TIMEOUT_MS`));
+  }, START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000);
+
+  it.each(['serve', 'api', 'worker'] as const)('an unreachable Redis: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming it (no API line, no worker errors)', async (command) => {
+    const port = await freePort();
+    const t0 = Date.now();
+    const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${port}`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS) }, command);
+    expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), `must exit by itself:\n${p.output().slice(-3000)}`).toBe(1);
+    expect(Date.now() - t0, 'it waited for Redis the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
+    expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
+    expect(p.output()).toMatch(new RegExp(`^cannot start: cannot reach Redis at 127\\.0\\.0\\.1:${port} within 1\\.5 s \\(ECONNREFUSED\\).*REDIS_URL.*BATON_START_TIMEOUT_MS`));
+  }, START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000);
+
+  it('a busy port is reported before anything is connected: one line, however long Postgres and Redis would take', async () => {
+    const held = await holdPort();
+    try {
+      // Neither answers: a start that reached them would wait the whole minute, or print their errors.
+      const p = serve({
+        DATABASE_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/baton`,
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+        BATON_API_PORT: String(held.port),
+        BATON_START_TIMEOUT_MS: '60000',
+      });
+      expect(await exitWithin(p, PROCESS_MARGIN_MS), p.output()).toBe(1);
+      expect(linesOf(p), 'one line, nothing else').toEqual([`cannot start: 127.0.0.1:${held.port} is already in use (another \`baton serve\` or \`baton api\`?): stop it, or set BATON_API_PORT`]);
+    } finally {
+      await held.close();
+    }
+  }, PROCESS_MARGIN_MS + 10_000);
+
+  it('the start waits for Redis without a word, and Ctrl+C then ends it at once, not after BATON_START_TIMEOUT_MS or the grace', async () => {
+    // A "Redis" that hangs up on every connection: the start keeps trying, and each try shows here.
+    let firstTry: number | undefined;
+    const redis = await holdPort((socket) => {
+      firstTry ??= Date.now();
+      socket.destroy();
+    });
+    try {
+      const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${redis.port}`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: '120000', BATON_SHUTDOWN_GRACE_MS: '120000' });
+      // Trying for a few seconds: long enough for a start that did not wait to have printed its API line and errors.
+      await eventually(() => expect(firstTry !== undefined && Date.now() - firstTry >= 4_000, 'Redis tried for 4 s').toBe(true), { timeoutMs: PROCESS_MARGIN_MS, what: 'Redis tried for 4 s' });
+      expect(p.output(), 'still waiting for Redis, silently').toBe('');
+      const t0 = Date.now();
+      p.child.kill('SIGINT');
+      const ended = await Promise.race([p.exited().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10_000))]);
+      expect(ended, `still running 10 s after SIGINT:\n${p.output()}`).toBe(true);
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(p.output(), 'nothing started').not.toMatch(/Baton API on|delivery worker started/);
+    } finally {
+      await redis.close();
+    }
+  }, PROCESS_MARGIN_MS + 30_000);
 
   it('a redis+cluster:// URL naming a single Redis server: exit 1, one line saying to use redis://', async () => {
     const single = new URL(TEST_REDIS_URL);
@@ -74,11 +158,12 @@ describe('starting `baton serve` where it cannot run', () => {
 });
 
 describe('stopping `baton serve`', () => {
-  it('with Redis down, SIGTERM ends the process within BATON_SHUTDOWN_GRACE_MS (force-closing what hangs), no second signal needed', async () => {
+  it('with Redis down, SIGTERM ends the process at once (force-closing), not after BATON_SHUTDOWN_GRACE_MS, no second signal needed', async () => {
     const redis = await startPrivateRedis();
     let redisStopped = false;
     try {
-      const graceMs = 1_500;
+      // Far longer than the process needs to exit: waiting for it would show.
+      const graceMs = 120_000;
       const p = serve({ DATABASE_URL: db.url, REDIS_URL: redis.url, BATON_API_PORT: String(await freePort()), BATON_SHUTDOWN_GRACE_MS: String(graceMs) });
       await p.waitFor(/delivery worker started/, 30_000);
       // The unnamed pool is named as people know it (it was logged as "").
@@ -86,16 +171,79 @@ describe('stopping `baton serve`', () => {
       await p.waitFor(/Baton API on/, 30_000);
       await redis.stop();
       redisStopped = true;
-      await p.waitFor(/redis connection error/, 10_000);
+      await p.waitFor(/redis connection lost/, 10_000);
       const t0 = Date.now();
       p.child.kill('SIGTERM');
-      const code = await exitWithin(p, graceMs + 5_000);
+      const code = await exitWithin(p, PROCESS_MARGIN_MS);
       const took = Date.now() - t0;
-      expect(code, `still running ${graceMs + 5_000} ms after SIGTERM:\n${p.output().slice(-3000)}`).not.toBeNull();
-      expect(took, 'the grace bounds the whole shutdown (plus process exit)').toBeLessThan(graceMs + 3_000);
+      expect(code, `still running ${PROCESS_MARGIN_MS} ms after SIGTERM:\n${p.output().slice(-3000)}`).toBe(1);
+      expect(took, 'no wait for the grace with Redis away').toBeLessThan(PROCESS_MARGIN_MS);
       expect(p.output()).toMatch(/stopping/);
+      expect(p.output()).toMatch(/redis is unreachable: force-closing without waiting for the grace/);
     } finally {
       if (!redisStopped) await redis.stop();
     }
   }, 60_000);
+});
+
+/** A JSON log line's level and message (null for lines that are not pino's). */
+function logLine(line: string): { level: number; msg: string } | null {
+  try {
+    const rec = JSON.parse(line) as { level?: unknown; msg?: unknown };
+    return typeof rec.level === 'number' ? { level: rec.level, msg: String(rec.msg) } : null;
+  } catch {
+    return null;
+  }
+}
+
+describe('Redis going away while `baton serve` runs', () => {
+  it('is one warning when it goes and one line when it is back (no flood of errors or stacks), and the process delivers again', async () => {
+    // A database of its own: the API's first start on it writes the admin token into this home.
+    const fresh = await createTestDatabase();
+    const home = scratchDir('baton-redis-away-');
+    let redis = await startPrivateRedis();
+    const redisPort = Number(new URL(redis.url).port);
+    try {
+      const apiPort = await freePort();
+      const api = `http://127.0.0.1:${apiPort}`;
+      // debug: the reconnect attempts are counted below, so the quiet is not for want of tries.
+      const p = serve({ DATABASE_URL: fresh.url, REDIS_URL: redis.url, BATON_API_PORT: String(apiPort), BATON_HOME: home, BATON_LOG_LEVEL: 'debug' });
+      await p.waitFor(/Baton API on/, 30_000);
+      const token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
+      const call = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        return { status: res.status, body: (await res.json().catch(() => null)) as { id?: string; state?: string } | null };
+      };
+      const suffix = randomBytes(3).toString('hex');
+      for (const id of [`from-${suffix}`, `to-${suffix}`]) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } })).status).toBe(201);
+
+      const before = linesOf(p).length;
+      await redis.stop();
+      await p.waitFor(/redis connection lost/, 10_000);
+      // Its connections keep trying (debug lines only): wait for a good many tries of each kind.
+      const debugLines = () => linesOf(p).slice(before).map(logLine).filter((l) => l?.level === 20);
+      await eventually(() => expect(debugLines().filter((l) => l?.msg === 'redis connection error').length).toBeGreaterThanOrEqual(10), { timeoutMs: 30_000, what: 'reconnect attempts' });
+      redis = await startPrivateRedis({ port: redisPort });
+      await p.waitFor(/redis connection restored/, 30_000);
+
+      const outage = linesOf(p).slice(before);
+      const shown = outage.map((l) => logLine(l) ?? { level: 99, msg: l }).filter((l) => l.level >= 30);
+      expect(shown.filter((l) => l.msg.startsWith('redis connection lost')), 'one line when it goes').toHaveLength(1);
+      expect(shown.filter((l) => l.msg === 'redis connection restored'), 'one line when it is back').toHaveLength(1);
+      // The lost line, and at most a couple of others (none a stack): not one per connection or try.
+      expect(shown.filter((l) => l.level >= 40), `warnings while Redis was away:\n${shown.map((l) => l.msg).join('\n')}`).toHaveLength(1);
+      expect(shown.length, shown.map((l) => l.msg).join('\n')).toBeLessThanOrEqual(3);
+      expect(outage.filter((l) => (logLine(l)?.level ?? 99) >= 30).join('\n'), 'no stack trace shown').not.toMatch(/"stack"|^\s+at /m);
+
+      // And it works again: a handoff sent now is delivered and returned.
+      const sent = await call('POST', '/v1/handoffs', { from: `from-${suffix}`, to: `to-${suffix}`, message: 'after the outage', title: 'after' });
+      expect(sent.status).toBe(201);
+      await eventually(async () => expect((await call('GET', `/v1/handoffs/${sent.body!.id}`)).body?.state).toBe('RETURNED'), { timeoutMs: 30_000, what: 'the handoff RETURNED' });
+      expect(await p.stop('SIGTERM')).toBe(0);
+    } finally {
+      await redis.stop();
+      await Promise.all(running.map((p) => p.stop('SIGKILL')));
+      await fresh.drop();
+    }
+  }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
+import { logQueueError } from '../../libs/queue/redis-link.ts';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
 import type { Repositories } from '../../libs/db/repositories.ts';
@@ -173,7 +174,8 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
       },
     );
     worker.on('failed', (job, err) => opts.logger.warn({ err, jobId: job?.id, queue: queueName }, 'dispatch job failed'));
-    worker.on('error', (err) => opts.logger.warn({ err, queue: queueName }, 'delivery worker error'));
+    // Its own connections' failures while Redis is away: the process's RedisLink says so once.
+    worker.on('error', (err) => logQueueError(opts.logger, err, { queue: queueName }, 'delivery worker error'));
     workers.push(worker);
   }
   opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), pools: pools.map(poolName), queues: workers.length }, 'delivery worker started');

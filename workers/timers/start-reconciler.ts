@@ -1,14 +1,41 @@
 import { reconcileSteps, type ReconcileDeps, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
 import { UncertainObserver } from '../../libs/handoffs/uncertain-observer.ts';
+import { isRedisConnectionError } from '../../libs/queue/redis-link.ts';
+import type { Logger } from '../../libs/logging/create-logger.ts';
 
 /** A failing step is logged on its first failure and on every this-many-th after it. */
 const LOG_EVERY_FAILURES = 30;
 
-/** One step's runs: never two at once; its failures in a row. */
-interface Lane {
-  running: Promise<void> | null;
+/** Failures in a row of one step (or of taking the lead), and whether any was logged as a warning. */
+interface FailureRun {
   failures: number;
+  warned: boolean;
+}
+
+/**
+ * A failure on its first time and every LOG_EVERY_FAILURES-th: a warning, unless Redis could not
+ * be reached (debug: the process's RedisLink reports that outage once, and its end).
+ */
+function logFailure(logger: Logger, run: FailureRun, err: unknown, fields: Record<string, unknown>, msg: string): void {
+  run.failures++;
+  if (isRedisConnectionError(err)) logger.debug({ err, failures: run.failures, ...fields }, msg);
+  else if (run.failures === 1 || run.failures % LOG_EVERY_FAILURES === 0) {
+    logger.warn({ err, failures: run.failures, ...fields }, msg);
+    run.warned = true;
+  }
+}
+
+/** The end of a run of failures: a line only when one of them was logged as a warning. */
+function logRecovery(logger: Logger, run: FailureRun, fields: Record<string, unknown>, msg: string): void {
+  if (run.warned) logger.info({ failures: run.failures, ...fields }, msg);
+  run.failures = 0;
+  run.warned = false;
+}
+
+/** One step's runs: never two at once; its failures in a row. */
+interface Lane extends FailureRun {
+  running: Promise<void> | null;
 }
 
 const noActions = (): ReconcileReport => ({ liftedHolds: 0, reminders: 0, uncertain: 0, expiredClaims: 0, queuedAgents: 0 });
@@ -39,23 +66,21 @@ export function startReconciler(
   const lanes = new Map<string, Lane>();
   let done = noActions();
   let leading: Promise<void> | null = null;
-  let leadFailures = 0;
+  const lead: FailureRun = { failures: 0, warned: false };
 
   const run = (name: string, step: () => Promise<Partial<ReconcileReport>>) => {
     let lane = lanes.get(name);
-    if (!lane) lanes.set(name, (lane = { running: null, failures: 0 }));
+    if (!lane) lanes.set(name, (lane = { running: null, failures: 0, warned: false }));
     if (lane.running) return;
     const l = lane;
     l.running = step()
       .then(
         (report) => {
           for (const [key, n] of Object.entries(report) as Array<[keyof ReconcileReport, number]>) done[key] += n;
-          if (l.failures > 0) deps.logger.info({ step: name, failures: l.failures }, 'reconciler step recovered');
-          l.failures = 0;
+          logRecovery(deps.logger, l, { step: name }, 'reconciler step recovered');
         },
         (err: unknown) => {
-          l.failures++;
-          if (l.failures === 1 || l.failures % LOG_EVERY_FAILURES === 0) deps.logger.warn({ err, step: name, failures: l.failures }, 'reconciler step failed');
+          logFailure(deps.logger, l, err, { step: name }, 'reconciler step failed');
         },
       )
       .finally(() => {
@@ -70,10 +95,9 @@ export function startReconciler(
     leading = deps.locks
       .tryLeadReconciler(group, deps.workerId, intervalMs)
       .then(
-        (lead) => {
-          if (leadFailures > 0) deps.logger.info({ failures: leadFailures }, 'reconciler recovered');
-          leadFailures = 0;
-          if (!lead || stopping.signal.aborted) return;
+        (leads) => {
+          logRecovery(deps.logger, lead, {}, 'reconciler recovered');
+          if (!leads || stopping.signal.aborted) return;
           for (const [name, step] of Object.entries(steps)) run(name, step);
           // Starts looks in the free slots and returns: what they did is counted as they end.
           run('observe', async () => {
@@ -85,8 +109,7 @@ export function startReconciler(
           onPass?.(report);
         },
         (err: unknown) => {
-          leadFailures++;
-          if (leadFailures === 1 || leadFailures % LOG_EVERY_FAILURES === 0) deps.logger.warn({ err, failures: leadFailures }, 'reconciler pass failed');
+          logFailure(deps.logger, lead, err, {}, 'reconciler pass failed');
         },
       )
       .finally(() => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { UsageError, nonNegativeInt, positiveInt, type CliContext } from '../cli-context.ts';
+import { checkPorts } from '../check-ports.ts';
 
 // The process commands load the server side (Prisma, BullMQ, Fastify) only when they run, so
 // client commands such as `baton status` start fast.
@@ -48,6 +49,8 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
       .option('--json', 'JSON log lines even on a terminal, and the start line as JSON: { "api": url | null, "worker": boolean }')
       .action(async (opts: { json?: boolean }) => {
         const config = requireUrls();
+        // A busy port at once, before the server side loads (startStack checks again, for its other callers).
+        await checkPorts(config, roles);
         const { createLogger, startStack, runUntilSignal, tuneHeap } = await serverSide();
         tuneHeap(config.heapGrowthPercent);
         const logger = createLogger({ level: config.logLevel, name: `baton-${name}`, json: opts.json === true });

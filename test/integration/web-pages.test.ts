@@ -57,6 +57,8 @@ describe('the pages around the API', () => {
     };
     expect(config.boardTitle).toBe('Baton queues');
     expect(config.miscLinks).toContainEqual({ text: '← Baton live page', url: '/ui/' });
+    // And one on the page itself, outside Bull Board's React root, that needs no menu.
+    expect(res.body).toMatch(/<body[^>]*>\s*<a id="baton-live-link" href="\/ui\/"/);
     // Every stylesheet and script the page names is its own.
     for (const m of res.body.matchAll(/(?:src|href)="([^"]+)"/g)) expect(m[1], 'no external asset').not.toMatch(/^(https?:)?\/\//);
   });

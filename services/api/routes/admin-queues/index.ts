@@ -40,6 +40,18 @@ export const BOARD_UI = {
 /** The stylesheet link Bull Board's page template has to Google Fonts (removed from the page). */
 const GOOGLE_FONTS_LINK = /<link\b[^>]*fonts\.googleapis\.com[^>]*>\s*/gi;
 
+/**
+ * A way back that needs no menu: put on the page outside Bull Board's React root (which keeps
+ * it), in the middle of its header bar. Its CSP allows inline styles (Bull Board's need them).
+ */
+const BACK_LINK =
+  '<a id="baton-live-link" href="/ui/" style="position:fixed;top:22px;left:50%;transform:translateX(-50%);z-index:1000;font:600 14px system-ui,sans-serif;color:#2563eb;text-decoration:none">← Baton live page</a>';
+
+/** Bull Board's page as Baton serves it: no Google Fonts, a link back to the live page. */
+export function adaptBoardPage(html: string): string {
+  return html.replace(GOOGLE_FONTS_LINK, '').replace(/<body\b[^>]*>/, (body) => `${body}\n${BACK_LINK}`);
+}
+
 /** How long the list of queues shown is reused before the agents table is asked again. */
 const QUEUE_LIST_TTL_MS = 2_000;
 
@@ -113,7 +125,7 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
     // Bull Board's page template links Google Fonts' stylesheet; its fonts are the system's here.
     scope.addHook('onSend', async (_request, reply, payload) => {
       const type = String(reply.getHeader('content-type') ?? '');
-      return typeof payload === 'string' && type.startsWith('text/html') ? payload.replace(GOOGLE_FONTS_LINK, '') : payload;
+      return typeof payload === 'string' && type.startsWith('text/html') ? adaptBoardPage(payload) : payload;
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PREFIX });
   });

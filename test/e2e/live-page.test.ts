@@ -115,7 +115,9 @@ describe('the live page in a browser', () => {
     await page.goBack();
     await page.waitForSelector('#timeline-section', { state: 'hidden' });
     expect(new URL(page.url()).pathname).toBe('/ui/');
-    await page.click(row);
+    // From the keyboard: a row takes the focus, Enter opens it, Escape closes it.
+    await page.focus(row);
+    await page.keyboard.press('Enter');
     await page.waitForSelector(`#timeline-section[data-handoff-id="${sent.id}"][data-loaded]`);
     await page.keyboard.press('Escape');
     await page.waitForSelector('#timeline-section', { state: 'hidden' });

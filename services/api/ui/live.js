@@ -91,6 +91,8 @@ function renderHandoffs() {
   const open = rows.filter((h) => !SETTLED.has(h.state)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   const settled = rows.filter((h) => SETTLED.has(h.state)).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   for (const old of settled.slice(KEEP_SETTLED)) handoffs.delete(old.id);
+  // Rows are drawn anew on every event: a row that had the keyboard's focus gets it back.
+  const focused = document.activeElement?.closest?.('#handoffs tr')?.getAttribute('data-handoff-id');
   $('handoffs').tBodies[0].replaceChildren(
     ...[...open, ...settled.slice(0, KEEP_SETTLED)].map((h) => {
       const tr = el(
@@ -103,9 +105,15 @@ function renderHandoffs() {
         el('td', { class: 'dim when' }, time(h.updatedAt)),
       );
       tr.addEventListener('click', () => showHandoff(h.id));
+      // Reachable without a mouse: Tab to a row, Enter opens it.
+      tr.tabIndex = 0;
+      tr.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') showHandoff(h.id);
+      });
       return tr;
     }),
   );
+  if (focused) $('handoffs').querySelector(`tr[data-handoff-id="${CSS.escape(focused)}"]`)?.focus();
 }
 
 async function refresh() {

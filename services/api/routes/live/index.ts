@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { HandoffView } from '../../../../libs/db/records.ts';
-import { getLiveView } from '../../../../libs/handoffs/live-view.ts';
+import { CHART_MINUTES, DELIVERY_TIME_SAMPLE, getLiveView } from '../../../../libs/handoffs/live-view.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
@@ -56,7 +56,9 @@ const LiveJson = Type.Object({
       settled: Type.Record(Type.String(), Type.Integer(), { description: 'handoffs whose delivery settled in this minute, by the state they settled in' }),
       returned: Figures,
     }),
-    { description: 'the last 60 minutes, oldest first (the current one last), among the newest 1000 handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it' },
+    {
+      description: `the last ${CHART_MINUTES} minutes, oldest first (the current one last), among the newest ${DELIVERY_TIME_SAMPLE} handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it`,
+    },
   ),
 });
 

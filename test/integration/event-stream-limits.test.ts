@@ -27,9 +27,11 @@ async function agentWithToken(): Promise<{ id: string; token: string }> {
 
 /**
  * A raw HTTP/1.1 GET of the stream: the test decides when (and whether) the socket is read.
- * `ended`: the response is over (its last chunk, or the connection closed).
+ * `ended`: the response is over (its last chunk, or the connection closed). `pauseOnOpen` stops
+ * reading in the same callback that sees the response's status line, so a reader that must fall
+ * behind does, however late the test's own timers run on a busy machine.
  */
-function rawStream(path: string, headers: Record<string, string>): { socket: net.Socket; received: () => string; ended: Promise<void> } {
+function rawStream(path: string, headers: Record<string, string>, opts: { pauseOnOpen?: boolean } = {}): { socket: net.Socket; received: () => string; ended: Promise<void> } {
   const url = new URL(api);
   const socket = net.connect(Number(url.port), url.hostname);
   let text = '';
@@ -37,6 +39,7 @@ function rawStream(path: string, headers: Record<string, string>): { socket: net
   const ended = new Promise<void>((resolve) => (over = resolve));
   socket.setEncoding('utf8');
   socket.on('data', (d: string) => {
+    if (opts.pauseOnOpen && text === '') socket.pause();
     text += d;
     if (text.endsWith('\r\n0\r\n\r\n')) over();
   });
@@ -134,9 +137,8 @@ describe('a client that stops reading', () => {
     const { rows } = await baton.db.pool.query<{ top: string }>(`SELECT max(id)::text AS top FROM handoff_events`);
     const top = BigInt(rows[0]!.top);
     const before = baton.streams();
-    const stream = rawStream('/v1/events?after=0', { authorization: `Bearer ${me.token}` });
+    const stream = rawStream('/v1/events?after=0', { authorization: `Bearer ${me.token}` }, { pauseOnOpen: true });
     await eventually(() => expect(stream.received()).toMatch(/^HTTP\/1.1 200/), { what: 'the stream opens' });
-    stream.socket.pause();
     // Within slowReaderMs (plus the set-up), the server gives up on the reader and stops following.
     await eventually(() => expect(baton.streams()).toBe(before), { what: 'the slow reader is ended', timeoutMs: LIMITS.slowReaderMs + 10_000 });
     stream.socket.resume();

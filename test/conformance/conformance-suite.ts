@@ -79,7 +79,9 @@ export function conformanceSuite(name: string, makeHarness: (baton: TestBaton) =
   const writeDeadlineMs = opts.writeDeadlineMs ?? 5_000;
   const timeoutMs = opts.timeoutMs ?? 20_000;
 
-  describe(`adapter conformance: ${name}`, () => {
+  // A test waits on a few settles of up to `timeoutMs` each: its own bound derives from that,
+  // not from the suite's default (a real CLI's three turns on a busy machine take longer).
+  describe(`adapter conformance: ${name}`, { timeout: 3 * timeoutMs }, () => {
     let baton: TestBaton;
     let harness: ConformanceHarness;
     let n = 0;

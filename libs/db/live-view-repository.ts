@@ -28,6 +28,13 @@ export interface MinuteFigures {
   readonly returned: DeliveryTimeFigures;
 }
 
+/** The chart's minutes, and whether its sample was full (older handoffs may then be missing). */
+export interface MinuteChart {
+  readonly minutes: MinuteFigures[];
+  /** True when the newest `limit` handoffs were all read: what settled among older ones is not counted. */
+  readonly sampleFull: boolean;
+}
+
 /**
  * The reads behind the live page (`GET /v1/live`), each through the one visibility rule
  * (visible-sql.ts), so the page shows what its caller may see and nothing else. Reads only;
@@ -90,11 +97,11 @@ export class LiveViewRepository {
    * visible handoffs of the project: per minute, how many settled, by outcome, and send → first
    * RETURNED p50/p90 of those that returned in it. Every minute is listed, empty ones too.
    */
-  async perMinute(projectId: string, now: Date, minutes: number, limit: number, viewer: Viewer): Promise<MinuteFigures[]> {
+  async perMinute(projectId: string, now: Date, minutes: number, limit: number, viewer: Viewer): Promise<MinuteChart> {
     const lastMinute = Math.floor(now.getTime() / 60_000);
     const firstMinute = lastMinute - minutes + 1;
     const params: unknown[] = [projectId, new Date(firstMinute * 60_000), limit];
-    const { rows } = await prepared<{ kind: 'settled' | 'returned'; minute: string; state: DeliveryState | null; n: number; p50: number | null; p90: number | null }>(this.pool,
+    const { rows } = await prepared<{ kind: 'settled' | 'returned' | 'sample'; minute: string | null; state: DeliveryState | null; n: number; p50: number | null; p90: number | null }>(this.pool,
       `WITH recent AS (
          SELECT h.id, h.created_at, h.delivery_state, h.settled_at FROM handoffs h
           WHERE h.project_id = $1 AND ${visibleSql(viewer, params)}
@@ -108,7 +115,9 @@ export class LiveViewRepository {
          FROM recent WHERE settled_at >= $2 GROUP BY 2, 3
        UNION ALL
        SELECT 'returned', minute::text, NULL, count(*)::int, percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.9) WITHIN GROUP (ORDER BY ms)
-         FROM returned GROUP BY minute`,
+         FROM returned GROUP BY minute
+       UNION ALL
+       SELECT 'sample', NULL, NULL, count(*)::int, NULL, NULL FROM recent`,
       params,
     );
     const ms = (v: number | null) => (v === null ? null : Math.max(0, Math.round(Number(v))));
@@ -117,14 +126,19 @@ export class LiveViewRepository {
       settled: {} as Partial<Record<DeliveryState, number>>,
       returned: { count: 0, p50Ms: null, p90Ms: null } as DeliveryTimeFigures,
     }));
+    let sampleFull = false;
     for (const r of rows) {
+      if (r.kind === 'sample') {
+        sampleFull = r.n >= limit;
+        continue;
+      }
       const slot = out[Number(r.minute) - firstMinute];
       // A clock a little behind the database's may put a row in a minute after `now`: left out.
       if (!slot) continue;
       if (r.kind === 'settled' && r.state !== null) slot.settled[r.state] = r.n;
       else if (r.kind === 'returned') slot.returned = { count: r.n, p50Ms: ms(r.p50), p90Ms: ms(r.p90) };
     }
-    return out;
+    return { minutes: out, sampleFull };
   }
 
   /** The newest event id of the log (0 when empty): where the page's event stream resumes. */

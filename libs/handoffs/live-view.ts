@@ -1,7 +1,7 @@
 import { LIVE_TURN_STATES, OPEN_STATES, SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
-import type { DeliveryTimeFigures, MinuteFigures } from '../db/live-view-repository.ts';
+import type { DeliveryTimeFigures, MinuteChart } from '../db/live-view-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
@@ -35,8 +35,11 @@ export interface LiveView {
   readonly attention: Array<{ handoff: HandoffView; reasons: AttentionReason[] }>;
   /** Over the newest DELIVERY_TIME_SAMPLE handoffs of the last DELIVERY_TIME_WINDOW_MS. */
   readonly deliveryTimes: { readonly windowMs: number; readonly accepted: DeliveryTimeFigures; readonly returned: DeliveryTimeFigures };
-  /** The page's chart: the last CHART_MINUTES minutes, oldest first, over the newest DELIVERY_TIME_SAMPLE handoffs. */
-  readonly perMinute: MinuteFigures[];
+  /**
+   * The page's chart: the last CHART_MINUTES minutes, oldest first, over the newest
+   * DELIVERY_TIME_SAMPLE handoffs (`sampleFull`: there were more, and the chart says so).
+   */
+  readonly perMinute: MinuteChart;
 }
 
 export const LIVE_LIST_LIMIT = 100;

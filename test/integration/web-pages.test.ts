@@ -1,3 +1,5 @@
+import { LiveViewRepository } from '../../libs/db/live-view-repository.ts';
+import { EVERYONE } from '../../libs/domain/visibility.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { openEvents } from '../support/sse-follower.ts';
@@ -119,5 +121,14 @@ describe('what the live page reads', () => {
     // The default project's chart holds none of it.
     const elsewhere = await baton.get('/v1/live?all_owners=true');
     expect(sum(elsewhere.body, 'RETURNED')).toBe(0);
+    // Fewer handoffs than the sample: the chart is complete, and says so.
+    expect(live.body.perMinuteSampleFull).toBe(false);
+    // With a sample no larger than the project's handoffs, it says the chart may leave some out.
+    const { rows } = await baton.db.pool.query<{ id: string; n: number }>(
+      `SELECT p.id, (SELECT count(*)::int FROM handoffs h WHERE h.project_id = p.id) AS n FROM projects p WHERE p.slug = 'charted'`,
+    );
+    const chart = (limit: number) => new LiveViewRepository(baton.db.pool).perMinute(rows[0]!.id, new Date(Date.parse(live.body.at)), 60, limit, EVERYONE);
+    expect((await chart(rows[0]!.n)).sampleFull).toBe(true);
+    expect((await chart(rows[0]!.n + 1)).sampleFull).toBe(false);
   }, 90_000);
 });

@@ -124,6 +124,8 @@ async function refresh() {
   renderAttention(live.attention);
   drawSettled($('chart-settled'), $('chart-legend'), live.perMinute);
   drawTimes($('chart-times'), $('chart-times-max'), live.perMinute);
+  // Past the sample the chart reads (the newest 1,000 handoffs), it says so rather than undercount quietly.
+  $('chart-sample').hidden = !live.perMinuteSampleFull;
   const snapshotAt = BigInt(live.lastEventId);
   const inSnapshot = new Set(live.inFlight.map((h) => h.id));
   for (const h of [...live.inFlight, ...live.recentlySettled]) {

@@ -60,6 +60,7 @@ const LiveJson = Type.Object({
       description: `the last ${CHART_MINUTES} minutes, oldest first (the current one last), among the newest ${DELIVERY_TIME_SAMPLE} handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it`,
     },
   ),
+  perMinuteSampleFull: Type.Boolean({ description: `true when the caller may see more than the newest ${DELIVERY_TIME_SAMPLE} handoffs: perMinute then leaves out what settled among older ones` }),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -115,7 +116,8 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
         recentlySettled: v.recentlySettled.map(presentLiveHandoff),
         attention: v.attention.map((a) => ({ ...presentLiveHandoff(a.handoff), reasons: a.reasons })),
         deliveryTimes: { windowSeconds: Math.round(v.deliveryTimes.windowMs / 1000), accepted: v.deliveryTimes.accepted, returned: v.deliveryTimes.returned },
-        perMinute: v.perMinute.map((m) => ({ at: m.at.toISOString(), settled: m.settled, returned: m.returned })),
+        perMinute: v.perMinute.minutes.map((m) => ({ at: m.at.toISOString(), settled: m.settled, returned: m.returned })),
+        perMinuteSampleFull: v.perMinute.sampleFull,
       };
     },
   );

@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { ActorKind } from '../domain/transitions.ts';
 import type { WorkResultEffect, WorkState } from '../domain/work-states.ts';
+import { ATTEMPT_COLUMNS, EVENT_COLUMNS, handoffColumns, stateList, VIEW_COLUMNS, VIEW_FROM } from './handoff-sql/columns.ts';
 import type { AttemptRecord, AttemptStatus, EventRecord, HandoffRecord, HandoffView, NotificationRecord, ProviderName } from './records.ts';
 
 export type { Queryable } from './prepared.ts';
@@ -93,30 +94,7 @@ interface ReservingLookUp {
   reserve: HeadReservation;
 }
 
-const H = (alias: string) => `
-  ${alias}.id, ${alias}.seq, ${alias}.project_id AS "projectId", ${alias}.sender_id AS "senderId",
-  ${alias}.recipient_id AS "recipientId", ${alias}.recipient_generation AS "recipientGeneration",
-  ${alias}.provider, ${alias}.pool, ${alias}.delivery_target AS "deliveryTarget", ${alias}.session_id AS "sessionId",
-  ${alias}.title, ${alias}.message, ${alias}.focus, ${alias}.done_when AS "doneWhen",
-  ${alias}.context_summary AS "contextSummary", ${alias}.open_questions AS "openQuestions",
-  ${alias}.next_steps AS "nextSteps", ${alias}.due_at AS "dueAt", ${alias}.idempotency_key AS "idempotencyKey",
-  ${alias}.content_hash AS "contentHash", ${alias}.duplicate_of_id AS "duplicateOfId",
-  ${alias}.delivery_state AS "deliveryState", ${alias}.delivery_detail AS "deliveryDetail", ${alias}.revision,
-  ${alias}.attempt_count AS "attemptCount", ${alias}.refusals, ${alias}.error_resends AS "errorResends",
-  ${alias}.interrupt_resends AS "interruptResends", ${alias}.not_before AS "notBefore",
-  ${alias}.work_state AS "workState", ${alias}.reminder_sent_at AS "reminderSentAt",
-  ${alias}.work_revision AS "workRevision", ${alias}.work_attempt AS "workAttempt", ${alias}.claim_token AS "claimToken",
-  ${alias}.claimed_by_id AS "claimedById", ${alias}.lease_expires_at AS "leaseExpiresAt", ${alias}.work_resolution AS "workResolution",
-  ${alias}.close_note AS "closeNote", ${alias}.return_outcome AS "returnOutcome", ${alias}.result_fact_ids AS "resultFactIds",
-  ${alias}.returned_at AS "returnedAt", ${alias}.created_by_token_id AS "createdByTokenId",
-  ${alias}.result_summary AS "resultSummary", ${alias}.result,
-  ${alias}.created_at AS "createdAt", ${alias}.updated_at AS "updatedAt", ${alias}.settled_at AS "settledAt"`;
-
-/** The HandoffRecord columns of a handoffs row aliased `alias`, for the statements of other modules (held-handoffs.ts, uncertain-due.ts). */
-export const handoffColumns = H;
-
-export const VIEW_COLUMNS = `${H('h')}, s.handle AS "senderHandle", r.handle AS "recipientHandle", c.handle AS "claimedByHandle"`;
-export const VIEW_FROM = `handoffs h JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id LEFT JOIN agents c ON c.id = h.claimed_by_id`;
+const H = handoffColumns;
 
 /**
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
@@ -354,13 +332,6 @@ function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderI
   }
   return where;
 }
-
-/** A fixed list of states as SQL literals (enum values from the code, never from input). */
-/**
- * States as SQL literals (`'WAITING', 'BUSY'`): with literals the planner can use a partial index
- * whose predicate names them (handoffs_open_work_idx), which an array parameter never proves.
- */
-export const stateList = (states: readonly DeliveryState[]) => states.map((st) => `'${st}'`).join(', ');
 
 /**
  * The agent's head of queue: one index probe per state on (recipient_id, delivery_state, seq),
@@ -1126,9 +1097,7 @@ export class HandoffRepository {
 
   async attempts(handoffId: string): Promise<AttemptRecord[]> {
     const { rows } = await this.q<AttemptRecord>(
-      `SELECT id, handoff_id AS "handoffId", number, request_id AS "requestId", status, worker_id AS "workerId",
-         delivery_target AS "deliveryTarget", error, absent_scans AS "absentScans", started_at AS "startedAt",
-         accepted_at AS "acceptedAt", finished_at AS "finishedAt"
+      `SELECT ${ATTEMPT_COLUMNS}
        FROM delivery_attempts WHERE handoff_id = $1 ORDER BY number`,
       [handoffId],
     );
@@ -1137,10 +1106,7 @@ export class HandoffRepository {
 
   async events(handoffId: string): Promise<EventRecord[]> {
     const { rows } = await this.q<EventRecord>(
-      `SELECT id, handoff_id AS "handoffId", from_state AS "fromState", to_state AS "toState", work_from_state AS "workFromState",
-         work_to_state AS "workToState", event,
-         actor_kind AS "actorKind", actor_id AS "actorId", token_id AS "tokenId", reason, detail, revision, attempt_id AS "attemptId",
-         created_at AS "createdAt"
+      `SELECT ${EVENT_COLUMNS}
        FROM handoff_events WHERE handoff_id = $1 ORDER BY id`,
       [handoffId],
     );
@@ -1150,9 +1116,7 @@ export class HandoffRepository {
   /** The attempt a transition acts on: the newest one. */
   async latestAttempt(handoffId: string): Promise<AttemptRecord | null> {
     const { rows } = await this.q<AttemptRecord>(
-      `SELECT id, handoff_id AS "handoffId", number, request_id AS "requestId", status, worker_id AS "workerId",
-         delivery_target AS "deliveryTarget", error, absent_scans AS "absentScans", started_at AS "startedAt",
-         accepted_at AS "acceptedAt", finished_at AS "finishedAt"
+      `SELECT ${ATTEMPT_COLUMNS}
        FROM delivery_attempts WHERE handoff_id = $1 ORDER BY number DESC LIMIT 1`,
       [handoffId],
     );

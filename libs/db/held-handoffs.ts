@@ -1,4 +1,5 @@
-import { handoffColumns, type DispatchCandidate } from './handoff-repository.ts';
+import { handoffColumns } from './handoff-sql/columns.ts';
+import type { DispatchCandidate } from './handoff-repository.ts';
 import { prepared, type Queryable } from './prepared.ts';
 
 /** A connection rule a HELD handoff's pair may have (`connections.rule`). */

@@ -1,6 +1,6 @@
 import { LIVE_TURN_STATES, OPEN_STATES } from '../domain/delivery-states.ts';
 import type pg from 'pg';
-import { stateList } from './handoff-repository.ts';
+import { stateList } from './handoff-sql/columns.ts';
 
 /** One row of the event log as the metrics read it: what moved, to where, for which provider and pool. */
 export interface TransitionRow {

@@ -1,4 +1,4 @@
-import { handoffColumns } from './handoff-repository.ts';
+import { handoffColumns } from './handoff-sql/columns.ts';
 import { prepared, type Queryable } from './prepared.ts';
 import type { HandoffRecord } from './records.ts';
 

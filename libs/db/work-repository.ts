@@ -4,7 +4,8 @@ import { prepared } from './prepared.ts';
 import type pg from 'pg';
 import { SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import { ACTIVE_WORK_STATES, CLAIMABLE_WORK_STATES, type WorkState } from '../domain/work-states.ts';
-import { VIEW_COLUMNS, VIEW_FROM, type EventWrite, type Queryable } from './handoff-repository.ts';
+import { VIEW_COLUMNS, VIEW_FROM } from './handoff-sql/columns.ts';
+import type { EventWrite, Queryable } from './handoff-repository.ts';
 import type { HandoffView } from './records.ts';
 
 /** Work columns a work move may also set; `undefined` leaves a column alone. */

@@ -3,7 +3,7 @@ import type { JsonClient, LoadResult } from '../http-load.ts';
 import { runLoad } from '../http-load.ts';
 import { percentile, round } from '../measure.ts';
 import { BENCH_SQL } from '../usage.ts';
-import { stateList } from '../../../libs/db/handoff-repository.ts';
+import { stateList } from '../../../libs/db/handoff-sql/columns.ts';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES } from '../../../libs/domain/delivery-states.ts';
 
 /** Registers agents through the API (32 at a time). */

@@ -4,6 +4,7 @@ import { PrismaClient } from './generated/prisma/client.ts';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import { KeptRowQuery } from './row-templates.ts';
+import { DatabaseLink } from './database-link.ts';
 
 export type { PrismaClient } from './generated/prisma/client.ts';
 
@@ -11,6 +12,8 @@ export type { PrismaClient } from './generated/prisma/client.ts';
 export interface Database {
   readonly pool: pg.Pool;
   readonly prisma: PrismaClient;
+  /** Whether Postgres can be reached, as this pool last found it (one line per outage and end). */
+  readonly link: DatabaseLink;
   close(): Promise<void>;
 }
 
@@ -83,6 +86,31 @@ class BoundedClient extends pg.Client {
  */
 export function openDatabase(opts: { url: string; poolSize: number; logger: Logger; applicationName?: string; timeouts?: DatabaseTimeouts }): Database {
   const timeouts = opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
+  const link = new DatabaseLink(opts.logger);
+  // Every new connection's outcome tells the link whether Postgres can be reached.
+  class WatchedClient extends BoundedClient {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
+    override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | void {
+      if (!callback) {
+        return super.connect().then(
+          (client) => {
+            link.connected();
+            return client;
+          },
+          (err: Error) => {
+            link.failed(err);
+            throw err;
+          },
+        );
+      }
+      super.connect(((err: Error | null, client: pg.Client) => {
+        if (err) link.failed(err);
+        else link.connected();
+        (callback as (e: Error | null, c: pg.Client) => void)(err, client);
+      }) as (err: Error) => void);
+    }
+  }
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.poolSize,
@@ -92,15 +120,16 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
     keepAlive: true,
     idleTimeoutMillis: 30_000,
     application_name: opts.applicationName ?? 'baton',
-    Client: BoundedClient,
+    Client: WatchedClient,
   });
   // An idle client's connection dying (Postgres restart) must not crash the process.
-  pool.on('error', (err) => opts.logger.warn({ err }, 'postgres idle connection error'));
+  pool.on('error', (err) => link.failed(err));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: false }) });
   let closed = false;
   return {
     pool,
     prisma,
+    link,
     async close() {
       if (closed) return;
       closed = true;

@@ -44,6 +44,19 @@ export function serializeError(err: unknown, depth = 0): Record<string, unknown>
 }
 
 /**
+ * An error as an `err` field without its stack or cause: type, the first line of its message,
+ * code. For an outage (Redis or Postgres away), which is the setup's, not a bug: one short line.
+ */
+export function briefError(err: unknown): { type: string; message: string; code?: string } {
+  const e = err as { name?: unknown; message?: unknown; code?: unknown } | undefined;
+  return {
+    type: typeof e?.name === 'string' ? e.name : 'Error',
+    message: typeof e?.message === 'string' ? (e.message.split('\n')[0] ?? '') : String(err),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+  };
+}
+
+/**
  * A pino logger with Baton's redaction list; `destination` lets tests capture lines. Without
  * one it writes to standard output: human-readable lines on a terminal, JSON lines otherwise.
  */

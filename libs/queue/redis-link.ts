@@ -1,5 +1,4 @@
-import type { Logger } from '../logging/create-logger.ts';
-import type { RedisClient } from './open-redis.ts';
+import { briefError, type Logger } from '../logging/create-logger.ts';
 
 /** Socket-level codes: the way to Redis failed, not a command. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
@@ -28,14 +27,13 @@ export function logQueueError(logger: Logger, err: unknown, fields: Record<strin
   else logger.warn({ err, ...fields }, msg);
 }
 
-/** An error as one log field without its stack: an outage is the setup's, not a bug. */
-export function briefError(err: unknown): { type: string; message: string; code?: string } {
-  const e = err as { name?: unknown; message?: unknown; code?: unknown } | undefined;
-  return {
-    type: typeof e?.name === 'string' ? e.name : 'Error',
-    message: typeof e?.message === 'string' ? e.message : String(err),
-    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-  };
+/**
+ * What RedisLink follows of a connection (an ioredis client or cluster client, open-redis.ts):
+ * its connection events. Declared here so that open-redis.ts, which creates the link, is not
+ * imported back (no import cycles in libs/).
+ */
+export interface WatchedConnection {
+  on(event: 'error' | 'ready' | 'end', listener: (...args: unknown[]) => void): unknown;
 }
 
 /**
@@ -47,14 +45,14 @@ export function briefError(err: unknown): { type: string; message: string; code?
  * A connection closed on purpose leaves the count without a line.
  */
 export class RedisLink {
-  private readonly failing = new Set<RedisClient>();
+  private readonly failing = new Set<WatchedConnection>();
   private lostAt: number | undefined;
   private waiters: Array<() => void> = [];
 
   constructor(private readonly logger: Logger) {}
 
   /** Follows `client`'s connection events; `role` names it in the lines. */
-  watch(client: RedisClient, role: string): void {
+  watch(client: WatchedConnection, role: string): void {
     client.on('error', (err: unknown) => this.failed(client, role, err));
     client.on('ready', () => this.ready(client, role));
     client.on('end', () => this.ended(client));
@@ -71,7 +69,7 @@ export class RedisLink {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  private failed(client: RedisClient, role: string, err: unknown): void {
+  private failed(client: WatchedConnection, role: string, err: unknown): void {
     this.logger.debug({ err, role }, 'redis connection error');
     const wasDown = this.down;
     this.failing.add(client);
@@ -83,12 +81,12 @@ export class RedisLink {
     for (const w of waiters) w();
   }
 
-  private ready(client: RedisClient, role: string): void {
+  private ready(client: WatchedConnection, role: string): void {
     if (!this.failing.delete(client) || this.down) return;
     this.logger.info({ role, downMs: Date.now() - (this.lostAt ?? Date.now()) }, 'redis connection restored');
   }
 
-  private ended(client: RedisClient): void {
+  private ended(client: WatchedConnection): void {
     this.failing.delete(client);
   }
 }

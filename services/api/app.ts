@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { LIMITS } from '../../libs/domain/limits.ts';
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
-import { installErrorHandler } from './plugins/error-handler.ts';
+import { installErrorHandler, type Outages } from './plugins/error-handler.ts';
 import { installTextGuard } from './plugins/text-guard.ts';
 import { installJsonBody } from './plugins/json-body.ts';
 import { installNoStore, NO_STORE } from './plugins/no-store.ts';
@@ -38,6 +38,8 @@ import type { BrowserSessions } from './plugins/browser-session.ts';
 export interface AppDeps {
   readonly core: CoreDeps;
   readonly checks: HealthChecks;
+  /** Outages the process reports itself (its 503s then log at debug); absent: every 5xx is an error line. */
+  readonly outages?: Outages | undefined;
   readonly defaultProject: string;
   readonly logger: Logger;
   /**
@@ -98,7 +100,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installNoStore(app);
-  installErrorHandler(app);
+  installErrorHandler(app, deps.outages);
   installClosingRefusal(app);
   installJsonBody(app);
   installTextGuard(app);

@@ -114,6 +114,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     trustProxy: opts.trustProxy,
     eventStreamLimits: opts.eventStreamLimits,
     queueBoard: { redis: opts.redis, names, queueNames },
+    outages: { databaseDown: () => opts.db.link.down },
     checks: {
       database: async () => {
         await opts.db.pool.query('SELECT 1');

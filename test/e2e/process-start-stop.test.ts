@@ -8,6 +8,7 @@ import { TEST_REDIS_URL, databaseUrl } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { createTestDatabase } from '../support/test-database.ts';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -196,54 +197,104 @@ function logLine(line: string): { level: number; msg: string } | null {
   }
 }
 
-describe('Redis going away while `baton serve` runs', () => {
-  it('is one warning when it goes and one line when it is back (no flood of errors or stacks), and the process delivers again', async () => {
-    // A database of its own: the API's first start on it writes the admin token into this home.
-    const fresh = await createTestDatabase();
-    const home = scratchDir('baton-redis-away-');
-    let redis = await startPrivateRedis();
-    const redisPort = Number(new URL(redis.url).port);
-    try {
-      const apiPort = await freePort();
-      const api = `http://127.0.0.1:${apiPort}`;
-      // debug: the reconnect attempts are counted below, so the quiet is not for want of tries.
-      const p = serve({ DATABASE_URL: fresh.url, REDIS_URL: redis.url, BATON_API_PORT: String(apiPort), BATON_HOME: home, BATON_LOG_LEVEL: 'debug' });
-      await p.waitFor(/Baton API on/, 30_000);
-      const token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
-      const call = async (method: string, path: string, body?: unknown) => {
-        const res = await fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
-        return { status: res.status, body: (await res.json().catch(() => null)) as { id?: string; state?: string } | null };
-      };
-      const suffix = randomBytes(3).toString('hex');
-      for (const id of [`from-${suffix}`, `to-${suffix}`]) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } })).status).toBe(201);
-
-      const before = linesOf(p).length;
-      await redis.stop();
-      await p.waitFor(/redis connection lost/, 10_000);
-      // Its connections keep trying (debug lines only): wait for a good many tries of each kind.
-      const debugLines = () => linesOf(p).slice(before).map(logLine).filter((l) => l?.level === 20);
-      await eventually(() => expect(debugLines().filter((l) => l?.msg === 'redis connection error').length).toBeGreaterThanOrEqual(10), { timeoutMs: 30_000, what: 'reconnect attempts' });
-      redis = await startPrivateRedis({ port: redisPort });
-      await p.waitFor(/redis connection restored/, 30_000);
-
-      const outage = linesOf(p).slice(before);
-      const shown = outage.map((l) => logLine(l) ?? { level: 99, msg: l }).filter((l) => l.level >= 30);
-      expect(shown.filter((l) => l.msg.startsWith('redis connection lost')), 'one line when it goes').toHaveLength(1);
-      expect(shown.filter((l) => l.msg === 'redis connection restored'), 'one line when it is back').toHaveLength(1);
-      // The lost line, and at most a couple of others (none a stack): not one per connection or try.
-      expect(shown.filter((l) => l.level >= 40), `warnings while Redis was away:\n${shown.map((l) => l.msg).join('\n')}`).toHaveLength(1);
-      expect(shown.length, shown.map((l) => l.msg).join('\n')).toBeLessThanOrEqual(3);
-      expect(outage.filter((l) => (logLine(l)?.level ?? 99) >= 30).join('\n'), 'no stack trace shown').not.toMatch(/"stack"|^\s+at /m);
-
-      // And it works again: a handoff sent now is delivered and returned.
-      const sent = await call('POST', '/v1/handoffs', { from: `from-${suffix}`, to: `to-${suffix}`, message: 'after the outage', title: 'after' });
+/**
+ * `baton serve` on a fresh database of its own (the API's first start on it writes the admin token
+ * into a home of its own; reached on `postgresPort`, a proxy, when given) with two demo agents,
+ * and a caller of its API. Debug lines on: the
+ * tests count the quiet reconnect attempts, so the quiet is not for want of tries.
+ */
+async function serveWithAgents(env: Record<string, string>, postgresPort?: number) {
+  const fresh = await createTestDatabase();
+  const url = new URL(fresh.url);
+  if (postgresPort !== undefined) url.port = String(postgresPort);
+  const home = scratchDir('baton-outage-');
+  const apiPort = await freePort();
+  const p = serve({ DATABASE_URL: url.toString(), BATON_API_PORT: String(apiPort), BATON_HOME: home, BATON_LOG_LEVEL: 'debug', ...env });
+  await p.waitFor(/Baton API on/, 30_000);
+  const token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${apiPort}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    return { status: res.status, body: (await res.json().catch(() => null)) as { id?: string; state?: string } | null };
+  };
+  const suffix = randomBytes(3).toString('hex');
+  const [from, to] = [`from-${suffix}`, `to-${suffix}`];
+  for (const id of [from, to]) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } })).status).toBe(201);
+  // Their audit rows are written after the answers: an outage must not begin under them.
+  const audited = async () => ((await call('GET', '/v1/audit?limit=10')).body as { items?: Array<{ route: string }> } | null)?.items?.filter((r) => r.route === '/v1/agents').length;
+  await eventually(async () => expect(await audited()).toBe(2), { timeoutMs: 10_000, what: 'the agents audited' });
+  return {
+    p,
+    call,
+    fresh,
+    /** Debug lines with this message printed since `from` lines. */
+    debugCount: (since: number, msg: string) => linesOf(p).slice(since).map(logLine).filter((l) => l?.level === 20 && l.msg === msg).length,
+    /** A handoff sent now is delivered and returned: the process works. */
+    async delivers() {
+      const sent = await call('POST', '/v1/handoffs', { from, to, message: 'after the outage', title: 'after' });
       expect(sent.status).toBe(201);
       await eventually(async () => expect((await call('GET', `/v1/handoffs/${sent.body!.id}`)).body?.state).toBe('RETURNED'), { timeoutMs: 30_000, what: 'the handoff RETURNED' });
-      expect(await p.stop('SIGTERM')).toBe(0);
+    },
+  };
+}
+
+/** What an outage showed above debug: its lost line, its restored line, and nothing else (no stack, no line per connection or try). */
+function expectOneLineEach(outage: string[], lost: RegExp, restored: RegExp): void {
+  const shown = outage.map((l) => logLine(l) ?? { level: 99, msg: l }).filter((l) => l.level >= 30);
+  const listed = shown.map((l) => `${l.level} ${l.msg}`).join('\n');
+  expect(shown.filter((l) => lost.test(l.msg)), `one line when it goes:\n${listed}`).toHaveLength(1);
+  expect(shown.filter((l) => restored.test(l.msg)), `one line when it is back:\n${listed}`).toHaveLength(1);
+  expect(shown.filter((l) => l.level >= 40), `the lost line is the only warning:\n${listed}`).toHaveLength(1);
+  expect(shown.length, listed).toBeLessThanOrEqual(3);
+  expect(outage.filter((l) => (logLine(l)?.level ?? 99) >= 30).join('\n'), 'no stack trace shown').not.toMatch(/"stack"|^\s+at /m);
+}
+
+describe('a dependency going away while `baton serve` runs', () => {
+  it('Redis: one warning when it goes and one line when it is back (no flood of errors or stacks), and the process delivers again', async () => {
+    let redis = await startPrivateRedis();
+    const redisPort = Number(new URL(redis.url).port);
+    let fresh: { drop(): Promise<void> } | undefined;
+    try {
+      const s = await serveWithAgents({ REDIS_URL: redis.url });
+      fresh = s.fresh;
+      const before = linesOf(s.p).length;
+      await redis.stop();
+      await s.p.waitFor(/redis connection lost/, 10_000);
+      // Its connections keep trying, at debug only: wait for a good many tries.
+      await eventually(() => expect(s.debugCount(before, 'redis connection error')).toBeGreaterThanOrEqual(10), { timeoutMs: 30_000, what: 'reconnect attempts' });
+      redis = await startPrivateRedis({ port: redisPort });
+      await s.p.waitFor(/redis connection restored/, 30_000);
+      expectOneLineEach(linesOf(s.p).slice(before), /^redis connection lost/, /^redis connection restored$/);
+      await s.delivers();
+      expect(await s.p.stop('SIGTERM')).toBe(0);
     } finally {
       await redis.stop();
       await Promise.all(running.map((p) => p.stop('SIGKILL')));
-      await fresh.drop();
+      await fresh?.drop();
+    }
+  }, 120_000);
+
+  it('Postgres: one warning when it goes and one line when it is back, requests answered 503 meanwhile without an error line each, and the process delivers again', async () => {
+    const target = new URL(db.url);
+    const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+    let fresh: { drop(): Promise<void> } | undefined;
+    try {
+      const s = await serveWithAgents({ REDIS_URL: TEST_REDIS_URL }, proxy.port);
+      fresh = s.fresh;
+      const before = linesOf(s.p).length;
+      await proxy.cut();
+      await s.p.waitFor(/postgres connection lost/, 10_000);
+      // Callers are told to come back (503), and the reconciler keeps trying, at debug only.
+      for (let i = 0; i < 3; i++) expect((await s.call('GET', '/v1/handoffs')).status).toBe(503);
+      await eventually(() => expect(s.debugCount(before, 'postgres connection error')).toBeGreaterThanOrEqual(5), { timeoutMs: 30_000, what: 'connection attempts' });
+      await proxy.restore();
+      await s.p.waitFor(/postgres connection restored/, 30_000);
+      expectOneLineEach(linesOf(s.p).slice(before), /^postgres connection lost/, /^postgres connection restored$/);
+      await s.delivers();
+      expect(await s.p.stop('SIGTERM')).toBe(0);
+    } finally {
+      await Promise.all(running.map((p) => p.stop('SIGKILL')));
+      await proxy.close();
+      await fresh?.drop();
     }
   }, 120_000);
 });

@@ -2,6 +2,7 @@ import { reconcileSteps, type ReconcileDeps, type ReconcileReport } from '../../
 import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';
 import { UncertainObserver } from '../../libs/handoffs/uncertain-observer.ts';
 import { isRedisConnectionError } from '../../libs/queue/redis-link.ts';
+import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 
 /** A failing step is logged on its first failure and on every this-many-th after it. */
@@ -14,12 +15,13 @@ interface FailureRun {
 }
 
 /**
- * A failure on its first time and every LOG_EVERY_FAILURES-th: a warning, unless Redis could not
- * be reached (debug: the process's RedisLink reports that outage once, and its end).
+ * A failure on its first time and every LOG_EVERY_FAILURES-th: a warning, unless Redis or
+ * Postgres could not be reached (debug: the process's RedisLink and DatabaseLink report such an
+ * outage once, and its end).
  */
 function logFailure(logger: Logger, run: FailureRun, err: unknown, fields: Record<string, unknown>, msg: string): void {
   run.failures++;
-  if (isRedisConnectionError(err)) logger.debug({ err, failures: run.failures, ...fields }, msg);
+  if (isRedisConnectionError(err) || isDatabaseUnavailable(err)) logger.debug({ err, failures: run.failures, ...fields }, msg);
   else if (run.failures === 1 || run.failures % LOG_EVERY_FAILURES === 0) {
     logger.warn({ err, failures: run.failures, ...fields }, msg);
     run.warned = true;

@@ -43,14 +43,24 @@ function toBatonError(err: FastifyError | Error): BatonError {
   return new BatonError('internal_error', 'internal error', undefined, { cause: err });
 }
 
+/** What the process knows of its dependencies' outages (each reported once by its own link). */
+export interface Outages {
+  /** Postgres cannot be reached now (libs/db DatabaseLink): its 503s are logged at debug only. */
+  databaseDown(): boolean;
+}
+
 /**
  * Every error leaves as `{ error: { code, message } }` with the catalog's status. 5xx
- * messages are generic; the cause is logged, never shown. 503s and 429s carry Retry-After.
+ * messages are generic; the cause is logged, never shown (at debug only for a
+ * `database_unavailable` during an outage `outages` knows of). 503s and 429s carry Retry-After.
  */
-export function installErrorHandler(app: FastifyInstance): void {
+export function installErrorHandler(app: FastifyInstance, outages?: Outages): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const be = toBatonError(err);
-    if (be.status >= 500) {
+    if (be.code === 'database_unavailable' && outages?.databaseDown()) {
+      // An outage the process's DatabaseLink has reported, once (libs/db/database-link.ts).
+      request.log.debug({ err: be.cause ?? err, code: be.code }, 'request failed');
+    } else if (be.status >= 500) {
       request.log.error({ err: be.cause ?? err, code: be.code }, 'request failed');
     } else {
       request.log.info({ code: be.code }, 'request refused');

@@ -11,7 +11,7 @@ import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { applyTransitions, type Moveable, type TransitionGuard } from './apply-transition.ts';
-import type { DispatchDeps, RunSlot, TurnLockHandle } from './dispatch-agent.ts';
+import type { DispatchDeps, RunSlot, TurnLockHandle } from './dispatch-deps.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { SYSTEM_ACTOR } from './ports.ts';

@@ -4,20 +4,7 @@ import { isUuid, newId } from '../domain/ids.ts';
 import type { TokenRecord } from '../db/token-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
-
-/**
- * Who is calling, as proven by a bearer token. An agent token acts as its agent, in its
- * project, and nothing else; an admin (root) token acts as an operator in any project, and
- * may name the agent it acts for.
- */
-export interface Caller {
-  readonly tokenId: string;
-  readonly admin: boolean;
-  /** The agent an agent token belongs to (null for an admin token). */
-  readonly agent: { readonly id: string; readonly handle: string } | null;
-  /** The project an agent token is bound to (null for an admin token: any project). */
-  readonly projectSlug: string | null;
-}
+import type { Caller } from './caller.ts';
 
 export const TOKEN_PREFIX = 'baton_';
 const TOKEN_RE = /^baton_[A-Za-z0-9_-]{43}$/;

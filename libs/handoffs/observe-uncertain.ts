@@ -6,7 +6,7 @@ import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition, applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
 import { endMoves } from './turn-end-moves.ts';
-import type { DispatchDeps } from './dispatch-agent.ts';
+import type { DispatchDeps } from './dispatch-deps.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 

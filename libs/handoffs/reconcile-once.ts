@@ -1,4 +1,4 @@
-import type { DispatchDeps } from './dispatch-agent.ts';
+import type { DispatchDeps } from './dispatch-deps.ts';
 import { liftHolds } from './lift-holds.ts';
 import { expireLeases } from './expire-leases.ts';
 import { reconcileUncertain } from './reconcile-uncertain.ts';

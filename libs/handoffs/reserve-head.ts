@@ -4,7 +4,7 @@ import { holdReason } from '../domain/runtime-settings.ts';
 import { planTransition } from '../domain/transitions.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { HeadReservation, WorkItem } from '../db/handoff-repository.ts';
-import type { DispatchDeps } from './dispatch-agent.ts';
+import type { DispatchDeps } from './dispatch-deps.ts';
 
 /** Reads back a statement whose reply was lost at most this many times (spaced by `timing.unreachableRetryMs`). */
 export const SETTLE_TRIES = 30;

@@ -1,4 +1,4 @@
-import type { Caller } from './manage-tokens.ts';
+import type { Caller } from './caller.ts';
 
 /**
  * A per-process cache of successful token look-ups (sha256 of the secret -> caller), so a

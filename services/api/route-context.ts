@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { BatonError } from '../../libs/domain/errors.ts';
-import type { Caller } from '../../libs/handoffs/manage-tokens.ts';
+import type { Caller } from '../../libs/handoffs/caller.ts';
 import type { CoreDeps } from '../../libs/handoffs/ports.ts';
 import type { Viewer } from '../../libs/domain/visibility.ts';
 import { LIMITS } from '../../libs/domain/limits.ts';

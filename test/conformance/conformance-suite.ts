@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { AdapterDeadlines } from '../../libs/adapters/provider-spec.ts';
 import { DEFAULT_DELIVERY_WINDOWS } from '../../libs/domain/delivery-policy.ts';
-import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-deps.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';

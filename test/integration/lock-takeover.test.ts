@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
-import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-deps.ts';
 import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { eventually } from '../support/eventually.ts';

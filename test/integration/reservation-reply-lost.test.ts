@@ -11,7 +11,7 @@ import { openRedis } from '../../libs/queue/open-redis.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
-import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-deps.ts';
 import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { eventually } from '../support/eventually.ts';

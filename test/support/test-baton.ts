@@ -19,7 +19,7 @@ import { buildApp } from '../../services/api/app.ts';
 import { startApiServer } from '../../services/api/server.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { TEST_REDIS_URL } from './env.ts';
-import type { WorkerHooks } from '../../libs/handoffs/dispatch-agent.ts';
+import type { WorkerHooks } from '../../libs/handoffs/dispatch-deps.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { reconcileOnce, type ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
 import { SweepMemory } from '../../libs/handoffs/sweep-open-work.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Caller } from '../../libs/handoffs/manage-tokens.ts';
+import type { Caller } from '../../libs/handoffs/caller.ts';
 import { TokenCache } from '../../libs/handoffs/token-cache.ts';
 
 const caller = (id: string): Caller => ({ tokenId: id, admin: false, agent: { id: `a-${id}`, handle: id }, projectSlug: 'default' });

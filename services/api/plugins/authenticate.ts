@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
+import { authenticate } from '../../../libs/handoffs/manage-tokens.ts';
+import type { Caller } from '../../../libs/handoffs/caller.ts';
 import { getAgent } from '../../../libs/handoffs/manage-agents.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import { projectOf } from '../route-context.ts';

@@ -2,7 +2,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '../../../libs/queue/open-redis.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
-import { authenticateSecretHash, type Caller } from '../../../libs/handoffs/manage-tokens.ts';
+import { authenticateSecretHash } from '../../../libs/handoffs/manage-tokens.ts';
+import type { Caller } from '../../../libs/handoffs/caller.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RedisNames } from '../../../libs/queue/redis-names.ts';
 

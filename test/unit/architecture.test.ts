@@ -1,0 +1,131 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { buildImportGraph, describeChain, importCycles, reaches, type ImportGraph } from '../support/import-graph.ts';
+
+/*
+ * How the folders may import each other (docs: libs/handoffs/README.md "May import"; issue 32
+ * items 1 and 3). Every import counts: value, type-only (`import type`, `import('…').T`) and
+ * dynamic (`await import('…')`).
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const graph = buildImportGraph(ROOT, ['libs', 'services', 'workers'], ['libs/db/generated']);
+
+/** The part of the graph whose files start with `prefix`. */
+function within(prefix: string): ImportGraph {
+  const inside = (file: string) => file.startsWith(prefix);
+  return { files: graph.files.filter(inside), edges: graph.edges.filter((e) => inside(e.from) && inside(e.to)) };
+}
+
+const lines = (items: readonly string[]) => items.map((item) => `\n  ${item}`).join('');
+
+/**
+ * Holds `found` (a violation's key, and the lines that show it) against an allowance list that
+ * may only shrink: a violation not on the list fails, and so does a listed one that is gone
+ * (take it off the list, so it cannot come back unnoticed).
+ */
+function expectOnlyAllowed(rule: string, found: ReadonlyMap<string, readonly string[]>, allowed: readonly string[]): void {
+  const problems = [
+    ...[...found.keys()].filter((key) => !allowed.includes(key)).map((key) => `new, not on the list (fix the import): ${key}${lines(found.get(key)!)}`),
+    ...allowed.filter((key) => !found.has(key)).map((key) => `on the list but no longer found (remove it from the list): ${key}`),
+  ];
+  expect(problems, `${rule} (the allowance list may only shrink):${lines(problems)}`).toEqual([]);
+}
+
+describe('the import checker', () => {
+  it('follows value, type-only, dynamic and import-type edges and reports a cycle as a chain', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-import-graph-'));
+    try {
+      mkdirSync(path.join(dir, 'libs/b'), { recursive: true });
+      mkdirSync(path.join(dir, 'libs/q'));
+      writeFileSync(path.join(dir, 'libs/a.ts'), "import type { B } from './b/b.ts';\nexport const a = 1;\nexport type A = B;\n");
+      writeFileSync(path.join(dir, 'libs/b/b.ts'), "import { type C } from '../c.js';\nexport type B = C;\n");
+      writeFileSync(path.join(dir, 'libs/c.ts'), "// import './e.ts' (in a comment: no import, and no such file)\nexport type C = import('./a.ts').A;\nexport const load = () => import('./q/d.ts');\n");
+      writeFileSync(path.join(dir, 'libs/q/d.ts'), "export { a } from '../a.ts';\nimport 'node:fs';\n");
+      const small = buildImportGraph(dir, ['libs']);
+      expect(small.edges).toEqual([
+        { from: 'libs/a.ts', to: 'libs/b/b.ts', kinds: ['type'] },
+        { from: 'libs/b/b.ts', to: 'libs/c.ts', kinds: ['type'] },
+        { from: 'libs/c.ts', to: 'libs/a.ts', kinds: ['type'] },
+        { from: 'libs/c.ts', to: 'libs/q/d.ts', kinds: ['dynamic'] },
+        { from: 'libs/q/d.ts', to: 'libs/a.ts', kinds: ['value'] },
+      ]);
+      expect(importCycles(small).map((c) => c.chain)).toEqual([
+        'libs/a.ts → (type) libs/b/b.ts → (type) libs/c.ts → (dynamic) libs/q/d.ts → libs/a.ts',
+        'libs/a.ts → (type) libs/b/b.ts → (type) libs/c.ts → (type) libs/a.ts',
+      ]);
+      expect(reaches(small, 'libs/q', 'libs/b')).toEqual([['libs/q/d.ts', 'libs/a.ts', 'libs/b/b.ts']]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('import rules', () => {
+  it('no import cycle between files under libs/, type-only and dynamic imports included', () => {
+    const cycles = importCycles(within('libs/')).map((c) => c.chain);
+    expect(cycles, `import cycles in libs/ (move what both files need into a module both import):${lines(cycles)}`).toEqual([]);
+  });
+
+  it('the import cycles in services/ and workers/ are only the known ones, each to be removed', () => {
+    // Issue 32 ("no import cycles between files"): these were there when the rule came; the list may only shrink.
+    const KNOWN_CYCLES = [
+      'services/bench/report.ts → services/bench/targets.ts',
+      'services/bench/report.ts → services/bench/targets.ts → services/bench/run-bench.ts',
+      'services/bench/run-bench.ts → services/bench/targets.ts',
+      'services/cli/cli-context.ts → services/cli/profile.ts',
+    ];
+    const found = new Map<string, string[]>();
+    for (const prefix of ['services/', 'workers/']) {
+      for (const cycle of importCycles(within(prefix))) found.set(cycle.files.join(' → '), [cycle.chain]);
+    }
+    expectOnlyAllowed('import cycle', found, KNOWN_CYCLES);
+  });
+
+  it('a services/* folder imports no other services/* folder but the known ones, each to be removed', () => {
+    // Issue 32 item 3: services import libs, never each other. What several services share moves
+    // into libs/ (the API client, the process and embedded-infrastructure helpers); until then
+    // these are allowed, and the list may only shrink.
+    const KNOWN_SERVICE_IMPORTS = [
+      'services/api → services/cli', // routes/mcp: the CLI's API client
+      'services/api → services/mcp', // routes/mcp: the MCP server over HTTP
+      'services/api → services/metrics', // server.ts, app.ts: the metrics registry
+      'services/bench → services/cli', // embedded infrastructure, spawning baton, the progress bar
+      'services/chaos → services/cli', // embedded infrastructure, spawning baton
+      'services/cli → services/api', // start-stack: the API server
+      'services/cli → services/bench', // `baton bench`
+      'services/cli → services/chaos', // `baton chaos`
+      'services/cli → services/mcp', // `baton mcp`
+      'services/cli → services/metrics', // start-stack: the metrics server
+      'services/mcp → services/cli', // the CLI's API client
+    ];
+    const serviceOf = (file: string) => /^services\/[^/]+/.exec(file)?.[0];
+    const found = new Map<string, string[]>();
+    for (const edge of graph.edges) {
+      const from = serviceOf(edge.from);
+      const to = serviceOf(edge.to);
+      if (from === undefined || to === undefined || from === to) continue;
+      const key = `${from} → ${to}`;
+      found.set(key, [...(found.get(key) ?? []), describeChain(graph, [edge.from, edge.to])]);
+    }
+    expectOnlyAllowed('one service imports another', found, KNOWN_SERVICE_IMPORTS);
+  });
+
+  it('libs/config reaches nothing in libs/queue, directly or through another file, but the known import', () => {
+    // Issue 32 item 3: the config is read first and owns no queue; the Redis URL's parser moves
+    // out of libs/queue (or into libs/config). The list may only shrink.
+    const KNOWN_CONFIG_TO_QUEUE = ['libs/config/load-config.ts → libs/queue/redis-target.ts'];
+    const found = new Map(reaches(graph, 'libs/config', 'libs/queue').map((chain) => [chain.join(' → '), [describeChain(graph, chain)]]));
+    expectOnlyAllowed('libs/config reaches libs/queue', found, KNOWN_CONFIG_TO_QUEUE);
+  });
+
+  it('libs/ imports nothing from services/ or workers/, and workers/ nothing from services/', () => {
+    const upwards = graph.edges
+      .filter((e) => (e.from.startsWith('libs/') && !e.to.startsWith('libs/')) || (e.from.startsWith('workers/') && e.to.startsWith('services/')))
+      .map((e) => describeChain(graph, [e.from, e.to]));
+    expect(upwards, `imports that point upwards (libs ← workers ← services):${lines(upwards)}`).toEqual([]);
+  });
+});

@@ -22,6 +22,17 @@ export interface ImportGraph {
   edges: ImportEdge[];
 }
 
+type AstNode = Record<string, unknown>;
+
+const isNode = (value: unknown): value is AstNode => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The string at `node.k1.k2…`, if every step is there. */
+function stringAt(node: AstNode, ...keys: string[]): string | undefined {
+  let at: unknown = node;
+  for (const key of keys) at = isNode(at) ? at[key] : undefined;
+  return typeof at === 'string' ? at : undefined;
+}
+
 /** A file's relative specifiers and how each is used (a bare package name is not followed). */
 export function importsOf(fileName: string, source: string): Map<string, Set<ImportKind>> {
   const parsed = parseSync(fileName, source, { sourceType: 'module' });
@@ -29,8 +40,8 @@ export function importsOf(fileName: string, source: string): Map<string, Set<Imp
     throw new Error(`${fileName} does not parse: ${parsed.errors.map((e) => e.message).join('; ')}`);
   }
   const found = new Map<string, Set<ImportKind>>();
-  const add = (specifier: unknown, kind: ImportKind) => {
-    if (typeof specifier !== 'string' || !specifier.startsWith('.')) return;
+  const add = (specifier: string | undefined, kind: ImportKind) => {
+    if (specifier === undefined || !specifier.startsWith('.')) return;
     const kinds = found.get(specifier) ?? new Set<ImportKind>();
     kinds.add(kind);
     found.set(specifier, kinds);
@@ -40,41 +51,32 @@ export function importsOf(fileName: string, source: string): Map<string, Set<Imp
       for (const child of node) visit(child);
       return;
     }
-    if (node === null || typeof node !== 'object') return;
-    const n = node as Record<string, any>;
-    switch (n.type) {
-      case 'ImportDeclaration': {
-        const specifiers = (n.specifiers ?? []) as Array<Record<string, any>>;
-        const typeOnly =
-          n.importKind === 'type' ||
-          (specifiers.length > 0 && specifiers.every((s) => s.importKind === 'type'));
-        add(n.source?.value, typeOnly ? 'type' : 'value');
+    if (!isNode(node)) return;
+    const allOfKind = (key: string, kindKey: string) => {
+      const list = Array.isArray(node[key]) ? node[key].filter(isNode) : [];
+      return list.length > 0 && list.every((s) => s[kindKey] === 'type');
+    };
+    switch (node.type) {
+      case 'ImportDeclaration':
+        add(stringAt(node, 'source', 'value'), node.importKind === 'type' || allOfKind('specifiers', 'importKind') ? 'type' : 'value');
         return;
-      }
-      case 'ExportNamedDeclaration': {
-        if (n.source) {
-          const specifiers = (n.specifiers ?? []) as Array<Record<string, any>>;
-          const typeOnly =
-            n.exportKind === 'type' ||
-            (specifiers.length > 0 && specifiers.every((s) => s.exportKind === 'type'));
-          add(n.source.value, typeOnly ? 'type' : 'value');
-        }
+      case 'ExportNamedDeclaration':
+        if (isNode(node.source)) add(stringAt(node, 'source', 'value'), node.exportKind === 'type' || allOfKind('specifiers', 'exportKind') ? 'type' : 'value');
         break;
-      }
       case 'ExportAllDeclaration':
-        add(n.source?.value, n.exportKind === 'type' ? 'type' : 'value');
+        add(stringAt(node, 'source', 'value'), node.exportKind === 'type' ? 'type' : 'value');
         return;
       case 'ImportExpression':
-        add(n.source?.value, 'dynamic');
+        add(stringAt(node, 'source', 'value'), 'dynamic');
         break;
       case 'TSImportType':
-        add(n.source?.value ?? n.argument?.literal?.value, 'type');
+        add(stringAt(node, 'source', 'value') ?? stringAt(node, 'argument', 'literal', 'value'), 'type');
         break;
       case 'TSExternalModuleReference':
-        add(n.expression?.value, 'value');
+        add(stringAt(node, 'expression', 'value'), 'value');
         break;
     }
-    for (const [key, child] of Object.entries(n)) {
+    for (const [key, child] of Object.entries(node)) {
       if (key !== 'type' && child !== null && typeof child === 'object') visit(child);
     }
   };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENROLL_SQL } from '../../libs/db/handoff-repository.ts';
+import { ENROLL_SQL } from '../../libs/db/handoff-sql/enroll.ts';
 import { LIVE_TURN_STATES } from '../../libs/domain/delivery-states.ts';
 import { countStatements } from '../support/count-statements.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';

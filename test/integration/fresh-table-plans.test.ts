@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HandoffRepository, NEXT_WORK_MANY_SQL, type Queryable, type TransitionWrite } from '../../libs/db/handoff-repository.ts';
+import { HandoffRepository, type Queryable, type TransitionWrite } from '../../libs/db/handoff-repository.ts';
+import { NEXT_WORK_MANY_SQL } from '../../libs/db/handoff-sql/head-reservation.ts';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES } from '../../libs/domain/delivery-states.ts';
 import { useTestDatabaseClient } from '../support/test-database.ts';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NEXT_WORK_MANY_SQL, type HeadReservation } from '../../libs/db/handoff-repository.ts';
+import { NEXT_WORK_MANY_SQL, type HeadReservation } from '../../libs/db/handoff-sql/head-reservation.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { countStatements } from '../support/count-statements.ts';

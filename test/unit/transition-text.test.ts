@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { forgetTransitionTexts, HandoffRepository, type HandoffCounter, type HandoffPatch, type TransitionWrite } from '../../libs/db/handoff-repository.ts';
+import { HandoffRepository, type HandoffCounter, type HandoffPatch, type TransitionWrite } from '../../libs/db/handoff-repository.ts';
+import { forgetTransitionTexts } from '../../libs/db/handoff-sql/build-transition.ts';
 import type { Queryable } from '../../libs/db/prepared.ts';
 
 /**

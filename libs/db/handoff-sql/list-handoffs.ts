@@ -1,0 +1,81 @@
+import type { DeliveryState } from '../../domain/delivery-states.ts';
+import type { Viewer } from '../../domain/visibility.ts';
+import { prepared, type Queryable } from '../prepared.ts';
+import type { HandoffView } from '../records.ts';
+import { visibleSql } from '../visible-sql.ts';
+import { VIEW_COLUMNS, VIEW_FROM } from './columns.ts';
+
+/** A project's handoffs as a viewer may see them: a page of them, how many are hidden, how many per state. */
+export interface HandoffFilter {
+  projectId: string;
+  recipientId?: string;
+  senderId?: string;
+  states?: readonly DeliveryState[];
+  /** Only what this caller may see. */
+  viewer: Viewer;
+  /** Only rows with seq below this (newest first paging). */
+  beforeSeq?: bigint;
+  limit: number;
+}
+
+/** The project, recipient, sender and state conditions of a filter on alias `h`, appending their parameters. */
+function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states'>, params: unknown[]): string[] {
+  params.push(f.projectId);
+  const where = [`h.project_id = $${params.length}`];
+  if (f.recipientId) {
+    params.push(f.recipientId);
+    where.push(`h.recipient_id = $${params.length}`);
+  }
+  if (f.senderId) {
+    params.push(f.senderId);
+    where.push(`h.sender_id = $${params.length}`);
+  }
+  if (f.states && f.states.length > 0) {
+    params.push(f.states);
+    where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
+  }
+  return where;
+}
+
+/** Newest first; `beforeSeq` continues a page. */
+export async function listHandoffs(db: Queryable, f: HandoffFilter): Promise<HandoffView[]> {
+  const params: unknown[] = [];
+  const where = filterSql(f, params);
+  where.push(visibleSql(f.viewer, params));
+  if (f.beforeSeq !== undefined) {
+    params.push(f.beforeSeq.toString());
+    where.push(`h.seq < $${params.length}::bigint`);
+  }
+  params.push(f.limit);
+  const { rows } = await prepared<HandoffView>(
+    db,
+    `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE ${where.join(' AND ')} ORDER BY h.seq DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows;
+}
+
+/**
+ * How many handoffs match the filter's project, recipient, sender and states but are hidden
+ * from its viewer (0 for an all-owners view, without a query). For an admin's narrowed view
+ * only: the API never tells an agent how much it may not see.
+ */
+export async function countHiddenHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
+  if (f.viewer.allOwners) return 0;
+  const params: unknown[] = [];
+  const where = filterSql(f, params);
+  // IS NOT TRUE: the rule compares with a NULL agent or token id, which yields NULL, not false.
+  where.push(`(${visibleSql(f.viewer, params)}) IS NOT TRUE`);
+  const { rows } = await prepared<{ n: number }>(db, `SELECT count(*)::int AS n FROM handoffs h WHERE ${where.join(' AND ')}`, params);
+  return rows[0]?.n ?? 0;
+}
+
+export async function countHandoffsByState(db: Queryable, projectId: string, viewer: Viewer): Promise<Map<DeliveryState, number>> {
+  const params: unknown[] = [projectId];
+  const { rows } = await prepared<{ state: DeliveryState; n: number }>(
+    db,
+    `SELECT h.delivery_state AS state, count(*)::int AS n FROM handoffs h WHERE h.project_id = $1 AND ${visibleSql(viewer, params)} GROUP BY h.delivery_state`,
+    params,
+  );
+  return new Map(rows.map((r) => [r.state, r.n]));
+}

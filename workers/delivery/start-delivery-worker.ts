@@ -1,7 +1,8 @@
 import { Worker } from 'bullmq';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
-import { logQueueError } from '../../libs/queue/redis-link.ts';
+import { isRedisConnectionError, logQueueError } from '../../libs/queue/redis-link.ts';
+import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
 import type { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
 import type { Clock } from '../../libs/domain/clock.ts';
 import type { Repositories } from '../../libs/db/repositories.ts';
@@ -174,7 +175,12 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
         ...DELIVERY_JOBS_KEPT,
       },
     );
-    worker.on('failed', (job, err) => opts.logger.warn({ err, jobId: job?.id, queue: queueName }, 'dispatch job failed'));
+    worker.on('failed', (job, err) => {
+      // A job that failed for an outage is tried again; the outage itself is logged once (RedisLink, DatabaseLink).
+      const fields = { err, jobId: job?.id, queue: queueName };
+      if (isDatabaseUnavailable(err) || isRedisConnectionError(err)) opts.logger.debug(fields, 'dispatch job failed');
+      else opts.logger.warn(fields, 'dispatch job failed');
+    });
     // Its own connections' failures while Redis is away: the process's RedisLink says so once.
     worker.on('error', (err) => logQueueError(opts.logger, err, { queue: queueName }, 'delivery worker error'));
     workers.push(worker);

@@ -24,6 +24,22 @@ function relativeLinks(markdown: string): string[] {
     .map((t) => decodeURIComponent(t.replace(/[#?].*$/, '')));
 }
 
+/** The top folders of the repository a path written in code font may start with. */
+const REPO_FOLDERS = ['libs', 'services', 'workers', 'test', 'docs', 'prisma', 'scripts', 'bin', 'examples'];
+
+/**
+ * Repository paths written in code font (`libs/db/records.ts`), outside fenced code blocks:
+ * those that start with a top folder of the repository and hold no placeholder (`<name>`),
+ * wildcard or space, without a `:line` or `#fragment` after them.
+ */
+function pathsInCode(markdown: string): string[] {
+  const prose = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+  const folders = new RegExp(`^(${REPO_FOLDERS.join('|')})/[^\\s<>*{}]*$`);
+  return [...prose.matchAll(/`([^`\n]+)`/g)]
+    .map((m) => (m[1] ?? '').replace(/[:#].*$/, ''))
+    .filter((p) => folders.test(p));
+}
+
 /** The links of `file` (relative to the repository) whose target does not exist. */
 function brokenLinks(file: string): string[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
@@ -40,6 +56,11 @@ describe('relative links in README.md and docs/*.md', () => {
     expect(brokenLinks(file)).toEqual([]);
   });
 
+  it.each(DOCS)('every repository path written in code font in %s exists', (file) => {
+    const missing = pathsInCode(readFileSync(join(ROOT, file), 'utf8')).filter((path) => !existsSync(join(ROOT, path)));
+    expect(missing).toEqual([]);
+  });
+
   it('README.md links the architecture page', () => {
     expect(relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'))).toContain('docs/ARCHITECTURE.md');
   });
@@ -54,5 +75,16 @@ describe('relative links in README.md and docs/*.md', () => {
       '[ref]: ./other.md',
     ].join('\n');
     expect(relativeLinks(sample)).toEqual(['docs/ARCHITECTURE.md', '../libs/db/', 'img/a b.png', './other.md']);
+  });
+
+  it('reads repository paths in code font, not placeholders, commands or fenced blocks', () => {
+    const sample = [
+      'In `libs/db/records.ts:12`, `services/api/routes/<area>/index.ts`, `npm test`, `test/unit/*.test.ts`,',
+      '`docs/API.md#limits` and `workers/`.',
+      '```sh',
+      '`libs/nowhere.ts`',
+      '```',
+    ].join('\n');
+    expect(pathsInCode(sample)).toEqual(['libs/db/records.ts', 'docs/API.md', 'workers/']);
   });
 });

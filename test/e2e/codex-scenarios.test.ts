@@ -4,7 +4,7 @@ import { markerLine } from '../../libs/adapters/codex/create-codex-adapter.ts';
 import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
+import { SPAWNED_FIRST_TURN_MS, spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
 
@@ -162,7 +162,7 @@ describe('Codex scenarios through Baton, with the real codex app-server', () => 
     fx.fake.script((x) => (x.prompt.includes('please: long') ? held.behaviour : { kind: 'reply', text: 'ok' }));
     const first = startWorker();
     const id = await send('crashy', 'long');
-    const running = await waitForState(baton, id, 'RUNNING', 30_000);
+    const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
     const requestId = requestIdOf(running);
     await eventually(async () => expect(modelCallsFor(requestId)).toHaveLength(1), { what: 'the turn reached the model' });
     const daemon = fx.daemonPid();
@@ -172,13 +172,13 @@ describe('Codex scenarios through Baton, with the real codex app-server', () => 
     expect(carrying(await turnsOf(threadId), requestId).map((t) => t.status), 'the turn outlived its worker').toEqual(['inProgress']);
     startWorker();
     held.release();
-    const h = await waitForState(baton, id, 'RETURNED', 30_000);
+    const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
     expect(h.resultSummary ?? h.result?.summary).toBe('the answer across the kill');
     expect(h.attempts.map((a: any) => a.status)).toEqual(['returned']);
     expect(fx.daemonPid(), 'the same daemon ran the turn throughout').toBe(daemon);
     expect(carrying(await turnsOf(threadId), requestId).map((t) => t.status)).toEqual(['completed']);
     expect(modelCallsFor(requestId), 'never written twice').toHaveLength(1);
-  }, 90_000);
+  }, 3 * SPAWNED_FIRST_TURN_MS);
 
   it('made no connection beyond loopback', () => {
     expect(fx.tripwire.attempts).toEqual([]);

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
+import { SPAWNED_FIRST_TURN_MS, spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
 
@@ -68,12 +68,6 @@ async function longTurn(handle: string, ms: number): Promise<{ id: string; ledge
   return { id: sent.body.id as string, ledger };
 }
 
-/**
- * How long a freshly spawned worker may take to start and run its first turn: seconds on a quiet
- * host, far more with every core busy (Node's start, the compiled CLI, the connections).
- */
-const FIRST_TURN_MS = 45_000;
-
 const starts = (ledger: string) => readFileSync(ledger, 'utf8').split('\n').filter((l) => l.startsWith('start '));
 
 /**
@@ -88,24 +82,24 @@ describe('a worker restarted in the middle of a long turn', () => {
   it('killed with SIGKILL: the next worker observes the running program to its end and never starts it again', async () => {
     const first = startWorker();
     const { id, ledger } = await longTurn('killed', 4_000);
-    const running = await waitForState(baton, id, 'RUNNING', FIRST_TURN_MS);
+    const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
     await first.stop('SIGKILL');
     startWorker();
-    const h = await waitForState(baton, id, 'RETURNED', FIRST_TURN_MS);
+    const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
     expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
     expect(h.resultSummary ?? h.result?.summary ?? JSON.stringify(h)).toContain('finished the long turn');
     expect(starts(ledger)).toEqual([`start ${live(running)}`]);
-  }, 3 * FIRST_TURN_MS);
+  }, 3 * SPAWNED_FIRST_TURN_MS);
 
   it('stopped with SIGTERM and a grace shorter than the turn: handed back, then followed to its end, never resent', async () => {
     const first = startWorker(300);
     const { id, ledger } = await longTurn('handed-back', 4_000);
-    const running = await waitForState(baton, id, 'RUNNING', FIRST_TURN_MS);
+    const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
     await first.stop('SIGTERM');
     expect(first.child.exitCode !== null || first.child.signalCode !== null).toBe(true);
     startWorker();
-    const h = await waitForState(baton, id, 'RETURNED', FIRST_TURN_MS);
+    const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
     expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
     expect(starts(ledger)).toEqual([`start ${live(running)}`]);
-  }, 3 * FIRST_TURN_MS);
+  }, 3 * SPAWNED_FIRST_TURN_MS);
 });

@@ -23,3 +23,10 @@ export async function runBaton(args: string[], env: Record<string, string>, time
   clearTimeout(timer);
   return { code, output: p.output() };
 }
+
+/**
+ * How long a freshly spawned worker may take to start and run its first turn: a few seconds on a
+ * quiet host, far more with every core busy (Node's start, the compiled CLI, the connections,
+ * the first job). Tests that spawn a worker and wait for its first move use this bound.
+ */
+export const SPAWNED_FIRST_TURN_MS = 45_000;

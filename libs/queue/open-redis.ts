@@ -156,6 +156,15 @@ function probeNode(target: RedisTarget, node: { host: string; port: number } | n
 }
 
 /**
+ * Closes a probe. One whose connection already ended (refused, and no retry) is left alone:
+ * ioredis's disconnect() would arm a 2 s timer (disconnectTimeout) for a socket that never
+ * closes again, holding a failing start's exit back by that long.
+ */
+function closeProbe(probe: Redis): void {
+  if (probe.status !== 'end') probe.disconnect();
+}
+
+/**
  * Whether Redis answers a PING within `timeoutMs`: the one server, or any seed node of a
  * cluster. Tries once (the caller decides whether to try again).
  * @throws the connection's own error (ECONNREFUSED, a timeout, NOAUTH, ...) when none answers.
@@ -176,7 +185,7 @@ export async function pingRedis(url: string, timeoutMs: number): Promise<void> {
     } catch (err) {
       failure = socketError ?? err;
     } finally {
-      probe.disconnect();
+      closeProbe(probe);
     }
   }
   throw failure;
@@ -202,7 +211,7 @@ export async function misconfiguredCluster(url: string, timeoutMs = 2_000): Prom
         return `REDIS_URL names a Redis Cluster (redis+cluster://) but ${node.host}:${node.port} is a single Redis server (cluster support disabled): use redis://${node.host}:${node.port} for one server, or give the nodes of a cluster`;
       }
     } finally {
-      probe.disconnect();
+      closeProbe(probe);
     }
   }
   return null;

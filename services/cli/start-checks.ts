@@ -9,7 +9,11 @@ import { describeUrl, postgresStartupError, StartupError, UNREACHABLE } from './
 /** Longest pause between two tries of a server that refused. */
 const MAX_RETRY_MS = 1_000;
 
-/** Tries `ping` until it answers, with back-off, while `retryable` says the failure may pass; the whole within `deadline`. */
+/**
+ * Tries `ping` until it answers, with back-off, while `retryable` says the failure may pass,
+ * until `deadline`: the last try is at the deadline, so a server that never answers was waited
+ * for the whole time.
+ */
 async function untilAnswered(ping: (timeoutMs: number) => Promise<void>, retryable: (err: unknown) => boolean, deadline: number, signal: AbortSignal): Promise<void> {
   let pause = 100;
   for (;;) {
@@ -17,9 +21,9 @@ async function untilAnswered(ping: (timeoutMs: number) => Promise<void>, retryab
       await ping(Math.max(100, deadline - Date.now()));
       return;
     } catch (err) {
-      if (signal.aborted || !retryable(err) || Date.now() + pause >= deadline) throw err;
+      if (signal.aborted || !retryable(err) || Date.now() >= deadline) throw err;
     }
-    await sleep(pause, undefined, { signal });
+    await sleep(Math.min(pause, deadline - Date.now()), undefined, { signal });
     pause = Math.min(pause * 2, MAX_RETRY_MS);
   }
 }

@@ -61,6 +61,15 @@ describe('relative links in README.md and docs/*.md', () => {
     expect(missing).toEqual([]);
   });
 
+  it("every file the sequence diagram in docs/ARCHITECTURE.md names is a file of libs/, services/ or workers/", () => {
+    const text = readFileSync(join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
+    const diagram = text.split('```mermaid\n')[1]?.split('\n```')[0] ?? '';
+    const named = [...new Set([...diagram.matchAll(/[\w-]+\.(?:ts|lua)\b/g)].map((m) => m[0]))];
+    const files = new Set(['libs', 'services', 'workers'].flatMap((top) => readdirSync(join(ROOT, top), { recursive: true }).map((f) => String(f).split('/').pop())));
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((name) => !files.has(name))).toEqual([]);
+  });
+
   it('README.md links the architecture page', () => {
     expect(relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'))).toContain('docs/ARCHITECTURE.md');
   });

@@ -7,9 +7,9 @@ import { round } from './measure.ts';
 export type Measurements = Omit<BenchResult, 'targets' | 'guarantees'>;
 
 /**
- * End to end to RETURNED with 10 agents in the run issue 16 calls "today's": docs/PERFORMANCE.md,
- * section "The full run on this machine kind", the full run of 2026-11-29T15:20 (row
- * "e2e 10 agents: to RETURNED 247/s"). The issue asks for three times this rate.
+ * End to end to RETURNED with 10 agents in the run issue 16 calls "today's": the full run of
+ * 2026-11-29T15:20 in docs/performance-history.md, section "The full run on this machine kind"
+ * (row "e2e 10 agents: to RETURNED 247/s"). The issue asks for three times this rate.
  */
 export const BASELINE_RETURNED_PER_SEC_10_AGENTS = 247;
 const BASELINE_RUN = '2026-11-29T15:20';

@@ -12,9 +12,9 @@ import { useTestDatabaseClient } from '../support/test-database.ts';
  * connection, so a look-up by id or by recipient that picks an index over a whole state (or
  * over all open work) walks it for every turn for as long as the connection lives: a full
  * (delivery_state, seq) index was the first case's pick, a partial index of open work the
- * second's (23 ms per turn end at 10,000 open handoffs; docs/PERFORMANCE.md, "Indexes that only
- * hold open work"). Each statement is captured as the repository builds it and explained as a
- * generic plan (what a prepared statement keeps) and as a custom one.
+ * second's (23 ms per turn end at 10,000 open handoffs; docs/performance-history.md, "Indexes
+ * that only hold open work"). Each statement is captured as the repository builds it and
+ * explained as a generic plan (what a prepared statement keeps) and as a custom one.
  */
 
 /** Indexes over many handoffs of every recipient, or over a whole state: no per-handoff look-up may walk them. */

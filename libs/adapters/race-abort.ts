@@ -30,8 +30,9 @@ const followers = new WeakMap<AbortSignal, Set<AbortController>>();
  * the function returned is called; call it when the work is over, or the source keeps the
  * controller. A source shared by many calls at once (a worker's shutdown signal, a signal that
  * never aborts) carries one listener for all of them: a listener per call made Node warn of a
- * possible EventTarget leak past ten at once, and AbortSignal.any costs ~20 us per signal on
- * Node 20 and leaves a weak reference in every source.
+ * possible EventTarget leak past ten at once, and AbortSignal.any costs more on Node 20 and
+ * leaves a weak reference in every source (docs/performance-history.md, "Kept templates that
+ * were not kept, signals that follow, runs that follow").
  */
 export function followAbort(source: AbortSignal, controller: AbortController): () => void {
   if (source.aborted) {

@@ -3,8 +3,9 @@ import pg from 'pg';
 /**
  * Rows of named prepared statements without pg's per-result set-up. For every result pg builds
  * a template row (an object with one key per column, made in dictionary mode and then copied)
- * and looks up a parser per column: ~70 us for the 65 columns a turn's end returns with the
- * next head, against ~10 us to parse the row itself. A named statement's columns are the same
+ * and looks up a parser per column: for the 65 columns a turn's end returns with the next head,
+ * several times the cost of parsing the row itself (docs/performance-history.md, "Kept
+ * statement texts and row templates"). A named statement's columns are the same
  * on every call, so the first result's template and parsers are kept per statement name and
  * reused while the columns pg describes are the same (names, types and formats compared one by
  * one: a statement prepared again after a schema change gets a template of its own). They are

@@ -3,11 +3,11 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 /**
  * How many of a queue's runs in one process may be at work at once (not counting runs that only
  * follow a turn running in its session), when the queue has more slots than that. Under a
- * backlog of many agents every slot held a run, and each run held its agent's turn lock while it
- * waited its turn for the event loop and a database connection: with 64 a run at 10,000 agents
- * held its lock ~1.4 s, about one lock extension per handoff. 32 measured as fast as 64 with
- * fewer locks held; 5 lost the batching of takes and head look-ups (docs/PERFORMANCE.md,
- * "Runs at work and runs that follow a turn").
+ * backlog of many agents every slot holds a run, and each run holds its agent's turn lock while
+ * it waits its turn for the event loop and a database connection, so more runs at work mean
+ * more lock extensions, and too few lose the batching of takes and head look-ups
+ * (docs/performance-history.md, "Kept templates that were not kept, signals that follow, runs
+ * that follow").
  */
 export const WORKING_RUNS_PER_QUEUE = 32;
 

@@ -32,7 +32,8 @@ function neverConnected(err: unknown): boolean {
 
 /**
  * DemoHostPort over HTTP: undici pools of keep-alive connections, so each call is one round
- * trip (and half the client CPU of node:http's request, measured in docs/PERFORMANCE.md).
+ * trip (and half the client CPU of node:http's request: docs/performance-history.md, "Kept
+ * statement texts and row templates").
  * Long polls (`waitForChange`, one per followed turn, each holding its connection for up to its
  * window) have a pool of their own without a cap: in the calls' pool of `callConnections`,
  * turns followed beyond the cap held every connection, and a new turn's write waited in

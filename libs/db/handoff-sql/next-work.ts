@@ -33,10 +33,10 @@ export interface WorkItem {
 
 /**
  * The agent's head of queue: one index probe per state on (recipient_id, delivery_state, seq),
- * each stopping at its first row, so the cost does not grow with the agent's backlog (one
- * ORDER BY over every open handoff of the agent cost ~2 ms per turn at 1,000 queued). The
+ * each stopping at its first row, so the cost does not grow with the agent's backlog. The
  * states are literals, not parameters: with array parameters Postgres re-planned this
- * statement on every call (~1.5 ms of planning per turn, seen in pg_stat_statements).
+ * statement on every call (docs/performance-history.md, "What changed in this round (each
+ * measured)").
  * Nothing at all when the agent belongs to another deployment than $3 (`OWNED_BY`: a one-time
  * primary-key probe before the rest runs).
  */

@@ -1,4 +1,4 @@
-import { parseRedisTarget } from '../queue/redis-target.ts';
+import { parseRedisTarget } from './redis-target.ts';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';

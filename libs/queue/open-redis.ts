@@ -1,7 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logging/create-logger.ts';
 import { RedisLink } from './redis-link.ts';
-import { parseRedisTarget, type RedisTarget } from './redis-target.ts';
+import { parseRedisTarget, type RedisTarget } from '../config/redis-target.ts';
 
 /**
  * A connection to Baton's Redis: one server, or a Redis Cluster (`redis+cluster://` URL, see

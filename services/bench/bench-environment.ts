@@ -1,4 +1,4 @@
-import { parseRedisTarget } from '../../libs/queue/redis-target.ts';
+import { parseRedisTarget } from '../../libs/config/redis-target.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
 import { pingPostgres } from '../../libs/db/open-database.ts';
 import { pingRedis } from '../../libs/queue/open-redis.ts';
 import { isRedisConnectionError } from '../../libs/queue/redis-link.ts';
-import { parseRedisTarget } from '../../libs/queue/redis-target.ts';
+import { parseRedisTarget } from '../../libs/config/redis-target.ts';
 import { describeUrl, postgresStartupError, StartupError, UNREACHABLE } from './startup-error.ts';
 
 /** Longest pause between two tries of a server that refused. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../libs/config/load-config.ts';
-import { parseRedisTarget } from '../../libs/queue/redis-target.ts';
+import { parseRedisTarget } from '../../libs/config/redis-target.ts';
 
 describe('REDIS_URL: one server or a cluster', () => {
   it('reads redis:// and rediss:// as one server, unchanged', () => {

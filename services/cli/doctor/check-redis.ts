@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { parseRedisTarget, type RedisTarget } from '../../../libs/queue/redis-target.ts';
+import { parseRedisTarget, type RedisTarget } from '../../../libs/config/redis-target.ts';
 import { fail, ok, reasonOf, within, type DoctorCheck } from './doctor-check.ts';
 
 /** BullMQ's floor, and the README's ("Redis 6.2+"). */

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
-import { ApiClient } from './api-client.ts';
+import { ApiClient } from '../../libs/api-client/api-client.ts';
 import { profileUrlOnly, readProfile } from './profile.ts';
 import { colourFor } from './table.ts';
 

@@ -1,4 +1,4 @@
-import { ApiError, ApiUnreachable, type ApiClient } from './api-client.ts';
+import { ApiError, ApiUnreachable, type ApiClient } from '../../libs/api-client/api-client.ts';
 import { localTime } from './format.ts';
 
 /** The `data:` of one `GET /v1/events` message (docs/API.md, "Events"). */

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../libs/config/load-config.ts';
-import { ApiError, ApiUnreachable } from './api-client.ts';
+import { ApiError, ApiUnreachable } from '../../libs/api-client/api-client.ts';
 import { UsageError, createCliContext, readProcessStdin } from './cli-context.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerBenchCommand } from './commands/bench.ts';

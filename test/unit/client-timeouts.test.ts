@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiClient, DEFAULT_CLIENT_TIMEOUT_MS } from '../../services/cli/api-client.ts';
+import { ApiClient, DEFAULT_CLIENT_TIMEOUT_MS } from '../../libs/api-client/api-client.ts';
 import { followEvents } from '../../services/cli/follow-events.ts';
 import { runCli } from '../../services/cli/program.ts';
 import { loadConfig } from '../../libs/config/load-config.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { randomUUID } from 'node:crypto';
-import { ApiError, SEND_RETRY } from '../api-client.ts';
+import { ApiError, SEND_RETRY } from '../../../libs/api-client/api-client.ts';
 import { collect, longText, positiveInt, UsageError, type CliContext } from '../cli-context.ts';
 import { handoffLine, type HandoffJson } from '../format.ts';
 import { eventLine } from '../follow-events.ts';

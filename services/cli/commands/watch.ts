@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ApiClient } from '../api-client.ts';
+import type { ApiClient } from '../../../libs/api-client/api-client.ts';
 import { allOwnersOptions, positiveInt, type CliContext } from '../cli-context.ts';
 import { eventLine, exitCodeFor, followEvents, OUTCOME_EXIT, OutcomeExit, type FeedEventJson } from '../follow-events.ts';
 import { handoffLine, outcomeLines, type HandoffJson } from '../format.ts';

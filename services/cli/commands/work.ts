@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ApiError } from '../api-client.ts';
+import { ApiError } from '../../../libs/api-client/api-client.ts';
 import { allOwnersOptions, asBody, collect, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
 import { handoffDetail, handoffLine, handoffTable, packetText, timeText, type HandoffJson } from '../format.ts';
 

@@ -1,4 +1,4 @@
-import type { ApiClient } from '../api-client.ts';
+import type { ApiClient } from '../../../libs/api-client/api-client.ts';
 
 /** The four simulated agents of the demo, and who each hands work to next. */
 export const DEMO_AGENTS = [

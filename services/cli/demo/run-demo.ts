@@ -9,7 +9,7 @@ import { deleteKeys, openRedis, scanKeys } from '../../../libs/queue/open-redis.
 import { createRepositories } from '../../../libs/db/repositories.ts';
 import { systemClock } from '../../../libs/domain/clock.ts';
 import { createToken, revokeToken } from '../../../libs/handoffs/manage-tokens.ts';
-import { ApiClient } from '../api-client.ts';
+import { ApiClient } from '../../../libs/api-client/api-client.ts';
 import type { CliContext } from '../cli-context.ts';
 import { DEMO_AGENTS, DemoRelay } from './demo-relay.ts';
 import { DemoReport } from './demo-report.ts';

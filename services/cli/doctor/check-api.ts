@@ -1,4 +1,4 @@
-import { ApiClient, ApiError, ApiTimeout, ApiUnreachable } from '../api-client.ts';
+import { ApiClient, ApiError, ApiTimeout, ApiUnreachable } from '../../../libs/api-client/api-client.ts';
 import type { CliConnection } from '../cli-context.ts';
 import { fail, ok, reasonOf, warn, type DoctorCheck } from './doctor-check.ts';
 import type { DoctorAgent } from './provider-checks.ts';

@@ -3,7 +3,7 @@ import type { Response as InjectResponse } from 'light-my-request';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
-import { ApiClient } from '../../../cli/api-client.ts';
+import { ApiClient } from '../../../../libs/api-client/api-client.ts';
 import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
 import { toolContext } from '../../../mcp/tool-context.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';

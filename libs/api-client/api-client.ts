@@ -1,5 +1,6 @@
 /**
- * The CLI's only way to Baton's data: HTTP to the API (it never writes to Postgres itself).
+ * How the CLI and the MCP server reach Baton's data: HTTP to the API (they never write to
+ * Postgres themselves).
  * Errors keep the API's stable code.
  */
 export class ApiError extends Error {

@@ -6,7 +6,8 @@ import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../li
 import { presentAgent, presentHandoff, presentNotification } from '../../present.ts';
 import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
 import { callerOf, ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { AgentJson, AgentParams, AllOwnersQuery, ErrorBody, InboxJson, ProjectHeader, RegisterAgentBody } from '../../schemas.ts';
+import { AgentParams, AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
+import { AgentJson, InboxJson, RegisterAgentBody } from '../../schemas/agents.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {

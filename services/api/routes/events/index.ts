@@ -9,27 +9,14 @@ import { NO_STORE } from '../../plugins/no-store.ts';
 import { proveCaller } from '../../plugins/authenticate.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { ErrorBody, Handle, Id, ProjectHeader } from '../../schemas.ts';
+import { ErrorBody } from '../../schemas/common.ts';
+import { EventsHeaders, EventsQuery } from '../../schemas/events.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** An SSE comment this often keeps proxies and clients from timing the stream out. */
 export const HEARTBEAT_MS = 15_000;
 /** What a browser's EventSource waits before it reconnects (sent as `retry:`). */
 const RETRY_MS = 2_000;
-
-const EventId = Type.String({ pattern: '^[0-9]{1,19}$', maxLength: 19 });
-const EventsQuery = Type.Object(
-  {
-    after: Type.Optional(EventId),
-    handoff: Type.Optional(Id),
-    /** An admin's project, as X-Baton-Project would name it: a browser's EventSource sends no headers. */
-    project: Type.Optional(Handle),
-    all_owners: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
-  },
-  { additionalProperties: false },
-);
-// One object, not an intersection: the OpenAPI document lists each header as a parameter.
-const EventsHeaders = Type.Object({ ...ProjectHeader.properties, 'last-event-id': Type.Optional(EventId) });
 
 /** The `event:` of each message: a delivery move, or a work move (libs/handoffs README, the two state machines). */
 export type FeedEventType = 'delivery' | 'work';

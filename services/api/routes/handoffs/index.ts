@@ -8,20 +8,8 @@ import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/ac
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
 import { actingAs, actorOf, callerOf, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import {
-  ActAsBody,
-  ErrorBody,
-  HandoffDetailJson,
-  ReleaseBody,
-  HandoffJson,
-  HandoffPageJson,
-  AllOwnersQuery,
-  HandoffParams,
-  ListHandoffsQuery,
-  ProjectHeader,
-  SendHandoffBody,
-  SendHandoffHeaders,
-} from '../../schemas.ts';
+import { AllOwnersQuery, ErrorBody, HandoffJson, HandoffParams, ProjectHeader } from '../../schemas/common.ts';
+import { ActAsBody, HandoffDetailJson, HandoffPageJson, ListHandoffsQuery, ReleaseBody, SendHandoffBody, SendHandoffHeaders } from '../../schemas/handoffs.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 function parseStates(raw: string | undefined): DeliveryState[] | undefined {

@@ -6,20 +6,19 @@ import type { ProjectRecord } from '../../../../libs/db/records.ts';
 import { createToken, listTokens, revokeToken } from '../../../../libs/handoffs/manage-tokens.ts';
 import { createProject, listProjects } from '../../../../libs/handoffs/manage-projects.ts';
 import { callerOf, projectOf, requireAdmin, type RouteOptions } from '../../route-context.ts';
+import { ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import {
   AuditJson,
   AuditQuery,
   CreateProjectBody,
-  CreatedTokenJson,
   CreateTokenBody,
-  ErrorBody,
-  ProjectHeader,
+  CreatedTokenJson,
   ProjectJson,
   TokenJson,
   TokenListQuery,
   TokenParams,
   WhoAmIJson,
-} from '../../schemas.ts';
+} from '../../schemas/identity.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** A token as listed: never its secret (only its sha256 is stored anyway). */

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { HandoffView } from '../../../../libs/db/records.ts';
 import { CHART_MINUTES, DELIVERY_TIME_SAMPLE, getLiveView } from '../../../../libs/handoffs/live-view.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas.ts';
+import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 

@@ -11,7 +11,7 @@ import { authenticateRequest } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { projectOf } from '../../route-context.ts';
 import { Type } from 'typebox';
-import { ErrorBody, ProjectHeader } from '../../schemas.ts';
+import { ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** For the OpenAPI document (plugins/openapi.ts): the MCP transport reads and answers the messages itself. */

@@ -5,7 +5,7 @@ import type { BatonMetrics } from '../../../metrics/baton-metrics.ts';
 import { installAuthentication } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { requireAdmin } from '../../route-context.ts';
-import { ErrorBody } from '../../schemas.ts';
+import { ErrorBody } from '../../schemas/common.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 export interface MetricsRouteOptions {

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { addFact, createSession, listSessions, showSession } from '../../../../libs/handoffs/manage-sessions.ts';
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
 import { actingAs, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { AllOwnersQuery, ErrorBody, FactBody, FactJson, ProjectHeader, SessionBody, SessionDetailJson, SessionJson, SessionListJson, SessionListQuery, SessionParams } from '../../schemas.ts';
+import { AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
+import { FactBody, FactJson, SessionBody, SessionDetailJson, SessionJson, SessionListJson, SessionListQuery, SessionParams } from '../../schemas/sessions.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });

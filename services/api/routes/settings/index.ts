@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getSettings, listConnections, setConnection, setSetting } from '../../../../libs/handoffs/manage-settings.ts';
 import { presentConnection, presentSettings } from '../../present.ts';
 import { projectOf, requireAdmin, type RouteOptions } from '../../route-context.ts';
-import { ConnectionBody, ConnectionsJson, ErrorBody, ProjectHeader, SettingBody, SettingParams, SettingsJson } from '../../schemas.ts';
+import { ErrorBody, ProjectHeader } from '../../schemas/common.ts';
+import { ConnectionBody, ConnectionsJson, SettingBody, SettingParams, SettingsJson } from '../../schemas/settings.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** Runtime settings (`baton config`) and directed connections (`baton allow|block`). */

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getStatus } from '../../../../libs/handoffs/query-handoffs.ts';
 import { callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
-import { AllOwnersQuery, ErrorBody, ProjectHeader, StatusJson } from '../../schemas.ts';
+import { AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
+import { StatusJson } from '../../schemas/views.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const statusRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {

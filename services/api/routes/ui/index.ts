@@ -8,7 +8,7 @@ import type { Caller } from '../../../../libs/handoffs/caller.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { BrowserSession, BrowserSessions } from '../../plugins/browser-session.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
-import { ErrorBody } from '../../schemas.ts';
+import { ErrorBody } from '../../schemas/common.ts';
 
 /** Where the browser pages live. */
 export const UI_PREFIX = '/ui';

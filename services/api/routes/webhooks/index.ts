@@ -7,7 +7,7 @@ import { nestedTooDeepAt } from '../../../../libs/domain/json-depth.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { TURN_REPORT_STATUSES } from '../../../../libs/domain/turn-report.ts';
 import { recordTurnReport, type TurnReportDeps } from '../../../../libs/handoffs/record-turn-report.ts';
-import { ErrorBody } from '../../schemas.ts';
+import { ErrorBody } from '../../schemas/common.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const CallbackBody = Type.Object(

@@ -5,25 +5,20 @@ import { acceptHandoff, cancelHandoff, closeWork, heartbeat, returnWork } from '
 import { LANES } from '../../../../libs/domain/board.ts';
 import { presentHandoff } from '../../present.ts';
 import { actingAs, actorOf, callerOf, ownBox, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
+import { AgentParams, AllOwnersQuery, ErrorBody, HandoffJson, HandoffParams, ProjectHeader } from '../../schemas/common.ts';
 import {
   AcceptBody,
-  AgentParams,
-  AllOwnersQuery,
   AsQuery,
   BoardJson,
   BoardQuery,
   ClaimJson,
   CloseBody,
-  ErrorBody,
-  HandoffJson,
   HandoffListJson,
-  HandoffParams,
   HeartbeatBody,
   PacketJson,
-  ProjectHeader,
   ReturnBody,
   ReturnJson,
-} from '../../schemas.ts';
+} from '../../schemas/work.ts';
 import { Type } from 'typebox';
 import { tagRoutes } from '../../plugins/openapi.ts';
 

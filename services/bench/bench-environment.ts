@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { BatonConfig } from '../../libs/config/load-config.ts';
 import { migrate } from '../../libs/db/migrate.ts';
-import { freePort, startEmbeddedPostgres, startPrivateRedis } from '../cli/embedded-infra.ts';
-import { spawnBaton, type BatonProcess } from '../cli/spawn-baton.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
+import { spawnBaton, type BatonProcess } from '../../libs/processes/spawn-baton.ts';
 import { JsonClient } from './http-load.ts';
 
 export interface ProcessTuning {

@@ -62,4 +62,4 @@ export async function connectionsTo(pid: number, port: number): Promise<number> 
   return count;
 }
 
-export { Progress } from '../cli/progress-bar.ts';
+export { Progress } from '../../libs/terminal/progress-bar.ts';

@@ -17,7 +17,7 @@ import { registerSessionCommands } from './commands/sessions.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
-import { batonVersion } from './package-files.ts';
+import { batonVersion } from '../../libs/processes/package-files.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

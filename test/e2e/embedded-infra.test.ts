@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, startPrivateRedis } from '../../services/cli/embedded-infra.ts';
+import { startEmbeddedPostgres, startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 
 const isRoot = os.userInfo().uid === 0;
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

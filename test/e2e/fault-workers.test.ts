@@ -9,7 +9,7 @@ import { ManualClock } from '../../libs/domain/clock.ts';
 import { DEFAULT_DELIVERY_WINDOWS } from '../../libs/domain/delivery-policy.ts';
 import { SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
 import { reconcileUncertain } from '../../libs/handoffs/reconcile-uncertain.ts';
-import { startPrivateRedis } from '../../services/cli/embedded-infra.ts';
+import { startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy, type ProxyLink } from '../../services/chaos/fault-proxy.ts';
-import { freePort } from '../../services/cli/embedded-infra.ts';
+import { freePort } from '../../libs/processes/embedded-infra.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { scratchDir } from '../support/scratch-dir.ts';

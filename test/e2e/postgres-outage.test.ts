@@ -6,7 +6,7 @@ import { eventually } from '../support/eventually.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import { createTestDatabase } from '../support/test-database.ts';
-import { freePort } from '../../services/cli/embedded-infra.ts';
+import { freePort } from '../../libs/processes/embedded-infra.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPrivateRedis } from '../../services/cli/embedded-infra.ts';
+import { freePort, startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 import { TEST_REDIS_URL, databaseUrl } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { scratchDir } from '../support/scratch-dir.ts';

@@ -8,7 +8,7 @@ import { DemoAgentHost, findWriteViolations } from '../../libs/adapters/demo/dem
 import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
 import { openRedis, scanKeys } from '../../libs/queue/open-redis.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
-import { freePort } from '../../services/cli/embedded-infra.ts';
+import { freePort } from '../../libs/processes/embedded-infra.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.ts';
 import { clusterUrl } from '../support/redis-targets.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DemoAgentHost, findWriteViolations } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
-import { startPrivateRedis } from '../../services/cli/embedded-infra.ts';
+import { startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnBaton, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';

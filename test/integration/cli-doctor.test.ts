@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERIFIED_CLI_VERSIONS } from '../../libs/adapters/verified-versions.ts';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../../libs/db/migrate.ts';
-import { freePort, startPrivateRedis, type Started } from '../../services/cli/embedded-infra.ts';
+import { freePort, startPrivateRedis, type Started } from '../../libs/processes/embedded-infra.ts';
 import { runCli } from '../../services/cli/program.ts';
 import { agentCli, AGENT_CLI_VERSIONS } from '../support/agent-clis.ts';
 import { TEST_REDIS_URL, databaseUrl } from '../support/env.ts';

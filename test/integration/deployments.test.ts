@@ -7,7 +7,7 @@ import { createProviderStatusCheck } from '../../libs/adapters/provider-status.t
 import { systemClock } from '../../libs/domain/clock.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { openRedis } from '../../libs/queue/open-redis.ts';
-import { freePort, startPrivateRedis, type Started } from '../../services/cli/embedded-infra.ts';
+import { freePort, startPrivateRedis, type Started } from '../../libs/processes/embedded-infra.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
 import { startReconciler } from '../../workers/timers/start-reconciler.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';

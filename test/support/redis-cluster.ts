@@ -4,7 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../../services/cli/embedded-infra.ts';
+import { freePort } from '../../libs/processes/embedded-infra.ts';
 
 /** One primary of a test cluster: it can be stopped and started again on the same port. */
 export interface ClusterNode {

@@ -1,7 +1,7 @@
-import { spawnBaton as spawnProcess, type BatonProcess } from '../../services/cli/spawn-baton.ts';
+import { spawnBaton as spawnProcess, type BatonProcess } from '../../libs/processes/spawn-baton.ts';
 import { scratchDir } from './scratch-dir.ts';
 
-export type { BatonProcess } from '../../services/cli/spawn-baton.ts';
+export type { BatonProcess } from '../../libs/processes/spawn-baton.ts';
 
 /** A BATON_HOME of the test run's own, so no test writes tokens into the real ~/.baton. */
 let scratchHome: string | undefined;

@@ -92,8 +92,6 @@ describe('import rules', () => {
     const KNOWN_SERVICE_IMPORTS = [
       'services/api → services/mcp', // routes/mcp: the MCP server over HTTP
       'services/api → services/metrics', // server.ts, app.ts: the metrics registry
-      'services/bench → services/cli', // embedded infrastructure, spawning baton, the progress bar
-      'services/chaos → services/cli', // embedded infrastructure, spawning baton
       'services/cli → services/api', // start-stack: the API server
       'services/cli → services/bench', // `baton bench`
       'services/cli → services/chaos', // `baton chaos`

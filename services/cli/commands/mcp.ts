@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
-import { BATON_BIN } from '../package-files.ts';
+import { BATON_BIN } from '../../../libs/processes/package-files.ts';
 import type { McpIdentity } from '../../mcp/tool-context.ts';
 import type { TokenOwner } from '../../mcp/resolve-identity.ts';
 

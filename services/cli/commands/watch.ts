@@ -3,7 +3,7 @@ import type { ApiClient } from '../../../libs/api-client/api-client.ts';
 import { allOwnersOptions, positiveInt, type CliContext } from '../cli-context.ts';
 import { eventLine, exitCodeFor, followEvents, OUTCOME_EXIT, OutcomeExit, type FeedEventJson } from '../follow-events.ts';
 import { handoffLine, outcomeLines, type HandoffJson } from '../format.ts';
-import { Progress } from '../progress-bar.ts';
+import { Progress } from '../../../libs/terminal/progress-bar.ts';
 
 /** How a followed handoff ended: its final delivery state, or `timeout`. */
 export type Outcome = { state: string } | { state: 'timeout' };

@@ -13,8 +13,8 @@ import { ApiClient } from '../../../libs/api-client/api-client.ts';
 import type { CliContext } from '../cli-context.ts';
 import { DEMO_AGENTS, DemoRelay } from './demo-relay.ts';
 import { DemoReport } from './demo-report.ts';
-import { BATON_BIN } from '../package-files.ts';
-import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../embedded-infra.ts';
+import { BATON_BIN } from '../../../libs/processes/package-files.ts';
+import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../../../libs/processes/embedded-infra.ts';
 import { startStack, type RunningStack } from '../start-stack.ts';
 
 const DEFAULT_PORT = 8787;

@@ -1,34 +1,9 @@
-import type { BusyAgentsResult } from './scenarios/busy-agents.ts';
-import type { Ceilings } from './scenarios/ceilings.ts';
+import type { BenchResult } from './bench-result.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
-import type { DispatchLatencyResult } from './scenarios/dispatch-latency.ts';
 import type { LongTurnsResult } from './scenarios/long-turns.ts';
-import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
 import { round } from './measure.ts';
-import type { Guarantee, Target } from './targets.ts';
 import type { CpuByRole } from './usage.ts';
-
-export interface BenchResult {
-  version: 1;
-  mode: 'quick' | 'full';
-  startedAt: string;
-  seconds: number;
-  machine: { cpus: number; node: string; postgres: string; redis: string; embeddedPostgres: boolean; embeddedRedis: boolean };
-  /** The scenarios run when `--only` chose some; the others' fields are absent. */
-  only?: string[];
-  ceilings?: Ceilings;
-  send?: SendResults;
-  delivery?: DeliveryRun[];
-  dispatchLatency?: DispatchLatencyResult;
-  busyAgents?: BusyAgentsResult;
-  recovery?: RecoveryResult;
-  longTurns?: LongTurnsResult;
-  /** Issue 16's targets (services/bench/targets.ts), each met, NO or n/a (met null). */
-  targets: Target[];
-  /** Guarantees checked beside the targets: ordering, exactly-once, recovery. */
-  guarantees: Guarantee[];
-}
 
 const pct = (a: number, b: number) => (b > 0 ? `${round((a / b) * 100, 0)}%` : '-');
 

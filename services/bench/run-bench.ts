@@ -2,7 +2,9 @@ import os from 'node:os';
 import type { BatonConfig } from '../../libs/config/load-config.ts';
 import { BenchEnvironment, DEFAULT_TUNING } from './bench-environment.ts';
 import { Progress, round } from './measure.ts';
-import { renderReport, type BenchResult } from './report.ts';
+import type { BenchResult } from './bench-result.ts';
+import { parseScenarios, type BenchScenario } from './bench-scenarios.ts';
+import { renderReport } from './report.ts';
 import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
@@ -20,18 +22,6 @@ export interface BenchOptions {
   tty: boolean;
   /** Run only these scenarios (`--only long-turns`); all of them when absent. */
   only?: readonly BenchScenario[];
-}
-
-/** The scenarios, in the order they run. */
-export const BENCH_SCENARIOS = ['ceilings', 'send', 'delivery', 'dispatch-latency', 'busy-agents', 'recovery', 'long-turns'] as const;
-export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
-
-/** Parses a comma-separated `--only` list; throws naming the valid scenarios on an unknown one. */
-export function parseScenarios(text: string): BenchScenario[] {
-  const names = text.split(',').map((n) => n.trim()).filter(Boolean);
-  const unknown = names.filter((n) => !(BENCH_SCENARIOS as readonly string[]).includes(n));
-  if (names.length === 0 || unknown.length > 0) throw new Error(`unknown bench scenario ${JSON.stringify(unknown.join(',') || text)}; choose from ${BENCH_SCENARIOS.join(', ')}`);
-  return names as BenchScenario[];
 }
 
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
@@ -146,4 +136,5 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
   }
 }
 
-export { renderReport };
+// The CLI's `bench` command loads this one module lazily, and reads these from it too.
+export { parseScenarios, renderReport };

@@ -1,5 +1,5 @@
-import type { BenchResult } from './report.ts';
-import type { BenchScenario } from './run-bench.ts';
+import type { BenchResult, Guarantee, Target } from './bench-result.ts';
+import type { BenchScenario } from './bench-scenarios.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import { round } from './measure.ts';
 
@@ -17,29 +17,6 @@ const BASELINE_RUN = '2026-11-29T15:20';
 /** The agent counts issue 16 states its targets at; the full run measures both. */
 export const FEW_AGENTS = 10;
 export const MANY_AGENTS = 10_000;
-
-/** One row of the target table as printed and as emitted in `--json`. */
-export interface Target {
-  /** Stable key of the target (TARGETS[].id). */
-  id: string;
-  /** What was measured, naming the scale actually measured when it is not the issue's. */
-  name: string;
-  goal: string;
-  /** The reading as printed; "n/a" when this run cannot measure it. */
-  measured: string;
-  /** The reading compared with the goal; null when unavailable. */
-  value: number | null;
-  /** null: not measurable in this run (a shared Postgres or Redis, a scenario size without that run); printed n/a. */
-  met: boolean | null;
-}
-
-/** A guarantee the bench checks beside the targets (ordering, recovery): always measured when its scenario ran. */
-export interface Guarantee {
-  name: string;
-  goal: string;
-  measured: string;
-  met: boolean;
-}
 
 type Unit = 'ms' | '/s' | '%' | 'bytes' | 'MiB' | 'count';
 

@@ -4,14 +4,11 @@ import { loadConfig, type BatonConfig } from '../../libs/config/load-config.ts';
 import { ApiClient } from '../../libs/api-client/api-client.ts';
 import { profileUrlOnly, readProfile } from './profile.ts';
 import { colourFor } from './table.ts';
+import { UsageError } from './usage-error.ts';
 
-/** A mistake in how the command was called: printed with a hint, exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+// Commands import UsageError with the rest of their context; it lives in usage-error.ts so that
+// profile.ts can throw it without importing this file back.
+export { UsageError } from './usage-error.ts';
 
 /** What a command needs, built lazily so `baton --help` works with a broken environment. */
 export interface CliContext {

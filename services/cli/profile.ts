@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { UsageError } from './cli-context.ts';
+import { UsageError } from './usage-error.ts';
 
 /**
  * The CLI profile: a JSON file (mode 0600) with the API's `url`, the `project`, and the token,

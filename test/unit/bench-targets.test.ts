@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { renderReport } from '../../services/bench/report.ts';
 import type { DeliveryRun } from '../../services/bench/scenarios/delivery.ts';
-import { BASELINE_RETURNED_PER_SEC_10_AGENTS, evaluateGuarantees, evaluateTargets, TARGETS, type Measurements, type Target } from '../../services/bench/targets.ts';
+import type { Target } from '../../services/bench/bench-result.ts';
+import { BASELINE_RETURNED_PER_SEC_10_AGENTS, evaluateGuarantees, evaluateTargets, TARGETS, type Measurements } from '../../services/bench/targets.ts';
 
 const load = (perSecond: number, p99Ms: number) => ({ requests: 10_000, errors: 0, seconds: 10, perSecond, p50Ms: 5, p99Ms, statuses: { '201': 10_000 } });
 

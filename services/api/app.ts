@@ -29,7 +29,7 @@ import type { RedisNames } from '../../libs/queue/redis-names.ts';
 import { installRateLimit, type RateLimit } from './plugins/rate-limit.ts';
 import { installOpenApi, installOpenApiRoutes } from './plugins/openapi.ts';
 import metricsRoutes from './routes/metrics/index.ts';
-import type { BatonMetrics } from '../metrics/baton-metrics.ts';
+import type { BatonMetrics } from '../../libs/metrics/baton-metrics.ts';
 import liveRoutes from './routes/live/index.ts';
 import uiRoutes from './routes/ui/index.ts';
 import { installAdminQueues } from './routes/admin-queues/index.ts';

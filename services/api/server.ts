@@ -16,8 +16,8 @@ import { TokenCache } from '../../libs/handoffs/token-cache.ts';
 import { AuthChanges } from '../../libs/queue/auth-changes.ts';
 import type { RateLimit } from './plugins/rate-limit.ts';
 import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
-import { createBatonMetrics, type BatonMetrics } from '../metrics/baton-metrics.ts';
-import { installDeploymentMetrics } from '../metrics/deployment-metrics.ts';
+import { createBatonMetrics, type BatonMetrics } from '../../libs/metrics/baton-metrics.ts';
+import { installDeploymentMetrics } from '../../libs/metrics/deployment-metrics.ts';
 import { BrowserSessions } from './plugins/browser-session.ts';
 
 export interface ApiServerOptions {

@@ -16,8 +16,8 @@ import { isPostgresFailure, listenStartupError, postgresStartupError, StartupErr
 import { awaitDependencies } from './start-checks.ts';
 import { checkPorts, metricsPortError } from './check-ports.ts';
 import type { RunningDeliveryWorker } from '../../workers/delivery/start-delivery-worker.ts';
-import { createBatonMetrics } from '../metrics/baton-metrics.ts';
-import type { RunningMetricsServer } from '../metrics/serve-metrics.ts';
+import { createBatonMetrics } from '../../libs/metrics/baton-metrics.ts';
+import type { RunningMetricsServer } from '../../libs/metrics/serve-metrics.ts';
 
 export interface StackOptions {
   readonly config: BatonConfig;
@@ -185,7 +185,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) => metrics.reconcilerPass(report));
       // A worker's own metrics (reconciler actions, process) on a port of its own, when asked for.
       if (config.metricsPort !== undefined) {
-        const { serveMetrics } = await import('../metrics/serve-metrics.ts');
+        const { serveMetrics } = await import('../../libs/metrics/serve-metrics.ts');
         try {
           metricsServer = await serveMetrics(metrics, { host: config.api.host, port: config.metricsPort, logger });
         } catch (err) {

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/api/app.ts';
 import { DOCS_PREFIX, OPENAPI_PATH, OPENAPI_TAGS, registeredRoutes, UNDOCUMENTED_PREFIXES } from '../../services/api/plugins/openapi.ts';
-import { createBatonMetrics } from '../../services/metrics/baton-metrics.ts';
+import { createBatonMetrics } from '../../libs/metrics/baton-metrics.ts';
 import { silentLogger, startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 /**

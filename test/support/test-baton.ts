@@ -29,8 +29,8 @@ import { createToken } from '../../libs/handoffs/manage-tokens.ts';
 import type { RateLimit } from '../../services/api/plugins/rate-limit.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { MetricsRepository } from '../../libs/db/metrics-repository.ts';
-import { createBatonMetrics, type BatonMetrics } from '../../services/metrics/baton-metrics.ts';
-import { installDeploymentMetrics } from '../../services/metrics/deployment-metrics.ts';
+import { createBatonMetrics, type BatonMetrics } from '../../libs/metrics/baton-metrics.ts';
+import { installDeploymentMetrics } from '../../libs/metrics/deployment-metrics.ts';
 import { BrowserSessions } from '../../services/api/plugins/browser-session.ts';
 import type { EventStreamLimits } from '../../services/api/routes/events/index.ts';
 

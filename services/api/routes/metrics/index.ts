@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
-import type { BatonMetrics } from '../../../metrics/baton-metrics.ts';
+import type { BatonMetrics } from '../../../../libs/metrics/baton-metrics.ts';
 import { installAuthentication } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { requireAdmin } from '../../route-context.ts';

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { ReconcileReport } from '../../libs/handoffs/reconcile-once.ts';
+import type { ReconcileReport } from '../handoffs/reconcile-once.ts';
 
 /** Seconds from a send to its acceptance or return: a demo turn takes well under a second, a real agent's minutes. */
 const DELIVERY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600];
@@ -10,7 +10,7 @@ const HTTP_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
  * process itself produces (HTTP requests it answered, reconciler passes it ran). What the
  * deployment as a whole is doing (transitions, queues, turns, locks) is added by
  * installDeploymentMetrics (deployment-metrics.ts) where Postgres and Redis are at hand.
- * prom-client stays here and in services/api: libs/ never import it.
+ * prom-client stays in libs/metrics: no other lib imports it.
  */
 export interface BatonMetrics {
   readonly registry: Registry;

@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { MetricsRepository } from '../../libs/db/metrics-repository.ts';
-import type { Logger } from '../../libs/logging/create-logger.ts';
+import type { MetricsRepository } from '../db/metrics-repository.ts';
+import type { Logger } from '../logging/create-logger.ts';
 import { DELIVERY_BUCKETS, type BatonMetrics } from './baton-metrics.ts';
-import { poolName } from '../../libs/domain/ids.ts';
+import { poolName } from '../domain/ids.ts';
 
 export interface DeploymentSources {
   readonly repo: MetricsRepository;

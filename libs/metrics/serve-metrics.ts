@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { Logger } from '../../libs/logging/create-logger.ts';
+import type { Logger } from '../logging/create-logger.ts';
 import type { BatonMetrics } from './baton-metrics.ts';
 
 export interface RunningMetricsServer {

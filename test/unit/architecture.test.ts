@@ -79,9 +79,10 @@ describe('import rules', () => {
   });
 
   it('a services/* folder imports no other services/* folder but the known ones, each to be removed', () => {
-    // Issue 32 item 3: services import libs, never each other. What several services share moves
-    // into libs/ (the API client, the process and embedded-infrastructure helpers); until then
-    // these are allowed, and the list may only shrink.
+    // Issue 32 item 3: services import libs, never each other. What several services share lives
+    // in libs/ (libs/api-client, libs/processes, libs/terminal, libs/metrics). What is left: the
+    // `baton` command starts every process (services/cli is the one entry point), and the API
+    // serves the MCP tools over HTTP. The list may only shrink.
     const KNOWN_SERVICE_IMPORTS = [
       'services/api → services/mcp', // routes/mcp: the MCP server over HTTP
       'services/cli → services/api', // start-stack: the API server

@@ -3,6 +3,8 @@
  * Postgres themselves).
  * Errors keep the API's stable code.
  */
+import { INT_SETTINGS } from '../config/int-settings.ts';
+
 export class ApiError extends Error {
   constructor(
     readonly code: string,
@@ -61,7 +63,7 @@ async function fromResponse(res: Response): Promise<Answer> {
 }
 
 /** How long a call may take, by default (`BATON_CLIENT_TIMEOUT_MS`): past it, the answer counts as lost. */
-export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
+export const DEFAULT_CLIENT_TIMEOUT_MS = INT_SETTINGS.BATON_CLIENT_TIMEOUT_MS.default;
 
 /** A call that got no (complete) answer within its deadline: like any lost answer, it may have landed. */
 export class ApiTimeout extends Error {

@@ -4,8 +4,11 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { POOL_PATTERN } from '../domain/ids.ts';
 import { CODEX_ENV_NAMES, PROGRAM_ENV_NAMES, pickEnv } from '../domain/inherited-env.ts';
-import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/database-timeouts.ts';
-import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../domain/delivery-policy.ts';
+import type { DatabaseTimeouts } from '../domain/database-timeouts.ts';
+import type { DeliveryWindows } from '../domain/delivery-policy.ts';
+import { INT_SETTINGS, type IntSettingName } from './int-settings.ts';
+
+export { DEFAULT_HEAP_GROWTH_PERCENT } from './int-settings.ts';
 
 /**
  * The only reader of process.env. `loadConfig` validates every variable once and returns a
@@ -159,9 +162,6 @@ export const CONFIG_VARIABLES = [
   'BATON_METRICS_PORT',
 ] as const;
 
-/** BATON_HEAP_GROWTH_PERCENT's default (docs/PERFORMANCE.md, "Memory"). */
-export const DEFAULT_HEAP_GROWTH_PERCENT = 30;
-
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -181,13 +181,20 @@ function optional(env: Env, name: string): string | undefined {
   return v === undefined || v === '' ? undefined : v;
 }
 
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** A whole-number variable, read with its default and bounds from INT_SETTINGS. */
+function optionalInt(env: Env, name: IntSettingName): number | undefined {
+  const { default: fallback, min, max } = INT_SETTINGS[name];
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+/** A whole-number variable that has a default, so it always reads as a number. */
+function int(env: Env, name: Exclude<IntSettingName, 'BATON_METRICS_PORT'>): number {
+  return optionalInt(env, name) as number;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -216,9 +223,6 @@ function redisUrl(env: Env): string | undefined {
   }
   return v;
 }
-
-const WEEK_MS = 7 * 24 * 3_600_000;
-
 
 function pools(env: Env): string[] {
   const raw = optional(env, 'BATON_WORKER_POOLS');
@@ -266,7 +270,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 export function loadConfig(env: Env = process.env): BatonConfig {
   const host = str(env, 'BATON_API_HOST', '127.0.0.1');
-  const port = int(env, 'BATON_API_PORT', 8787, 0, 65535);
+  const port = int(env, 'BATON_API_PORT');
   const logLevel = str(env, 'BATON_LOG_LEVEL', 'info');
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`BATON_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -282,7 +286,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
   const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
   const home = str(env, 'BATON_HOME', join(env['HOME'] || homedir(), '.baton'));
   const publicUrl = (url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS', 3_000, 300, 600_000);
+  const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS');
   const allowedHosts = allowedHostsOf(env, host, publicUrl);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -296,7 +300,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     },
     logLevel: logLevel as BatonConfig['logLevel'],
     redisPrefix,
-    queueShards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 256),
+    queueShards: int(env, 'BATON_QUEUE_SHARDS'),
     workerProviders: providers,
     workerPools: pools(env),
     adapterDeadlines: adapterDeadlines(env),
@@ -310,39 +314,39 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       baseEnv: Object.freeze(pickEnv(env, PROGRAM_ENV_NAMES, true)),
     }),
     webhookCallbackUrl: url(env, 'BATON_WEBHOOK_CALLBACK_URL', ['http:', 'https:']) ?? `${publicUrl}/v1/webhooks/callback`,
-    workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY', 64, 1, 10_000),
+    workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY'),
     turnLockTtlMs,
-    jobLockMs: int(env, 'BATON_JOB_LOCK_MS', 3_000, 500, 600_000),
-    stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS', 1_000, 200, 600_000),
-    reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS', 1_000, 50, 3_600_000),
-    shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 15_000, 0, 3_600_000),
-    startTimeoutMs: int(env, 'BATON_START_TIMEOUT_MS', 10_000, 100, 3_600_000),
-    heapGrowthPercent: int(env, 'BATON_HEAP_GROWTH_PERCENT', DEFAULT_HEAP_GROWTH_PERCENT, 0, 300),
-    dbPoolSize: int(env, 'BATON_DB_POOL_SIZE', 10, 1, 500),
+    jobLockMs: int(env, 'BATON_JOB_LOCK_MS'),
+    stalledIntervalMs: int(env, 'BATON_STALLED_INTERVAL_MS'),
+    reconcileIntervalMs: int(env, 'BATON_RECONCILE_INTERVAL_MS'),
+    shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS'),
+    startTimeoutMs: int(env, 'BATON_START_TIMEOUT_MS'),
+    heapGrowthPercent: int(env, 'BATON_HEAP_GROWTH_PERCENT'),
+    dbPoolSize: int(env, 'BATON_DB_POOL_SIZE'),
     dbTimeouts: Object.freeze({
-      queryMs: int(env, 'BATON_DB_QUERY_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.queryMs, 100, 600_000),
-      connectMs: int(env, 'BATON_DB_CONNECT_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.connectMs, 100, 600_000),
+      queryMs: int(env, 'BATON_DB_QUERY_TIMEOUT_MS'),
+      connectMs: int(env, 'BATON_DB_CONNECT_TIMEOUT_MS'),
     }),
     deliveryWindows: Object.freeze({
-      unobservableAfterMs: int(env, 'BATON_UNOBSERVABLE_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.unobservableAfterMs, 100, WEEK_MS),
-      interruptResendDelayMs: int(env, 'BATON_INTERRUPTED_RESEND_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.interruptResendDelayMs, 0, WEEK_MS),
-      errorResendDelayMs: int(env, 'BATON_ERROR_RESEND_AFTER_MS', DEFAULT_DELIVERY_WINDOWS.errorResendDelayMs, 0, 24 * 3_600_000),
-      absenceScans: int(env, 'BATON_UNCERTAIN_SCANS', DEFAULT_DELIVERY_WINDOWS.absenceScans, 2, 100),
-      absenceWindowMs: int(env, 'BATON_UNCERTAIN_SCAN_WINDOW_MS', DEFAULT_DELIVERY_WINDOWS.absenceWindowMs, 100, 30 * 24 * 3_600_000),
-      unreachableGiveUpMs: int(env, 'BATON_UNREACHABLE_GIVE_UP_MS', DEFAULT_DELIVERY_WINDOWS.unreachableGiveUpMs, 0, WEEK_MS),
+      unobservableAfterMs: int(env, 'BATON_UNOBSERVABLE_AFTER_MS'),
+      interruptResendDelayMs: int(env, 'BATON_INTERRUPTED_RESEND_AFTER_MS'),
+      errorResendDelayMs: int(env, 'BATON_ERROR_RESEND_AFTER_MS'),
+      absenceScans: int(env, 'BATON_UNCERTAIN_SCANS'),
+      absenceWindowMs: int(env, 'BATON_UNCERTAIN_SCAN_WINDOW_MS'),
+      unreachableGiveUpMs: int(env, 'BATON_UNREACHABLE_GIVE_UP_MS'),
     }),
     demoHostUrl: url(env, 'BATON_DEMO_HOST_URL', ['http:']),
     defaultProject,
     agent: optional(env, 'BATON_AGENT'),
     home,
     token: optional(env, 'BATON_TOKEN'),
-    clientTimeoutMs: int(env, 'BATON_CLIENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    clientTimeoutMs: int(env, 'BATON_CLIENT_TIMEOUT_MS'),
     profilePath: str(env, 'BATON_PROFILE', join(home, 'profile.json')),
     rateLimit: {
-      perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC', 100, 0, 1_000_000),
-      burst: int(env, 'BATON_RATE_LIMIT_BURST', 200, 1, 10_000_000),
+      perSecond: int(env, 'BATON_RATE_LIMIT_PER_SEC'),
+      burst: int(env, 'BATON_RATE_LIMIT_BURST'),
     },
-    metricsPort: optional(env, 'BATON_METRICS_PORT') === undefined ? undefined : int(env, 'BATON_METRICS_PORT', 0, 1, 65535),
+    metricsPort: optionalInt(env, 'BATON_METRICS_PORT'),
     setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
   };
   return Object.freeze(config);

@@ -1,8 +1,10 @@
-// Prints the generated tables of docs/ERRORS.md (from libs/domain/errors.ts) and docs/API.md
-// (from libs/domain/limits.ts); with --write, replaces them in the docs.
+// Prints the generated tables of docs/ERRORS.md (from libs/domain/errors.ts), docs/API.md
+// (from libs/domain/limits.ts) and libs/config/README.md (from libs/config/component-defaults.ts);
+// with --write, replaces them in the docs.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ERROR_CATALOG } from '../libs/domain/errors.ts';
 import { LIMIT_DOCS, LIMITS } from '../libs/domain/limits.ts';
+import { COMPONENT_DEFAULTS_HEADER, componentDefaultsRows } from './config-tables.ts';
 
 const tables = [
   {
@@ -15,6 +17,7 @@ const tables = [
     header: '| limit | value | bounds |\n| --- | --- | --- |',
     rows: Object.entries(LIMITS).map(([name, value]) => `| \`${name}\` | ${value} | ${LIMIT_DOCS[name as keyof typeof LIMITS]} |`),
   },
+  { doc: '../libs/config/README.md', header: COMPONENT_DEFAULTS_HEADER, rows: componentDefaultsRows() },
 ];
 
 for (const { doc, header, rows } of tables) {

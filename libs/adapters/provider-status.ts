@@ -1,4 +1,5 @@
 import type { OutageGuardSpec } from '../domain/runtime-settings.ts';
+import { PROVIDER_STATUS_DEFAULTS } from '../config/component-defaults.ts';
 
 export interface ProviderStatus {
   readonly down: boolean;
@@ -14,8 +15,8 @@ const UP: ProviderStatus = { down: false, detail: null };
  * `{"up": false}`). A status page that cannot be reached says nothing: deliveries go on.
  */
 export function createProviderStatusCheck(opts: { cacheMs?: number; timeoutMs?: number; fetch?: typeof fetch } = {}) {
-  const cacheMs = opts.cacheMs ?? 5_000;
-  const timeoutMs = opts.timeoutMs ?? 2_000;
+  const cacheMs = opts.cacheMs ?? PROVIDER_STATUS_DEFAULTS.cacheMs;
+  const timeoutMs = opts.timeoutMs ?? PROVIDER_STATUS_DEFAULTS.timeoutMs;
   const doFetch = opts.fetch ?? fetch;
   const cache = new Map<string, { at: number; status: ProviderStatus }>();
 

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { isDatabaseUnavailable } from './classify-error.ts';
 import { GroupCommit, type InFlightAtDeadline } from './group-commit.ts';
 import type { Queryable } from './prepared.ts';
+import { GROUP_COMMIT_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * How a repository's batched statements (`GroupCommit`: enrollments, reserving look-ups, turn
@@ -14,7 +15,7 @@ import type { Queryable } from './prepared.ts';
  * meanwhile wait and go in the next one. At most half the pool, so reads and the rest of the
  * delivery path keep connections.
  */
-const BATCHES_MAX_IN_FLIGHT = 4;
+const BATCHES_MAX_IN_FLIGHT = GROUP_COMMIT_DEFAULTS.maxBatchesInFlight;
 
 /** Batched statements of one kind in flight for a pool of `poolSize` connections (unknown: a single client). */
 export function batchesInFlight(poolSize: number | undefined): number {

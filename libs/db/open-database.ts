@@ -5,6 +5,7 @@ import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../domain/data
 import type { Logger } from '../logging/create-logger.ts';
 import { KeptRowQuery } from './row-templates.ts';
 import { DatabaseLink } from './database-link.ts';
+import { DATABASE_POOL_DEFAULTS } from '../config/component-defaults.ts';
 
 export type { PrismaClient } from './generated/prisma/client.ts';
 
@@ -118,7 +119,7 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
     query_timeout: timeouts.queryMs,
     statement_timeout: timeouts.queryMs,
     keepAlive: true,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: DATABASE_POOL_DEFAULTS.idleTimeoutMs,
     application_name: opts.applicationName ?? 'baton',
     Client: WatchedClient,
   });

@@ -5,6 +5,7 @@ import type { Logger } from '../logging/create-logger.ts';
 import { loadVisible } from './load-handoff.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
+import { EVENT_FEED_DEFAULTS } from '../config/component-defaults.ts';
 
 /** What wakes the feed: the event stream's reader (libs/queue/event-stream.ts). */
 export interface FeedWakeups {
@@ -99,9 +100,9 @@ export class EventFeed {
   private readonly recheckMs: number;
 
   constructor(private readonly opts: EventFeedOptions) {
-    this.finalAfterMs = opts.finalAfterMs ?? 10_000;
-    this.checkEveryMs = opts.checkEveryMs ?? 15_000;
-    this.recheckMs = opts.recheckMs ?? 25;
+    this.finalAfterMs = opts.finalAfterMs ?? EVENT_FEED_DEFAULTS.finalAfterMs;
+    this.checkEveryMs = opts.checkEveryMs ?? EVENT_FEED_DEFAULTS.checkEveryMs;
+    this.recheckMs = opts.recheckMs ?? EVENT_FEED_DEFAULTS.recheckMs;
   }
 
   /** Followers now served (for tests and shutdown). */

@@ -5,9 +5,10 @@ import { applyTransition } from './apply-transition.ts';
 import { SYSTEM_ACTOR, type CoreDeps } from './ports.ts';
 import { hasErrorCode } from '../domain/errors.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
+import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 /** HELD handoffs read per statement: one keyset page. */
-export const HOLDS_PAGE_SIZE = 500;
+export const HOLDS_PAGE_SIZE = RECONCILER_DEFAULTS.holdsPageSize;
 
 const RULES: readonly ConnectionRule[] = ['allow', 'block'];
 

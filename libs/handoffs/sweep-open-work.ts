@@ -1,16 +1,17 @@
 import { JOB_IDS } from '../queue/redis-names.ts';
 import type { CoreDeps } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
+import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 export interface SweepDeps extends CoreDeps {
   readonly locks: { busy(agentIds: readonly string[]): Promise<boolean[]> };
 }
 
 /** Recipients looked at per sweep; the rest are taken in the next one. */
-const SWEEP_BATCH = 5_000;
+const SWEEP_BATCH = RECONCILER_DEFAULTS.sweepBatch;
 
 /** Longest a sweep holds back re-queuing an agent because its queue has wake-ups waiting. */
-export const SWEEP_HOLD_BACK_MS = 30_000;
+export const SWEEP_HOLD_BACK_MS = RECONCILER_DEFAULTS.sweepHoldBackMs;
 
 /**
  * What one reconciler process remembers between its sweeps: since when it has been holding

@@ -1,4 +1,5 @@
 import type { Caller } from './caller.ts';
+import { TOKEN_CACHE_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * A per-process cache of successful token look-ups (sha256 of the secret -> caller), so a
@@ -32,7 +33,7 @@ export class TokenCache {
   ) {}
 
   private get maxAgeMs(): number {
-    return this.opts.maxAgeMs ?? 1_000;
+    return this.opts.maxAgeMs ?? TOKEN_CACHE_DEFAULTS.maxAgeMs;
   }
 
   private now(): number {
@@ -58,7 +59,7 @@ export class TokenCache {
   /** Keeps a look-up's answer, unless an invalidation happened since it began. */
   put(secretHash: string, caller: Caller, started: { readonly epoch: number; readonly at: number }): void {
     if (started.epoch !== this.epoch) return;
-    if (this.entries.size >= (this.opts.maxEntries ?? 10_000)) {
+    if (this.entries.size >= (this.opts.maxEntries ?? TOKEN_CACHE_DEFAULTS.maxEntries)) {
       // Oldest first (Map keeps insertion order).
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);

@@ -1,5 +1,6 @@
 import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { observeUncertain, type ObserveDeps } from './observe-uncertain.ts';
+import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * Observations of UNCERTAIN handoffs one process runs at once, per provider, and as many again
@@ -8,7 +9,7 @@ import { observeUncertain, type ObserveDeps } from './observe-uncertain.ts';
  * bounded by its adapter's observe deadline (BATON_ADAPTER_DEADLINES `observeMs`; the webhook's
  * is 15 s), so at most this many looks of one provider wait on it at a time.
  */
-export const OBSERVATIONS_PER_PROVIDER = 8;
+export const OBSERVATIONS_PER_PROVIDER = RECONCILER_DEFAULTS.observationsPerProvider;
 
 /** Rows one look-up for free slots may return when the providers are not known (no scope). */
 const MAX_PAGE = 100;

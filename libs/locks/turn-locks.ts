@@ -4,19 +4,13 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../queue/open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { RedisNames } from '../queue/redis-names.ts';
+import { TURN_LOCK_DEFAULTS } from '../config/component-defaults.ts';
 
 const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
 const ACQUIRE = script('acquire-turn-lock');
 const EXTEND = script('extend-turn-lock');
 const RELEASE = script('release-turn-lock');
 const NOTE_IF_HELD = script('note-if-held');
-
-/**
- * How long a recheck note lives. A turn may hold its lock for an hour, and the note must last
- * until the holder releases and takes it; the expiry only bounds what is left by a holder that
- * lost its lock (it costs the next holder one more look at Postgres).
- */
-const RECHECK_NOTE_MS = 24 * 3600 * 1000;
 
 type LockCommands = {
   batonAcquireTurnLock(key: string, fenceKey: string, recheckKey: string, token: string, ttlMs: number, noteMs: number): Promise<[number, string | null, (number | string)?]>;
@@ -98,7 +92,7 @@ export class TurnLocks {
     private readonly names: RedisNames,
     private readonly opts: TurnLocksOptions,
   ) {
-    this.commandTimeoutMs = opts.commandTimeoutMs ?? Math.max(50, Math.floor(opts.ttlMs / 3));
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(opts.ttlMs / 3));
     const r = redis as RedisClient & Partial<LockCommands>;
     if (typeof r.batonAcquireTurnLock !== 'function') {
       redis.defineCommand('batonAcquireTurnLock', { numberOfKeys: 3, lua: ACQUIRE });
@@ -128,10 +122,10 @@ export class TurnLocks {
     const key = this.names.turnLock(agentId);
     const token = randomUUID();
     const sentAt = Date.now();
-    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.turnRecheck(agentId), token, this.opts.ttlMs, RECHECK_NOTE_MS));
+    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.turnRecheck(agentId), token, this.opts.ttlMs, TURN_LOCK_DEFAULTS.recheckNoteMs));
     if (ok !== 1) {
       // pttl -1/-2: no expiry or just vanished; retry soon either way.
-      const retryInMs = typeof third === 'number' && third > 0 ? third : 50;
+      const retryInMs = typeof third === 'number' && third > 0 ? third : TURN_LOCK_DEFAULTS.retryFallbackMs;
       return { acquired: false, holder: holder ?? null, retryInMs };
     }
     return { acquired: true, lock: this.hold(agentId, key, token, BigInt(third ?? 0), sentAt) };
@@ -168,7 +162,7 @@ export class TurnLocks {
         .finally(() => {
           extending = false;
         });
-    }, Math.max(50, Math.floor(ttlMs / 3)));
+    }, Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(ttlMs / 3)));
     timer.unref();
     const lose = (reason: string) => {
       if (controller.signal.aborted) return;
@@ -237,8 +231,8 @@ export class TurnLocks {
     const redis = this.redis;
     const answers =
       redis instanceof Cluster
-        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonNoteIfHeld(2, ...keys([id]), RECHECK_NOTE_MS))))).map((a) => a[0])
-        : await this.bounded(redis.batonNoteIfHeld(agentIds.length * 2, ...keys(agentIds), RECHECK_NOTE_MS));
+        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonNoteIfHeld(2, ...keys([id]), TURN_LOCK_DEFAULTS.recheckNoteMs))))).map((a) => a[0])
+        : await this.bounded(redis.batonNoteIfHeld(agentIds.length * 2, ...keys(agentIds), TURN_LOCK_DEFAULTS.recheckNoteMs));
     return agentIds.map((_, i) => answers[i] === 1);
   }
 

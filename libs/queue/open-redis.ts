@@ -2,6 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logging/create-logger.ts';
 import { RedisLink } from './redis-link.ts';
 import { parseRedisTarget, type RedisTarget } from '../config/redis-target.ts';
+import { REDIS_CLIENT_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * A connection to Baton's Redis: one server, or a Redis Cluster (`redis+cluster://` URL, see
@@ -17,13 +18,13 @@ function roleOptions(role: RedisRole, opts: { commandTimeoutMs?: number }): Redi
   return {
     connectionName: `baton-${role}`,
     maxRetriesPerRequest: role === 'worker' ? null : 1,
-    ...(role === 'producer' ? { commandTimeout: opts.commandTimeoutMs ?? 1_500 } : {}),
-    ...(role === 'locks' ? { commandTimeout: opts.commandTimeoutMs ?? 1_000 } : {}),
-    connectTimeout: 3_000,
+    ...(role === 'producer' ? { commandTimeout: opts.commandTimeoutMs ?? REDIS_CLIENT_DEFAULTS.producerCommandTimeoutMs } : {}),
+    ...(role === 'locks' ? { commandTimeout: opts.commandTimeoutMs ?? REDIS_CLIENT_DEFAULTS.lockCommandTimeoutMs } : {}),
+    connectTimeout: REDIS_CLIENT_DEFAULTS.connectTimeoutMs,
   };
 }
 
-const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2_000);
+const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), REDIS_CLIENT_DEFAULTS.maxReconnectDelayMs);
 
 /**
  * Opens one Redis connection (or one cluster client) for a role:

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { INT_SETTINGS, type IntSettingName } from '../../libs/config/int-settings.ts';
+import { COMPONENT_DEFAULTS, componentDefaults } from '../../libs/config/component-defaults.ts';
 import { loadConfig } from '../../libs/config/load-config.ts';
+import { COMPONENT_DEFAULTS_HEADER, componentDefaultsRows } from '../../scripts/config-tables.ts';
 
 const text = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
@@ -65,5 +67,24 @@ describe('the whole-number settings', () => {
       const [min, max] = [range![1]!, range![2]!].map((n) => Number(n.replaceAll(',', '')));
       expect({ min, max }, name).toEqual({ min: INT_SETTINGS[name].min, max: INT_SETTINGS[name].max });
     }
+  });
+});
+
+describe('the component defaults', () => {
+  it("are libs/config/README.md's generated table, row for row", () => {
+    const readme = text('libs/config/README.md');
+    const start = readme.indexOf(COMPONENT_DEFAULTS_HEADER);
+    expect(start, 'the component defaults table').toBeGreaterThanOrEqual(0);
+    const table = readme.slice(start + COMPONENT_DEFAULTS_HEADER.length + 1, readme.indexOf('\n\n', start)).split('\n');
+    expect(table).toEqual(componentDefaultsRows());
+  });
+
+  it('are frozen whole numbers >= 0, and a mistyped one fails at import naming its component and key', () => {
+    for (const [object, values] of Object.entries(COMPONENT_DEFAULTS)) {
+      expect(Object.isFrozen(values), object).toBe(true);
+      for (const [key, value] of Object.entries(values)) expect(Number.isSafeInteger(value) && value >= 0, `${object}.${key}`).toBe(true);
+    }
+    expect(() => componentDefaults('webhook adapter', { pollMs: 1.5 })).toThrow('webhook adapter.pollMs must be a whole number >= 0, got 1.5');
+    expect(() => componentDefaults('webhook adapter', { pollMs: -1 })).toThrow('webhook adapter.pollMs must be a whole number >= 0, got -1');
   });
 });

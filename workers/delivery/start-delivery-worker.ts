@@ -20,9 +20,7 @@ import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
 import { drainWakeUps, QueueSlots, WORKING_RUNS_PER_QUEUE } from './drain-wake-ups.ts';
 import { prepareAgents, type PreparedAgent } from './prepare-agents.ts';
 import { poolName } from '../../libs/domain/ids.ts';
-
-/** How long after a dispatch run failed outright (Postgres unreachable) its agent is woken again. */
-const FAILED_RUN_RETRY_MS = 1_000;
+import { DELIVERY_WORKER_DEFAULTS, TURN_LOCK_DEFAULTS } from '../../libs/config/component-defaults.ts';
 
 export interface DeliveryWorkerOptions {
   readonly repos: Repositories;
@@ -88,13 +86,13 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   // The turn locks get a connection of their own whose commands give up within a third of the
   // lock's lifetime: on the shared one (BullMQ's, which waits forever) a holder cut off from
   // Redis would never learn that its lock expired while another worker took it over.
-  const lockCommandTimeoutMs = Math.max(50, Math.floor(opts.turnLockTtlMs / 3));
+  const lockCommandTimeoutMs = Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(opts.turnLockTtlMs / 3));
   // Auto-pipelined: the lock rounds of the many runs a worker has going (acquire, proof,
   // extension, release) issued in the same turn of the event loop share one socket write.
   const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs }, { autoPipelining: true });
   lockRedis.on('error', (err) => opts.logger.debug({ err }, 'turn lock connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
-  const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? 1_000);
+  const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? DELIVERY_WORKER_DEFAULTS.settingsMaxAgeMs);
   const draining = new AbortController();
   const handBack = new AbortController();
   const deps: DispatchDeps & { locks: TurnLocks } = {
@@ -115,10 +113,10 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     windows: opts.windows ?? DEFAULT_DELIVERY_WINDOWS,
     unsent: new UnsentReservations(),
     timing: {
-      busyRetryMs: opts.busyRetryMs ?? 1_000,
-      unreachableRetryMs: opts.unreachableRetryMs ?? 2_000,
-      outageRetryMs: opts.outageRetryMs ?? 5_000,
-      recheckMs: opts.recheckMs ?? 2_000,
+      busyRetryMs: opts.busyRetryMs ?? DELIVERY_WORKER_DEFAULTS.busyRetryMs,
+      unreachableRetryMs: opts.unreachableRetryMs ?? DELIVERY_WORKER_DEFAULTS.unreachableRetryMs,
+      outageRetryMs: opts.outageRetryMs ?? DELIVERY_WORKER_DEFAULTS.outageRetryMs,
+      recheckMs: opts.recheckMs ?? DELIVERY_WORKER_DEFAULTS.recheckMs,
     },
   };
   const signals = { draining: draining.signal, handBack: handBack.signal };
@@ -151,7 +149,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
             handOn: () => queues.addWakeJob(queueName, route),
             dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals, run),
             retryLater: (agentId) =>
-              queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + FAILED_RUN_RETRY_MS, job.id ?? ''), FAILED_RUN_RETRY_MS),
+              queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + DELIVERY_WORKER_DEFAULTS.failedRunRetryMs, job.id ?? ''), DELIVERY_WORKER_DEFAULTS.failedRunRetryMs),
             draining: draining.signal,
             logger: opts.logger,
           });

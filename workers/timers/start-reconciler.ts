@@ -4,9 +4,10 @@ import { UncertainObserver } from '../../libs/handoffs/uncertain-observer.ts';
 import { isRedisConnectionError } from '../../libs/queue/redis-link.ts';
 import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
+import { RECONCILER_DEFAULTS } from '../../libs/config/component-defaults.ts';
 
 /** A failing step is logged on its first failure and on every this-many-th after it. */
-const LOG_EVERY_FAILURES = 30;
+const LOG_EVERY_FAILURES = RECONCILER_DEFAULTS.logEveryFailures;
 
 /** Failures in a row of one step (or of taking the lead), and whether any was logged as a warning. */
 interface FailureRun {

@@ -11,6 +11,7 @@ import { findForeignTurn } from './foreign-turn.ts';
 import { readStreamEnd, streamErrorReport } from './stream-end.ts';
 import { scanTranscript, transcriptPath } from './transcript.ts';
 import { abortReason } from '../race-abort.ts';
+import { CLAUDE_CODE_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** A binary or working directory that cannot be used never will be until the settings change. */
 const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
@@ -84,10 +85,10 @@ function withOutput(head: string, output: string): string {
  * the session's transcript is scanned for the marker.
  */
 export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): ProviderAdapter {
-  const pollMs = options.pollMs ?? 250;
+  const pollMs = options.pollMs ?? CLAUDE_CODE_ADAPTER_DEFAULTS.pollMs;
   const now = options.now ?? Date.now;
-  const killGraceMs = options.killGraceMs ?? 5_000;
-  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? 5_000 });
+  const killGraceMs = options.killGraceMs ?? CLAUDE_CODE_ADAPTER_DEFAULTS.killGraceMs;
+  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? CLAUDE_CODE_ADAPTER_DEFAULTS.startWaitMs });
   const runDir = runs.runDir;
   const group = (sessionId: string) => `session-${sessionId}`;
 

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ensureAppServerDaemon, type RunningDaemon } from './app-server-daemon.ts';
 import { ControlSocket } from './control-socket.ts';
+import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** A JSON-RPC error the app-server answered with (e.g. -32600 "thread not found: …"). */
 export class AppServerError extends Error {
@@ -68,7 +69,7 @@ export class AppServerClient extends EventEmitter {
   }
 
   async start(): Promise<void> {
-    const signal = AbortSignal.timeout(this.opts.startTimeoutMs ?? 25_000);
+    const signal = AbortSignal.timeout(this.opts.startTimeoutMs ?? CODEX_ADAPTER_DEFAULTS.startTimeoutMs);
     const daemon = await ensureAppServerDaemon(this.opts, signal);
     this.running = daemon;
     // A connect error (ENOENT: the daemon went away after answering) is no spawn error: keep it

@@ -9,6 +9,7 @@ import { carriesRequest, codexTurnText, endOf, observationOf, unfinishedElsewher
 import { CodexHomePreparation } from './prepare-codex-home.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
 import { THREAD_LOAD_CONFIG, ThreadHolds, type ReleaseHold } from './thread-holds.ts';
+import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 export { codexTurnText, markerLine } from './codex-turns.ts';
 
@@ -78,7 +79,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
   const byTurn = new Map<string, Followed>();
   const holds = new ThreadHolds();
   const bindings = new ThreadBindings();
-  const pollMs = options.pollMs ?? 500;
+  const pollMs = options.pollMs ?? CODEX_ADAPTER_DEFAULTS.pollMs;
 
   const wake = (f: Followed) => {
     for (const w of [...f.wake]) w();

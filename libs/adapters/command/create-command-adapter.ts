@@ -6,6 +6,7 @@ import { readBounded, recordDir, type Reservation, type RunView } from './run-re
 import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
 import { abortReason } from '../race-abort.ts';
 import { assertNever } from '../../domain/errors.ts';
+import { COMMAND_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /**
  * A program that cannot be started for one of these reasons never will be until its settings (or
@@ -136,9 +137,9 @@ async function exists(path: string): Promise<boolean> {
  * `refusedExitCode` a refusal, anything else a failure with the bounded standard error.
  */
 export function createCommandAdapter(options: CommandAdapterOptions): ProviderAdapter {
-  const pollMs = options.pollMs ?? 250;
-  const killGraceMs = options.killGraceMs ?? 5_000;
-  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? 5_000 });
+  const pollMs = options.pollMs ?? COMMAND_ADAPTER_DEFAULTS.pollMs;
+  const killGraceMs = options.killGraceMs ?? COMMAND_ADAPTER_DEFAULTS.killGraceMs;
+  const runs = createRunLauncher({ runDir: options.runDir, startWaitMs: options.startWaitMs ?? COMMAND_ADAPTER_DEFAULTS.startWaitMs });
   const runDir = runs.runDir;
   const { inspect, pause } = runs;
   /** Whether a run of the agent other than `except` is starting or running. */

@@ -5,6 +5,7 @@ import { httpExchange, retryAfterMs, type HttpExchange } from './webhook-http.ts
 import { signedHeaders } from './webhook-signature.ts';
 import { REQUEST_ID_PLACEHOLDER, type WebhookSettings } from './webhook-spec.ts';
 import { boundedError, observationFromBody, observationFromReport } from './webhook-turn-body.ts';
+import { WEBHOOK_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** The reports that arrived by signed callback (libs/db TurnReportRepository, wired by each process). */
 export interface TurnReportsPort {
@@ -21,8 +22,8 @@ export interface WebhookAdapterDeps {
   readonly now?: () => number;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
-const MAX_ANSWER_BYTES = 256 * 1024;
+const DEFAULT_TIMEOUT_MS = WEBHOOK_ADAPTER_DEFAULTS.timeoutMs;
+const MAX_ANSWER_BYTES = WEBHOOK_ADAPTER_DEFAULTS.maxAnswerBytes;
 /** Status URLs named by a 202 are remembered for the turns this process follows (the settings' template survives a restart). */
 const MAX_REMEMBERED = 10_000;
 /** Consecutive looks that could not ask anything before `waitForTurn` gives up (the engine then retries or goes UNCERTAIN). */
@@ -55,7 +56,7 @@ function bodyExcerpt(text: string): string {
  */
 export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter {
   const now = deps.now ?? Date.now;
-  const pollMs = deps.pollMs ?? 1_000;
+  const pollMs = deps.pollMs ?? WEBHOOK_ADAPTER_DEFAULTS.pollMs;
   const namedStatusUrls = new Map<string, URL>();
 
   const headersFor = (settings: WebhookSettings, body: string): Record<string, string> => ({

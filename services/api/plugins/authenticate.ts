@@ -7,9 +7,10 @@ import { projectOf } from '../route-context.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RequestLimiter } from './rate-limit.ts';
 import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
+import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 
 /** How often a token's last_used_at is written (at most), so reads stay reads. */
-const TOUCH_EVERY_MS = 60_000;
+const TOUCH_EVERY_MS = API_DEFAULTS.tokenTouchEveryMs;
 
 /**
  * Proves the request's caller, no budget spent: its bearer token, else its browser session

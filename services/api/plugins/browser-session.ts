@@ -6,13 +6,14 @@ import { authenticateSecretHash } from '../../../libs/handoffs/manage-tokens.ts'
 import type { Caller } from '../../../libs/handoffs/caller.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RedisNames } from '../../../libs/queue/redis-names.ts';
+import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 
 /** The cookie a signed-in browser carries: an opaque random id, nothing else. */
 export const SESSION_COOKIE = 'baton_session';
 /** The header a browser session's state-changing request repeats its CSRF token in. */
 export const CSRF_HEADER = 'x-csrf-token';
 /** How long a browser session lives after sign-in (it is not extended by use). */
-export const SESSION_TTL_MS = 60 * 60 * 1000;
+export const SESSION_TTL_MS = API_DEFAULTS.browserSessionTtlMs;
 
 /** What the API needs to serve browsers: where sessions live and which Host names it answers. */
 export interface BrowserAccessOptions {

@@ -11,6 +11,7 @@ import type { RedisNames } from '../../../../libs/queue/redis-names.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
+import { API_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
 
 /** Where Bull Board is served. */
 export const ADMIN_QUEUES_PREFIX = '/admin/queues';
@@ -53,7 +54,7 @@ export function adaptBoardPage(html: string): string {
 }
 
 /** How long the list of queues shown is reused before the agents table is asked again. */
-const QUEUE_LIST_TTL_MS = 2_000;
+const QUEUE_LIST_TTL_MS = API_DEFAULTS.queueListTtlMs;
 
 export interface AdminQueuesOptions {
   readonly core: CoreDeps;

@@ -12,11 +12,12 @@ import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { ErrorBody } from '../../schemas/common.ts';
 import { EventsHeaders, EventsQuery } from '../../schemas/events.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
+import { EVENT_STREAM_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
 
 /** An SSE comment this often keeps proxies and clients from timing the stream out. */
-export const HEARTBEAT_MS = 15_000;
+export const HEARTBEAT_MS = EVENT_STREAM_DEFAULTS.heartbeatMs;
 /** What a browser's EventSource waits before it reconnects (sent as `retry:`). */
-const RETRY_MS = 2_000;
+const RETRY_MS = EVENT_STREAM_DEFAULTS.retryMs;
 
 /** The `event:` of each message: a delivery move, or a work move (libs/handoffs README, the two state machines). */
 export type FeedEventType = 'delivery' | 'work';
@@ -63,7 +64,7 @@ export interface EventStreamLimits {
   readonly recheckMs: number;
 }
 
-export const DEFAULT_EVENT_STREAM_LIMITS: EventStreamLimits = Object.freeze({ maxBufferBytes: 1 << 20, slowReaderMs: 30_000, recheckMs: 5_000 });
+export const DEFAULT_EVENT_STREAM_LIMITS: EventStreamLimits = Object.freeze({ maxBufferBytes: EVENT_STREAM_DEFAULTS.maxBufferBytes, slowReaderMs: EVENT_STREAM_DEFAULTS.slowReaderMs, recheckMs: EVENT_STREAM_DEFAULTS.recheckMs });
 
 export interface EventRouteOptions extends RouteOptions {
   readonly feed: EventFeed | undefined;

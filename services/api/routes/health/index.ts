@@ -1,13 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { tagRoutes } from '../../plugins/openapi.ts';
+import { API_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
 
 export interface HealthChecks {
   /** Resolves when the dependency answers; rejects otherwise. */
   readonly [name: string]: () => Promise<void>;
 }
 
-const CHECK_TIMEOUT_MS = 1_500;
+const CHECK_TIMEOUT_MS = API_DEFAULTS.healthCheckTimeoutMs;
 
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {

@@ -127,9 +127,9 @@ describe('a client that stops reading', () => {
     const sender = await agentWithToken();
     const sent = await baton.post('/v1/handoffs', { from: sender.id, to: me.id, message: 'a long history' });
     expect(sent.status).toBe(201);
-    // A long log the stream must page through: 20,000 events of ~600 bytes each (~12 MB of SSE,
-    // three times what the kernel's socket buffers hold here).
-    const EVENTS = 20_000;
+    // A long log the stream must page through: 40,000 events of ~600 bytes each (~24 MB of SSE,
+    // far more than the kernel's socket buffers hold, up to about 10 MB on loopback here).
+    const EVENTS = 40_000;
     await baton.db.pool.query(
       `INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, revision, created_at)
        SELECT $1::uuid, 'WAITING', 'WAITING', 'provider_outage', 'system', 'test', repeat('x', 400) || g, 0, now() FROM generate_series(1, $2::int) g`,
@@ -143,7 +143,13 @@ describe('a client that stops reading', () => {
     // Within slowReaderMs (plus the set-up), the server gives up on the reader and stops following.
     await eventually(() => expect(baton.streams()).toBe(before), { what: 'the slow reader is ended', timeoutMs: LIMITS.slowReaderMs + 10_000 });
     stream.socket.resume();
-    await stream.ended;
+    // The server ended the response (its last chunk) or closed the connection: bounded, so a
+    // stream that neither ends nor closes fails here saying what arrived.
+    const endedWithin = 60_000;
+    await Promise.race([
+      stream.ended,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`the ended stream neither finished nor closed within ${endedWithin} ms: ${stream.received().length} chars, ending ${JSON.stringify(stream.received().slice(-80))}`)), endedWithin).unref()),
+    ]);
     const text = stream.received();
     // Everything the server ever wrote fits in the socket buffers (kernel: up to 4 MiB to send
     // here) plus its own bound, not the 24 MB the log holds.

@@ -1,117 +1,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { refusalBudgetSpent } from '../domain/delivery-policy.ts';
-import { assertNever, hasErrorCode } from '../domain/errors.ts';
-import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
+import { assertNever } from '../domain/errors.ts';
 import { planTransition } from '../domain/transitions.ts';
 import { QUEUED_BEHIND_REASON, SETTLE_TRIES, type HeadReserver } from './reserve-head.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
-import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnEnd, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
+import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
 import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
-import type { HandoffRecord } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
-import { applyTransitions, type Moveable, type TransitionGuard } from './apply-transition.ts';
-import type { DispatchDeps, RunSlot, TurnLockHandle } from './dispatch-deps.ts';
+import { type Moveable } from './apply-transition.ts';
+import type { DispatchDeps } from './dispatch-deps.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { SYSTEM_ACTOR } from './ports.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import { earlierRequestsFor } from './earlier-requests.ts';
 import { didNothing, endMoves, started, type Move } from './turn-end-moves.ts';
-import { busyAtWrite, busyRetryInMs, notSent, turnAttempt, writeHistory, type WriteHistory } from './write-retries.ts';
-import { anyAbort } from '../adapters/race-abort.ts';
-
-/**
- * Result of handling one piece of work: go on with the queue, pause it, or stop. `next` may
- * carry the head of the queue as the statement that ended the turn found it (`null`: nothing
- * more; absent: look it up). `moved`: the handoff this step moved, when it did; `dueInMs`: its
- * moves made it wait before it goes out again (a resend delay, a busy session's back-off), so a
- * wake-up is due then (a later step that moves the same handoff again replaces that time).
- */
-export type Step = { kind: 'next'; next?: WorkItem | null; moved?: string; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
-
-/**
- * Going on after `moves` were written (`moved` null: someone else moved the handoff first),
- * with the head of the queue when the statement that ended the turn read it, but only after a
- * settled end: that head leaves the moved handoff out, so a resend (which may be next) or a
- * turn that became UNCERTAIN (which its snapshot still saw live) has it looked up anew.
- */
-function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
-  const again = moved !== null && !isSettled(moved.deliveryState);
-  const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
-  if (!moved) return step;
-  const delays = moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : []));
-  return delays.length > 0 ? { ...step, moved: moved.id, dueInMs: Math.min(...delays) } : { ...step, moved: moved.id };
-}
-
-/**
- * Ends a turn with `moves` in one statement that also reads the recipient's next work and,
- * when the run's HeadReserver may, reserves it (the end of one turn, the choice of the next and
- * its reservation: one round trip). It reserves only after a settled end: the session is then
- * between turns, and only then is the head it read kept (nextStep).
- */
-async function endTurn(deps: DispatchDeps, h: Moveable, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
-  if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
-  const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
-  const reserve = isSettled(final) ? await lock.heads?.plan('turn-end') : undefined;
-  const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
-  const moved = await move(deps, h, moves, guard);
-  lock.heads?.settled(reserve, moved?.nextWork);
-  return nextStep(moved, moves);
-}
-
-const NEVER = new AbortController().signal;
-
-export function moveable(h: HandoffRecord): Moveable {
-  return {
-    id: h.id,
-    deliveryState: h.deliveryState,
-    revision: h.revision,
-    attemptCount: h.attemptCount,
-    refusals: h.refusals,
-    errorResends: h.errorResends,
-    interruptResends: h.interruptResends,
-  };
-}
-
-/**
- * Applies moves as the worker (one statement for all of them). A stale revision means someone
- * else moved the handoff first (a release by a person, a reconciler): not an error here, the
- * caller simply moves on.
- */
-export async function move(deps: DispatchDeps, h: Moveable, moves: readonly Move[], guard: TransitionGuard = {}): Promise<(Moveable & { readonly nextWork?: WorkItem | null }) | null> {
-  try {
-    return await applyTransitions(deps, h, moves, { ...SYSTEM_ACTOR, id: deps.workerId }, guard);
-  } catch (err) {
-    if (hasErrorCode(err, 'stale_revision') || hasErrorCode(err, 'handoff_not_found')) {
-      deps.logger.debug({ handoffId: h.id, event: moves[0]?.[0] }, 'handoff moved by someone else; skipping');
-      return null;
-    }
-    throw err;
-  }
-}
-
-/** Plain messages are always "open" for delivery; work stops being open once closed, cancelled or expired. */
-function isWorkOpen(h: HandoffRecord): boolean {
-  return h.workState === null || h.workState === 'open' || h.workState === 'claimed';
-}
-
-function targetOf(item: WorkItem): DeliveryTarget {
-  return {
-    agentId: item.handoff.recipientId ?? '',
-    handle: item.recipient?.handle ?? '',
-    target: item.handoff.deliveryTarget,
-    settings: item.recipient?.settings ?? {},
-  };
-}
-
-
-
-/**
- * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations
- * made together with a look at the head (absent: none; every reservation is its own statement).
- */
-export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly heads?: HeadReserver } & Pick<RunSlot, 'follow'>;
+import { busyAtWrite, busyRetryInMs, notSent, turnAttempt, writeHistory } from './write-retries.ts';
+import { endTurn, isWorkOpen, move, moveable, NEVER, targetOf, type Step, type WriteLock } from './turn-step.ts';
+import { watch } from './follow-turn.ts';
 
 /** One new turn for the head of the agent's queue. */
 export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
@@ -447,73 +353,4 @@ export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: Abort
   const adapter = deps.adapters.get(record.provider ?? '');
   if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
   return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, record, item.attempt.acceptedAt ?? item.attempt.startedAt, lock);
-}
-
-/** Follows an accepted turn to its end and records how it ended. */
-async function watch(
-  deps: DispatchDeps,
-  start: Moveable,
-  attemptId: string,
-  requestId: string,
-  adapter: ProviderAdapter,
-  target: DeliveryTarget,
-  stop: AbortSignal,
-  record: HandoffRecord,
-  /** When the turn was last known to be accepted (for the unobservable rule). */
-  since: Date | null,
-  lock: WriteLock,
-  /** The handoff's earlier writes, when the writer read them (else read if the turn ends busy). */
-  history?: WriteHistory,
-): Promise<Step> {
-  let h = start;
-  let end: TurnEnd;
-  // A person may release the handoff while we wait (a hung turn): stop watching when the row
-  // is no longer the one we are following.
-  const released = new AbortController();
-  const recheck = setInterval(() => {
-    deps.handoffs.findById(h.id).then(
-      (row) => {
-        if (!row || row.revision !== h.revision) released.abort(new Error('the handoff was moved by someone else'));
-      },
-      () => undefined,
-    );
-  }, deps.timing.recheckMs);
-  recheck.unref();
-  const stopOrReleased = anyAbort([stop, released.signal]);
-  const watching = stopOrReleased.signal;
-  try {
-    // Following a turn is waiting, not work: the run lends its place to another meanwhile.
-    const follow = lock.follow ?? (<T>(wait: () => Promise<T>) => wait());
-    end = await follow(() =>
-      adapter.waitForTurn(
-        target,
-        requestId,
-        {
-          onRunning: async () => {
-            if (h.deliveryState !== 'ACCEPTED') return;
-            const running = await move(deps, h, [started(attemptId)]);
-            if (running) h = running;
-          },
-        },
-        watching,
-      ),
-    );
-  } catch (err) {
-    if (released.signal.aborted && !stop.aborted) return { kind: 'next' };
-    if (stop.aborted) return { kind: 'stopped' };
-    // Nobody can observe the turn right now. Past the limit, it is UNCERTAIN; else retry later.
-    const from = since ?? deps.clock.now();
-    if (deps.clock.now().getTime() - from.getTime() >= deps.windows.unobservableAfterMs) {
-      await move(deps, h, [['unobservable', { reason: `nobody could observe the turn: ${(err as Error).message}`, updateAttempt: { id: attemptId, status: 'lost' } }]]);
-      return { kind: 'next' };
-    }
-    deps.logger.warn({ err, handoffId: h.id, requestId }, 'could not observe the turn; retrying later');
-    return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
-  } finally {
-    clearInterval(recheck);
-    stopOrReleased.unlink();
-  }
-  const busyRetryMs = end.status === 'busy' ? busyRetryInMs(deps, history ?? (await writeHistory(deps, h.id, h.attemptCount))) : 0;
-  const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, busyRetryMs, deps.windows);
-  return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);
 }

@@ -1,6 +1,7 @@
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { deliver, resumeTurn, type Step, type WriteLock } from './deliver-turn.ts';
+import { deliver, resumeTurn } from './deliver-turn.ts';
+import type { Step, WriteLock } from './turn-step.ts';
 import { HeadReserver, readHead, readHeadAgain } from './reserve-head.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';

@@ -16,10 +16,14 @@ import { earlierRequestsFor } from './earlier-requests.ts';
 import { didNothing, endMoves, started, type Move } from './turn-end-moves.ts';
 import { busyAtWrite, busyRetryInMs, notSent, turnAttempt, writeHistory } from './write-retries.ts';
 import { isWorkOpen, move, moveable, NEVER, targetOf, type Step } from './turn-step.ts';
-import { endTurn, watch } from './follow-turn.ts';
+import { endTurn, watch, type FollowDeps } from './follow-turn.ts';
+
+/** What delivering a turn touches: following it, and what its write reads and is checked against. */
+export type DeliverDeps = FollowDeps &
+  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unsent' | 'hooks' | 'sessions' | 'sessionTurns'>;
 
 /** One new turn for the head of the agent's queue. */
-export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
+export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
   if (item.reserved) {
     // The statement that read this head reserved its attempt (AttemptReservations.withHead made the checks).
@@ -93,7 +97,7 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
 
 /** Writes a reserved attempt to the session (the one write it gets) and records the answer. */
 async function sendReserved(
-  deps: DispatchDeps,
+  deps: DeliverDeps,
   item: WorkItem,
   reserved: Moveable,
   attemptId: string,
@@ -192,7 +196,7 @@ async function sendReserved(
 }
 
 /** A turn an earlier lock holder left live (it died, lost its lock, or handed it back). */
-export async function resumeTurn(deps: DispatchDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
+export async function resumeTurn(deps: DeliverDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
   const h = moveable(record);
   if (record.deliveryState === 'SENDING' && item.attempt && deps.unsent.has(item.attempt.requestId)) {

@@ -119,7 +119,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
  * would leave that handoff waiting for the sweep.
  */
 async function scheduleFollowUp(
-  deps: DispatchDeps,
+  deps: Pick<DispatchDeps, 'locks' | 'scheduler' | 'handoffs' | 'clock' | 'deployment' | 'logger'>,
   job: DispatchJob,
   token: string,
   end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null; moved: number },

@@ -15,9 +15,12 @@ import { busyRetryInMs, writeHistory, type WriteHistory } from './write-retries.
 import { anyAbort } from '../adapters/race-abort.ts';
 import { isWorkOpen, move, type MoveDeps, type Step } from './turn-step.ts';
 
+/** What following a turn and recording its end touch. */
+export type FollowDeps = MoveDeps & Pick<DispatchDeps, 'deployment' | 'timing' | 'windows' | 'attemptHistory'>;
+
 /** Follows an accepted turn to its end and records how it ended. */
 export async function watch(
-  deps: DispatchDeps,
+  deps: FollowDeps,
   start: Moveable,
   attemptId: string,
   requestId: string,

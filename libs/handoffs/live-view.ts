@@ -70,7 +70,7 @@ function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
  * its project's unowned work; an agent's activity is what the viewer can see of it.
  * @throws BatonError project_not_found
  */
-export async function getLiveView(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<LiveView> {
+export async function getLiveView(deps: Pick<CoreDeps, 'agents' | 'handoffs' | 'liveView' | 'clock'>, projectSlug: string, viewer: Viewer): Promise<LiveView> {
   const project = await resolveProject(deps, projectSlug);
   const now = deps.clock.now();
   // The log's head is read before the lists, so that everything after it reaches the page by

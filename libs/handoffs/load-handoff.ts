@@ -5,12 +5,15 @@ import type { AgentRecord, HandoffView } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
+/** What loading a handoff for a caller reads: the project and agents, and the handoff. */
+export type LoadDeps = Pick<CoreDeps, 'agents' | 'handoffs'>;
+
 /**
  * The handoff `id` of the project, if the viewer may see it. One it may not see is reported
  * exactly like one that does not exist (same code, same message), so nothing confirms it.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function loadVisible(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffView> {
+export async function loadVisible(deps: LoadDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffView> {
   const project = await resolveProject(deps, projectSlug);
   const h = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
   if (!h || !canSee(h, viewer)) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
@@ -23,7 +26,7 @@ export async function loadVisible(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, p
  * @throws BatonError project_not_found, agent_not_found, handoff_not_found
  */
 export async function loadAsAgent(
-  deps: Pick<CoreDeps, 'agents' | 'handoffs'>,
+  deps: LoadDeps,
   input: { project: string; id: string; as: string; tokenId?: string | null | undefined },
 ): Promise<{ h: HandoffView; agent: AgentRecord }> {
   const project = await resolveProject(deps, input.project);

@@ -20,7 +20,7 @@ export interface HandoffDetail {
  * one that does not exist.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
+export async function getHandoff(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
   const { handoff, attempts, events, notifications } = await deps.handoffs.snapshot(async (handoffs) => {
     // One connection runs one statement at a time: the reads go one after the other.
     const found = await loadVisible({ agents: deps.agents, handoffs }, projectSlug, id, viewer);
@@ -72,7 +72,7 @@ function decodeCursor(cursor: string): bigint {
  * a time. An unknown agent handle in a filter matches nothing (it is not an error).
  * @throws BatonError project_not_found, invalid_cursor
  */
-export async function listHandoffs(deps: CoreDeps, input: ListHandoffsInput): Promise<HandoffPage> {
+export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, input: ListHandoffsInput): Promise<HandoffPage> {
   const project = await resolveProject(deps, input.project);
   const beforeSeq = input.cursor ? decodeCursor(input.cursor) : undefined;
   const handles = [input.recipient, input.sender].filter((h): h is string => h !== undefined).map((h) => h.toLowerCase());
@@ -113,7 +113,7 @@ export interface StatusCounts {
  * `countHidden` (the API sets it for an admin token's narrowed view only, never for an agent)
  * also how many the viewer does not see, so the admin can be told `all_owners` shows them.
  */
-export async function getStatus(deps: CoreDeps, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
+export async function getStatus(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
   const project = await resolveProject(deps, projectSlug);
   const counts = await deps.handoffs.countByState(project.id, viewer);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
@@ -133,7 +133,7 @@ export interface Inbox {
   notifications: NotificationRecord[];
 }
 
-async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
+async function agentOf(deps: Pick<CoreDeps, 'agents'>, projectSlug: string, handle: string) {
   const project = await resolveProject(deps, projectSlug);
   const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
   if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
@@ -141,7 +141,7 @@ async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
 }
 
 /** @throws BatonError project_not_found, agent_not_found */
-export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
+export async function getInbox(deps: Pick<CoreDeps, 'agents' | 'work' | 'handoffs'>, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   const [handoffs, notifications] = await Promise.all([
     deps.work.inbox(project.id, agent.id, 200, viewer),
@@ -151,7 +151,7 @@ export async function getInbox(deps: CoreDeps, projectSlug: string, handle: stri
 }
 
 /** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
-export async function getOutbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
+export async function getOutbox(deps: Pick<CoreDeps, 'agents' | 'work'>, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit, viewer) };
 }
@@ -166,7 +166,7 @@ export interface BoardCard {
  * each in its lane (ready, in progress, attention, returned) with its next action and whose.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function getBoard(deps: CoreDeps, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
+export async function getBoard(deps: Pick<CoreDeps, 'agents' | 'work' | 'clock'>, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
   const project = await resolveProject(deps, projectSlug);
   let agentId: string | null = null;
   if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;

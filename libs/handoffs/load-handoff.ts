@@ -2,11 +2,17 @@ import { BatonError } from '../domain/errors.ts';
 import { isUuid } from '../domain/ids.ts';
 import { canSee, type Viewer } from '../domain/visibility.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
-/** What loading a handoff for a caller reads: the project and agents, and the handoff. */
-export type LoadDeps = Pick<CoreDeps, 'agents' | 'handoffs'>;
+/** What reading a handoff again reads: its view. */
+export interface RereadDeps {
+  readonly handoffs: Pick<HandoffRepository, 'findView'>;
+}
+
+/** What loading a handoff for a caller reads: the project and agents, and the handoff's view. */
+export type LoadDeps = Pick<CoreDeps, 'agents'> & RereadDeps;
 
 /**
  * The handoff `id` of the project, if the viewer may see it. One it may not see is reported
@@ -42,7 +48,7 @@ export async function loadAsAgent(
 }
 
 /** The handoff as it is now, after a move. */
-export async function reread(deps: Pick<CoreDeps, 'handoffs'>, h: HandoffView): Promise<HandoffView> {
+export async function reread(deps: RereadDeps, h: HandoffView): Promise<HandoffView> {
   const again = await deps.handoffs.findView(h.projectId, h.id);
   if (!again) throw new BatonError('handoff_not_found', `handoff ${h.id} disappeared`);
   return again;

@@ -1,6 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';
 import { resolveProject } from './resolve-project.ts';
@@ -14,13 +15,21 @@ export interface HandoffDetail {
   notifications: Array<NotificationRecord & { agentHandle: string }>;
 }
 
+/** The reads of one handoff's detail, all made inside one snapshot. */
+export type HandoffDetailReads = Pick<HandoffRepository, 'findView' | 'attempts' | 'events' | 'notificationsFor'>;
+
+/** What reading one handoff touches: the project and agents, and a snapshot to read it in. */
+export interface GetHandoffDeps extends Pick<CoreDeps, 'agents'> {
+  readonly handoffs: { snapshot<T>(read: (reads: HandoffDetailReads) => Promise<T>): Promise<T> };
+}
+
 /**
  * One handoff with its attempts and its event timeline (oldest first), read in one snapshot so
  * that its state and its timeline agree. One the viewer may not see is reported exactly like
  * one that does not exist.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function getHandoff(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
+export async function getHandoff(deps: GetHandoffDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
   const { handoff, attempts, events, notifications } = await deps.handoffs.snapshot(async (handoffs) => {
     // One connection runs one statement at a time: the reads go one after the other.
     const found = await loadVisible({ agents: deps.agents, handoffs }, projectSlug, id, viewer);

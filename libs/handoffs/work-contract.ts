@@ -9,7 +9,7 @@ import { applyWorkTransition, type WorkMoveDeps } from './apply-work-transition.
 import { applyTransition } from './apply-transition.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import type { CoreDeps, TransitionDeps } from './ports.ts';
-import { loadAsAgent, reread, type LoadDeps } from './load-handoff.ts';
+import { loadAsAgent, reread, type LoadDeps, type RereadDeps } from './load-handoff.ts';
 import { wakeRecipient, type WakeDeps } from './wake-recipient.ts';
 
 /** What moving the work as an agent touches: the load, the work move, the read-back. */
@@ -200,7 +200,7 @@ export async function returnWork(deps: ReturnDeps, input: ReturnInput): Promise<
 }
 
 /** A return already made with this claim token: answered again (`recovered`), or a conflict if its body differs. */
-async function replayedReturn(deps: Pick<CoreDeps, 'work' | 'handoffs'>, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
+async function replayedReturn(deps: Pick<CoreDeps, 'work'> & RereadDeps, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
   const seen = await deps.work.remembered(h.id, RETURN, claimToken);
   if (!seen) return null;
   if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);

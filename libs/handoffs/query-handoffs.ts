@@ -116,13 +116,16 @@ export interface StatusCounts {
   hidden?: number;
 }
 
+/** What the counts read: the project, and the counts by state (and of hidden ones). */
+export type StatusDeps = Pick<CoreDeps, 'agents' | 'handoffs'>;
+
 /**
  * Counts by delivery state of the handoffs the viewer may see (every state present, zeros
  * included): the same rule as the listing, so no count reveals what a listing hides. With
  * `countHidden` (the API sets it for an admin token's narrowed view only, never for an agent)
  * also how many the viewer does not see, so the admin can be told `all_owners` shows them.
  */
-export async function getStatus(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
+export async function getStatus(deps: StatusDeps, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
   const project = await resolveProject(deps, projectSlug);
   const counts = await deps.handoffs.countByState(project.id, viewer);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;

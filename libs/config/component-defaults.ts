@@ -33,6 +33,18 @@ export const REDIS_CLIENT_DEFAULTS = componentDefaults('redis client', {
   maxReconnectDelayMs: 2_000,
 });
 
+/** The Redis stream that wakes the API's event followers (libs/queue/event-stream.ts). */
+export const REDIS_EVENT_STREAM_DEFAULTS = componentDefaults('redis event stream', {
+  /** Entries the stream keeps (XADD MAXLEN ~): a wake-up needs none of the old ones. */
+  maxLen: 10_000,
+  /** How long one XREAD of the API's reader blocks before it asks again. */
+  readBlockMs: 5_000,
+  /** Entries one XREAD returns at most (their highest event id is all a wake-up uses). */
+  readCount: 1_000,
+  /** The reader's pause after a Redis error before it reads again. */
+  readRetryMs: 500,
+});
+
 /** The per-agent turn lock (libs/locks/turn-locks.ts); its lifetime is BATON_TURN_LOCK_TTL_MS. */
 export const TURN_LOCK_DEFAULTS = componentDefaults('turn lock', {
   /**
@@ -61,6 +73,19 @@ export const DELIVERY_WORKER_DEFAULTS = componentDefaults('delivery worker', {
   recheckMs: 2_000,
   /** How long after a dispatch run failed outright (Postgres unreachable) its agent is woken again. */
   failedRunRetryMs: 1_000,
+  /**
+   * Runs of one shard queue in one process that may be at work at once (a run that only follows
+   * a turn running in its session does not count), when BATON_WORKER_CONCURRENCY is larger.
+   * Under a backlog every slot holds a run, and each holds its agent's turn lock while it waits
+   * for the event loop and a database connection: more at work mean more lock extensions, fewer
+   * lose the batching of takes and head look-ups (docs/performance-history.md, "Kept templates
+   * that were not kept, signals that follow, runs that follow").
+   */
+  workingRunsPerQueue: 32,
+  /** How many of a session's newest turns are read for the notice of earlier unanswered requests (older ones are not named). */
+  earlierTurnsLookBack: 50,
+  /** Reads of what committed that settling a reservation in doubt tries while Postgres is away, before it pauses the run. */
+  settleTries: 30,
 });
 
 /** The event log's follower (libs/handoffs/event-feed.ts). */
@@ -71,6 +96,8 @@ export const EVENT_FEED_DEFAULTS = componentDefaults('event feed', {
   checkEveryMs: 15_000,
   /** How soon the horizon is checked again while a transaction it waits for may still commit. */
   recheckMs: 25,
+  /** Events read per statement while catching up (the log's, and each follower's visible ones). */
+  pageSize: 500,
 });
 
 /** The API's cache of proven tokens (libs/handoffs/token-cache.ts). */
@@ -96,6 +123,10 @@ export const RECONCILER_DEFAULTS = componentDefaults('reconciler', {
   observationsPerProvider: 8,
   /** A failing step is logged on its first failure and on every this-many-th after it. */
   logEveryFailures: 30,
+  /** Expired claims one lease-expiry step reads and expires; the rest wait for the next step. */
+  leaseExpiryBatch: 200,
+  /** Due UNCERTAIN handoffs one look-up for free observation slots returns at most (fewer when the free slots of the worker's providers are fewer). */
+  uncertainDuePage: 100,
 });
 
 /** The API's server-sent event streams (services/api/routes/events). */
@@ -122,12 +153,32 @@ export const API_DEFAULTS = componentDefaults('api', {
   browserSessionTtlMs: 60 * 60 * 1000,
   /** How long Bull Board's list of queues is reused before the agents table is asked again. */
   queueListTtlMs: 2_000,
+  /** The `Retry-After` of a 503 (Postgres or Redis unavailable), in seconds. */
+  unavailableRetryAfterSeconds: 2,
 });
 
 /** Client-side group commit of the repositories' batched statements (libs/db/batched-statements.ts). */
 export const GROUP_COMMIT_DEFAULTS = componentDefaults('group commit', {
   /** Batches of one statement kind in flight at once, at most (and at most half the pool). */
   maxBatchesInFlight: 4,
+  /** Enrollments of sent handoffs per statement (enrollMany). */
+  enrollMaxBatch: 64,
+  /** Reserving head look-ups per statement (nextWorkMany). */
+  lookUpMaxBatch: 32,
+  /** Turn ends per statement (transitionBatch); the statement's text bounds its input rows by it too. */
+  turnEndMaxBatch: 32,
+});
+
+/**
+ * The repositories' caches of what statements they built (libs/db). A process uses a few dozen
+ * transition shapes and a few hundred statements: each bound only stops a surprise from growing
+ * without end (what is past it is built again each time, not kept).
+ */
+export const STATEMENT_CACHE_DEFAULTS = componentDefaults('statement caches', {
+  /** Transition statement texts kept, one per shape (libs/db/handoff-sql/build-transition.ts). */
+  transitionTexts: 512,
+  /** Row templates kept per client's type parsers (libs/db/row-templates.ts). */
+  rowTemplates: 2_000,
 });
 
 /** The Postgres pool (libs/db/open-database.ts); its size and timeouts are variables. */
@@ -144,6 +195,22 @@ export const WEBHOOK_ADAPTER_DEFAULTS = componentDefaults('webhook adapter', {
   maxAnswerBytes: 256 * 1024,
   /** How often a followed turn is looked at. */
   pollMs: 1_000,
+  /** Status URLs named by a 202 remembered for the turns this process follows (the oldest goes first; the settings' template survives a restart). */
+  statusUrlsKept: 10_000,
+  /** Looks in a row that could not ask anything before a follow gives up (the engine then retries or goes UNCERTAIN). */
+  failedLooksMax: 3,
+  /** Status-URL 404s in a row for an accepted turn before it is called unobservable. */
+  absentLooksMax: 3,
+});
+
+/** The demo adapter and its client of the shared demo host (libs/adapters/demo). */
+export const DEMO_ADAPTER_DEFAULTS = componentDefaults('demo adapter', {
+  /** Long-poll window for watching a turn; short enough to notice an abort quickly. */
+  watchPollMs: 5_000,
+  /** Deadline of one call to the demo host when the call names none. */
+  hostCallTimeoutMs: 10_000,
+  /** Connections of the client's pool for calls (long polls have their own). */
+  hostCallConnections: 256,
 });
 
 /** The command adapter (libs/adapters/command). */
@@ -164,6 +231,8 @@ export const CLAUDE_CODE_ADAPTER_DEFAULTS = componentDefaults('claude_code adapt
   killGraceMs: 5_000,
   /** How long `sendTurn` waits for the supervisor to start claude before abandoning the start. */
   startWaitMs: 5_000,
+  /** Bytes of a transcript's end read to tell a foreign turn's state: the last turn's lines (a tool's output can be large). */
+  transcriptTailBytes: 1024 * 1024,
 });
 
 /** The codex adapter (libs/adapters/codex). */
@@ -182,9 +251,38 @@ export const PROVIDER_STATUS_DEFAULTS = componentDefaults('provider status', {
   timeoutMs: 2_000,
 });
 
+/** The deployment's metrics, computed at scrape time (libs/metrics/deployment-metrics.ts). */
+export const DEPLOYMENT_METRICS_DEFAULTS = componentDefaults('deployment metrics', {
+  /** Transitions read per statement while catching up with the event log. */
+  transitionsPage: 5_000,
+  /** Transitions read at most per scrape (the next scrape goes on from there). */
+  transitionsPerScrape: 200_000,
+  /** Agents with open work whose turn locks one scrape asks Redis about, at most. */
+  lockAgentsMax: 10_000,
+});
+
+/** The `baton` command (services/cli): its clients, its checks, and the processes it starts. */
+export const CLI_DEFAULTS = componentDefaults('cli', {
+  /** An event stream that sent nothing for this long is reopened: three of the server's heartbeats missed. */
+  streamIdleMs: 3 * EVENT_STREAM_DEFAULTS.heartbeatMs,
+  /** Pause before an event stream that ended is reopened. */
+  streamReconnectMs: 1_000,
+  /** Default deadline of each network check of `baton doctor` (`--timeout <ms>`): a connection and each of its commands. */
+  doctorTimeoutMs: 3_000,
+  /** How long `<binary> --version` may take in `baton doctor` (node-based CLIs start slowly on a loaded host). */
+  versionTimeoutMs: 10_000,
+  /** Longest pause between two tries of Postgres or Redis at start (BATON_START_TIMEOUT_MS bounds the whole wait). */
+  startRetryMaxMs: 1_000,
+  /** After the shutdown grace, how long a stuck force-close may keep the process up before it exits 1 anyway. */
+  shutdownBackstopMs: 3_000,
+  /** How often `baton demo` prints its running summary line. */
+  demoSummaryEveryMs: 5_000,
+});
+
 /** Every component's defaults object by its exported name (the table in libs/config/README.md is generated from it). */
 export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string, number>>>> = Object.freeze({
   REDIS_CLIENT_DEFAULTS,
+  REDIS_EVENT_STREAM_DEFAULTS,
   TURN_LOCK_DEFAULTS,
   DELIVERY_WORKER_DEFAULTS,
   RECONCILER_DEFAULTS,
@@ -193,10 +291,14 @@ export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string,
   EVENT_STREAM_DEFAULTS,
   API_DEFAULTS,
   GROUP_COMMIT_DEFAULTS,
+  STATEMENT_CACHE_DEFAULTS,
   DATABASE_POOL_DEFAULTS,
   WEBHOOK_ADAPTER_DEFAULTS,
+  DEMO_ADAPTER_DEFAULTS,
   COMMAND_ADAPTER_DEFAULTS,
   CLAUDE_CODE_ADAPTER_DEFAULTS,
   CODEX_ADAPTER_DEFAULTS,
   PROVIDER_STATUS_DEFAULTS,
+  DEPLOYMENT_METRICS_DEFAULTS,
+  CLI_DEFAULTS,
 });

@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { Viewer } from '../domain/visibility.ts';
+import { GROUP_COMMIT_DEFAULTS } from '../config/component-defaults.ts';
 import { batchedStatement } from './batched-statements.ts';
 import type { GroupCommit } from './group-commit.ts';
 import { attemptByRequestIdOf, attemptsOf, eventsOf, latestAttemptOf } from './handoff-sql/attempts-and-events.ts';
-import { TURN_END_MAX_BATCH } from './handoff-sql/build-transition.ts';
-import { ENROLL_MAX_BATCH, enrollMany, type EnrollOutcome, type Enrollment } from './handoff-sql/enroll.ts';
+import { enrollMany, type EnrollOutcome, type Enrollment } from './handoff-sql/enroll.ts';
 import { findByIdempotencyKey, findByInProgressKey, findHandoff, findHandoffView } from './handoff-sql/find-handoff.ts';
-import { LOOK_UP_MAX_BATCH, nextWorkMany, type HeadReservation, type ReservingLookUp } from './handoff-sql/head-reservation.ts';
+import { nextWorkMany, type HeadReservation, type ReservingLookUp } from './handoff-sql/head-reservation.ts';
 import { countHandoffsByState, countHiddenHandoffs, listHandoffs, type HandoffFilter } from './handoff-sql/list-handoffs.ts';
 import { nextWork, nextWorkAt, type WorkItem } from './handoff-sql/next-work.ts';
 import { notificationsForAgent, notificationsOfHandoff, sendDueReminders } from './handoff-sql/notifications.ts';
@@ -51,9 +51,9 @@ export class HandoffRepository {
   constructor(private readonly pool: Queryable) {
     // A send answered 503 may or may not have been recorded (docs/ERRORS.md), so one past its
     // deadline is answered then; the worker's batched reads and ends wait for their statement.
-    this.enrollments = batchedStatement(this.pool, (items) => enrollMany(this.pool, items), { maxBatch: ENROLL_MAX_BATCH, inFlightAtDeadline: 'answer' });
-    this.reservingLookUps = batchedStatement(this.pool, (items) => nextWorkMany(this.pool, items), { maxBatch: LOOK_UP_MAX_BATCH, inFlightAtDeadline: 'wait' });
-    this.turnEnds = batchedStatement(this.pool, (items) => transitionBatch(this.pool, items), { maxBatch: TURN_END_MAX_BATCH, inFlightAtDeadline: 'wait' });
+    this.enrollments = batchedStatement(this.pool, (items) => enrollMany(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.enrollMaxBatch, inFlightAtDeadline: 'answer' });
+    this.reservingLookUps = batchedStatement(this.pool, (items) => nextWorkMany(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.lookUpMaxBatch, inFlightAtDeadline: 'wait' });
+    this.turnEnds = batchedStatement(this.pool, (items) => transitionBatch(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.turnEndMaxBatch, inFlightAtDeadline: 'wait' });
   }
 
   /**

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { STATEMENT_CACHE_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * Rows of named prepared statements without pg's per-result set-up. For every result pg builds
@@ -41,11 +42,10 @@ interface RowTemplate {
 
 /**
  * Templates kept per client's type parsers, then per statement name; a process has a few hundred
- * statements (TEMPLATES_MAX bounds a surprise). A client that is gone takes its templates along.
+ * statements (STATEMENT_CACHE_DEFAULTS.rowTemplates bounds a surprise). A client that is gone takes its templates along.
  */
 const byTypes = new WeakMap<object, Map<string, RowTemplate>>();
 const untyped = new Map<string, RowTemplate>();
-const TEMPLATES_MAX = 2_000;
 let built = 0;
 
 function sameFields(a: readonly FieldDescription[], b: readonly FieldDescription[]): boolean {
@@ -78,7 +78,7 @@ function templateFor(name: string, fields: FieldDescription[], types: ResultFiel
   const keys: Record<string, null> = Object.create(null);
   for (const f of fields) keys[f.name] = null;
   const template: RowTemplate = { fields, parsers, row: { ...keys } };
-  if (kept || templates.size < TEMPLATES_MAX) templates.set(name, template);
+  if (kept || templates.size < STATEMENT_CACHE_DEFAULTS.rowTemplates) templates.set(name, template);
   return template;
 }
 

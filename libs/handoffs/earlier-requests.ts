@@ -2,9 +2,8 @@ import type { EarlierRequests, WithdrawnRequest } from '../adapters/provider-ada
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { SessionTurn, SessionTurnRepository } from '../db/session-turn-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
+import { DELIVERY_WORKER_DEFAULTS } from '../config/component-defaults.ts';
 
-/** How far back a session's turns are read: past this many unanswered ones, older ones are not named. */
-const LOOK_BACK = 50;
 /** A reason longer than this is cut: the notice names, it does not retell. */
 const REASON_MAX = 240;
 
@@ -66,7 +65,7 @@ export async function earlierRequestsFor(
   sessionKeepsPrompts: boolean,
 ): Promise<EarlierRequests | undefined> {
   if (!sessionKeepsPrompts || !record.recipientId) return undefined;
-  const turns = await deps.sessionTurns.newestTurns(record.recipientId, record.deliveryTarget, LOOK_BACK);
+  const turns = await deps.sessionTurns.newestTurns(record.recipientId, record.deliveryTarget, DELIVERY_WORKER_DEFAULTS.earlierTurnsLookBack);
   const earlier = earlierRequestsOf(turns, record.id, requestId);
   return earlier.replaces.length + earlier.withdrawn.length + earlier.pending.length > 0 ? earlier : undefined;
 }

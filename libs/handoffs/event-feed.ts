@@ -64,8 +64,6 @@ interface Follower {
   stopped: boolean;
 }
 
-const PAGE = 500;
-
 /**
  * The one place an API process follows the event log for `GET /v1/events`. Postgres is the
  * truth: events are read from handoff_events by id; the Redis Stream only says when to look.
@@ -229,8 +227,8 @@ export class EventFeed {
   private async readTail(): Promise<void> {
     while (this.tail < this.safe && !this.closed) {
       const from = this.tail;
-      const page = await this.opts.log.between(from, this.safe, PAGE);
-      const to = page.length === PAGE ? page[page.length - 1]!.id : this.safe;
+      const page = await this.opts.log.between(from, this.safe, EVENT_FEED_DEFAULTS.pageSize);
+      const to = page.length === EVENT_FEED_DEFAULTS.pageSize ? page[page.length - 1]!.id : this.safe;
       for (const f of this.followers) {
         if (!f.live || f.through < from || f.through > to) continue;
         const mine = page.filter((e) => e.id > f.through && this.concerns(f.req, e));
@@ -250,9 +248,9 @@ export class EventFeed {
         if (f.req.ready) await f.req.ready();
         if (f.stopped) return;
         const upTo = this.tail;
-        const page = await this.opts.log.visibleBetween(f.req.projectId, f.req.viewer, f.req.handoffId, f.through, upTo, PAGE);
+        const page = await this.opts.log.visibleBetween(f.req.projectId, f.req.viewer, f.req.handoffId, f.through, upTo, EVENT_FEED_DEFAULTS.pageSize);
         if (f.stopped) return;
-        f.through = page.length === PAGE ? page[page.length - 1]!.id : upTo;
+        f.through = page.length === EVENT_FEED_DEFAULTS.pageSize ? page[page.length - 1]!.id : upTo;
         if (page.length > 0) f.req.deliver(page);
       }
       // No await between the check above and this: the tail cannot move in between.

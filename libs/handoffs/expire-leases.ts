@@ -1,11 +1,10 @@
 import { hasErrorCode } from '../domain/errors.ts';
 import { applyWorkTransition, type WorkMoveDeps } from './apply-work-transition.ts';
 import type { CoreDeps } from './ports.ts';
+import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 /** What expiring leases touches: the expired claims (`work`), each handoff, the move, the log. */
 export type ExpireLeasesDeps = Pick<CoreDeps, 'work' | 'handoffs' | 'clock' | 'logger'> & WorkMoveDeps;
-
-const BATCH = 200;
 
 /**
  * Claims whose lease ran out without a heartbeat: the work goes back to the inbox (the next
@@ -14,7 +13,7 @@ const BATCH = 200;
  * @returns how many claims expired.
  */
 export async function expireLeases(deps: ExpireLeasesDeps): Promise<number> {
-  const expired = await deps.work.expiredLeases(deps.clock.now(), BATCH);
+  const expired = await deps.work.expiredLeases(deps.clock.now(), RECONCILER_DEFAULTS.leaseExpiryBatch);
   let n = 0;
   for (const e of expired) {
     const h = await deps.handoffs.findById(e.id);

@@ -1,5 +1,6 @@
 import { settingsFrom, type RuntimeSettings } from '../domain/runtime-settings.ts';
 import type { SettingsRepository } from '../db/settings-repository.ts';
+import { DELIVERY_WORKER_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * Reads runtime settings for the delivery loop, at most once per `maxAgeMs` of real time
@@ -11,7 +12,7 @@ export class RuntimeSettingsReader {
 
   constructor(
     private readonly repo: Pick<SettingsRepository, 'all'>,
-    private readonly maxAgeMs = 1_000,
+    private readonly maxAgeMs = DELIVERY_WORKER_DEFAULTS.settingsMaxAgeMs,
   ) {}
 
   async get(): Promise<RuntimeSettings> {

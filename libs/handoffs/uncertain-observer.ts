@@ -12,9 +12,6 @@ import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
  */
 export const OBSERVATIONS_PER_PROVIDER = RECONCILER_DEFAULTS.observationsPerProvider;
 
-/** Rows one look-up for free slots may return when the providers are not known (no scope). */
-const MAX_PAGE = 100;
-
 /** A look (no report on record when it began) or the observation of a reported turn. */
 type Kind = 'look' | 'reported';
 
@@ -65,7 +62,7 @@ export class UncertainObserver {
     const lookSlotsFull = full('look');
     const reportedSlotsFull = full('reported');
     const providers = this.deps.scope?.providers;
-    let limit = MAX_PAGE;
+    let limit = RECONCILER_DEFAULTS.uncertainDuePage;
     if (providers) {
       limit = providers.reduce((sum, p) => sum + Math.max(0, per - this.slotsUsed('look', p)) + Math.max(0, per - this.slotsUsed('reported', p)), 0);
       if (limit === 0) return 0;
@@ -73,7 +70,7 @@ export class UncertainObserver {
     const busy = [...this.inFlight.values()];
     const due = await this.deps.uncertainDue.due({
       now: this.deps.clock.now(),
-      limit: Math.min(limit, MAX_PAGE),
+      limit: Math.min(limit, RECONCILER_DEFAULTS.uncertainDuePage),
       deployment: this.deps.deployment,
       scope: this.deps.scope,
       observing: [...busy.filter((r) => r.kind === 'reported').map((r) => r.id), ...(this.opts.once ? this.everStarted : [])],

@@ -3,6 +3,7 @@ import type { MetricsRepository } from '../db/metrics-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import { DELIVERY_BUCKETS, type BatonMetrics } from './baton-metrics.ts';
 import { poolName } from '../domain/ids.ts';
+import { DEPLOYMENT_METRICS_DEFAULTS } from '../config/component-defaults.ts';
 
 export interface DeploymentSources {
   readonly repo: MetricsRepository;
@@ -10,12 +11,6 @@ export interface DeploymentSources {
   readonly locks: { held(agentIds: readonly string[]): Promise<boolean[]> };
   readonly logger: Logger;
 }
-
-/** Events read per query while catching up with the log, and at most per scrape. */
-const PAGE = 5_000;
-const MAX_PER_SCRAPE = 200_000;
-const MAX_LOCK_AGENTS = 10_000;
-
 
 /**
  * What the whole deployment is doing, read at scrape time (nothing is computed between scrapes):
@@ -43,9 +38,10 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
   const catchUp = (): Promise<void> =>
     (reading ??= (async () => {
       cursor ??= await repo.lastEventId();
+      const { transitionsPage, transitionsPerScrape } = DEPLOYMENT_METRICS_DEFAULTS;
       let read = 0;
-      while (read < MAX_PER_SCRAPE) {
-        const rows = await repo.transitionsAfter(cursor, PAGE);
+      while (read < transitionsPerScrape) {
+        const rows = await repo.transitionsAfter(cursor, transitionsPage);
         for (const r of rows) {
           const provider = r.provider ?? 'none';
           transitions.inc({ kind: r.kind, state: r.state, provider, pool: poolName(r.pool) });
@@ -54,7 +50,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
           cursor = r.id;
         }
         read += rows.length;
-        if (rows.length < PAGE) break;
+        if (rows.length < transitionsPage) break;
       }
     })().finally(() => {
       reading = null;
@@ -115,7 +111,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     async collect() {
       this.reset();
-      const agents = await repo.agentsWithOpenWork(MAX_LOCK_AGENTS);
+      const agents = await repo.agentsWithOpenWork(DEPLOYMENT_METRICS_DEFAULTS.lockAgentsMax);
       const held = await sources.locks.held(agents.map((a) => a.agentId));
       agents.forEach((a, i) => {
         if (held[i]) this.inc({ provider: a.provider, pool: poolName(a.pool) });

@@ -1,9 +1,7 @@
 import type { RedisClient } from './open-redis.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { RedisNames } from './redis-names.ts';
-
-/** Entries the stream keeps (XADD MAXLEN ~): a wake-up needs none of the old ones. */
-export const EVENT_STREAM_MAXLEN = 10_000;
+import { REDIS_EVENT_STREAM_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
  * The writers' side of the event stream (`<prefix>:{events}:stream`): after statements that
@@ -20,7 +18,7 @@ export class EventStreamPublisher {
     private readonly redis: RedisClient,
     names: RedisNames,
     private readonly logger: Logger,
-    private readonly maxLen = EVENT_STREAM_MAXLEN,
+    private readonly maxLen = REDIS_EVENT_STREAM_DEFAULTS.maxLen,
   ) {
     this.key = names.eventStream();
   }
@@ -69,7 +67,7 @@ export interface EventStreamReader {
  * answers again (`top` 0: "look at Postgres"), since appends may have been lost meanwhile; a
  * deleted or trimmed stream needs nothing: the next append recreates it with later ids.
  */
-export function createEventStreamReader(connection: RedisClient, names: RedisNames, logger: Logger, blockMs = 5_000): EventStreamReader {
+export function createEventStreamReader(connection: RedisClient, names: RedisNames, logger: Logger, blockMs = REDIS_EVENT_STREAM_DEFAULTS.readBlockMs): EventStreamReader {
   const key = names.eventStream();
   let closed = false;
   return {
@@ -87,7 +85,7 @@ export function createEventStreamReader(connection: RedisClient, names: RedisNam
         }
         while (!closed) {
           try {
-            const res = (await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, last)) as Array<[string, Array<[string, string[]]>]> | null;
+            const res = (await connection.xread('COUNT', REDIS_EVENT_STREAM_DEFAULTS.readCount, 'BLOCK', blockMs, 'STREAMS', key, last)) as Array<[string, Array<[string, string[]]>]> | null;
             if (failed) {
               failed = false;
               onWake(0n);
@@ -105,7 +103,7 @@ export function createEventStreamReader(connection: RedisClient, names: RedisNam
             if (closed) return;
             failed = true;
             logger.debug({ err }, 'event stream read failed; retrying');
-            await new Promise((resolve) => setTimeout(resolve, 500).unref());
+            await new Promise((resolve) => setTimeout(resolve, REDIS_EVENT_STREAM_DEFAULTS.readRetryMs).unref());
             if (last === '$') last = '0-0';
           }
         }

@@ -1,5 +1,6 @@
 import { ApiError, ApiUnreachable, type ApiClient } from '../../libs/api-client/api-client.ts';
 import { localTime } from './format.ts';
+import { CLI_DEFAULTS } from '../../libs/config/component-defaults.ts';
 
 /** The `data:` of one `GET /v1/events` message (docs/API.md, "Events"). */
 export interface FeedEventJson {
@@ -77,17 +78,14 @@ export interface FollowOptions {
   onEvent(e: FeedEventJson): boolean | void;
   /** Told when the stream broke and is being reopened (with Last-Event-ID). */
   onReconnect?(reason: string): void;
-  /** Wait before reopening (default 1 s). */
+  /** Wait before reopening (default CLI_DEFAULTS.streamReconnectMs, 1 s). */
   readonly reconnectMs?: number;
   /**
    * A stream silent this long is taken as broken (a half-open socket, a stalled proxy) and
-   * reopened. The server writes a heartbeat every 15 s; default 45 s (three missed).
+   * reopened. The server writes a heartbeat every 15 s; default CLI_DEFAULTS.streamIdleMs, 45 s (three missed).
    */
   readonly idleMs?: number;
 }
-
-/** Three of the server's 15 s heartbeats missed (services/api/routes/events HEARTBEAT_MS). */
-export const STREAM_IDLE_MS = 45_000;
 
 /**
  * Follows `GET /v1/events`, reopening the stream with `Last-Event-ID` whenever it breaks (the
@@ -97,7 +95,7 @@ export const STREAM_IDLE_MS = 45_000;
  */
 export async function followEvents(client: ApiClient, opts: FollowOptions): Promise<void> {
   let last = opts.after ?? (opts.handoff !== undefined ? '0' : undefined);
-  const idleMs = opts.idleMs ?? STREAM_IDLE_MS;
+  const idleMs = opts.idleMs ?? CLI_DEFAULTS.streamIdleMs;
   while (!opts.signal.aborted) {
     const query = new URLSearchParams();
     if (opts.handoff !== undefined) query.set('handoff', opts.handoff);
@@ -134,7 +132,7 @@ export async function followEvents(client: ApiClient, opts: FollowOptions): Prom
       connection.abort();
     }
     opts.onReconnect?.(reason);
-    await sleep(opts.reconnectMs ?? 1_000, opts.signal);
+    await sleep(opts.reconnectMs ?? CLI_DEFAULTS.streamReconnectMs, opts.signal);
   }
 }
 

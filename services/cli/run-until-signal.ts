@@ -1,12 +1,11 @@
 import type { Logger } from '../../libs/logging/create-logger.ts';
-
-/** What is left after `stop` should have finished: a stuck force-close must not keep the process up. */
-const BACKSTOP_MS = 3_000;
+import { CLI_DEFAULTS } from '../../libs/config/component-defaults.ts';
 
 /**
  * Keeps the process up until SIGTERM or SIGINT, then runs `stop` once and exits 0 (1 if it
  * failed or had to force-close). A second signal while stopping exits at once with 1. With
- * `graceMs` (the bound `stop` keeps), the process exits 1 anyway BACKSTOP_MS after that.
+ * `graceMs` (the bound `stop` keeps), the process exits 1 anyway CLI_DEFAULTS.shutdownBackstopMs after that
+ * (a stuck force-close must not keep the process up).
  */
 export function runUntilSignal(stop: () => Promise<void>, logger: Logger, graceMs?: number): Promise<never> {
   return new Promise<never>(() => {
@@ -22,7 +21,7 @@ export function runUntilSignal(stop: () => Promise<void>, logger: Logger, graceM
         setTimeout(() => {
           logger.error({ graceMs }, 'shutdown still not over after the grace: exiting');
           process.exit(1);
-        }, graceMs + BACKSTOP_MS).unref();
+        }, graceMs + CLI_DEFAULTS.shutdownBackstopMs).unref();
       }
       stop().then(
         () => process.exit(0),

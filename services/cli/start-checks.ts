@@ -4,10 +4,8 @@ import { pingPostgres } from '../../libs/db/open-database.ts';
 import { pingRedis } from '../../libs/queue/open-redis.ts';
 import { isRedisConnectionError } from '../../libs/queue/redis-link.ts';
 import { parseRedisTarget } from '../../libs/config/redis-target.ts';
+import { CLI_DEFAULTS } from '../../libs/config/component-defaults.ts';
 import { describeUrl, postgresStartupError, StartupError, UNREACHABLE } from './startup-error.ts';
-
-/** Longest pause between two tries of a server that refused. */
-const MAX_RETRY_MS = 1_000;
 
 /**
  * Tries `ping` until it answers, with back-off, while `retryable` says the failure may pass,
@@ -24,7 +22,7 @@ async function untilAnswered(ping: (timeoutMs: number) => Promise<void>, retryab
       if (signal.aborted || !retryable(err) || Date.now() >= deadline) throw err;
     }
     await sleep(Math.min(pause, deadline - Date.now()), undefined, { signal });
-    pause = Math.min(pause * 2, MAX_RETRY_MS);
+    pause = Math.min(pause * 2, CLI_DEFAULTS.startRetryMaxMs);
   }
 }
 

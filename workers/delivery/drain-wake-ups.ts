@@ -1,17 +1,6 @@
 import type { Logger } from '../../libs/logging/create-logger.ts';
 
 /**
- * How many of a queue's runs in one process may be at work at once (not counting runs that only
- * follow a turn running in its session), when the queue has more slots than that. Under a
- * backlog of many agents every slot holds a run, and each run holds its agent's turn lock while
- * it waits its turn for the event loop and a database connection, so more runs at work mean
- * more lock extensions, and too few lose the batching of takes and head look-ups
- * (docs/performance-history.md, "Kept templates that were not kept, signals that follow, runs
- * that follow").
- */
-export const WORKING_RUNS_PER_QUEUE = 32;
-
-/**
  * A queue's dispatch-run slots in one process, shared by the wake jobs it takes: at most `limit`
  * runs at once, of which at most `working` are at work; a run that follows a turn running in its
  * session (`following`) holds a slot but is not at work. A drainer that finds them full pauses

@@ -17,7 +17,7 @@ import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domai
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob, parseWakeJob, queueRoute, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
-import { drainWakeUps, QueueSlots, WORKING_RUNS_PER_QUEUE } from './drain-wake-ups.ts';
+import { drainWakeUps, QueueSlots } from './drain-wake-ups.ts';
 import { prepareAgents, type PreparedAgent } from './prepare-agents.ts';
 import { poolName } from '../../libs/domain/ids.ts';
 import { DELIVERY_WORKER_DEFAULTS, TURN_LOCK_DEFAULTS } from '../../libs/config/component-defaults.ts';
@@ -134,7 +134,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
         pause: () => void worker.pause(true).catch(() => undefined),
         resume: () => void worker.resume(),
       },
-      Math.min(opts.concurrency, WORKING_RUNS_PER_QUEUE),
+      Math.min(opts.concurrency, DELIVERY_WORKER_DEFAULTS.workingRunsPerQueue),
     );
     const run = { follow: <T>(wait: () => Promise<T>) => slots.follow(wait) };
     const worker: Worker = new Worker(

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { lastTurnState } from './transcript.ts';
+import { CLAUDE_CODE_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /**
  * Claude Code has no busy guard: a `claude -p --resume` while a person's own claude is in a turn
@@ -38,8 +39,6 @@ export interface ForeignTurnQuery {
   readonly isBatonRun: (requestId: string) => Promise<boolean>;
 }
 
-/** How much of the transcript's end is read: the last turn's lines (a tool's output can be large). */
-const TRANSCRIPT_TAIL_BYTES = 1024 * 1024;
 /** TUI states between turns (claude's `status` in its sessions file). */
 const BETWEEN_TURNS = new Set(['idle', 'shell']);
 const SESSION_FLAGS = new Set(['--resume', '-r', '--session-id']);
@@ -173,7 +172,7 @@ export async function findForeignTurn(q: ForeignTurnQuery): Promise<string | nul
   }
   const age = Math.max(0, q.now - mtimeMs);
   if (age >= q.unfinishedTurnMs) return null;
-  const state = await lastTurnState(q.transcript, TRANSCRIPT_TAIL_BYTES);
+  const state = await lastTurnState(q.transcript, CLAUDE_CODE_ADAPTER_DEFAULTS.transcriptTailBytes);
   if (!state?.open) return null;
   if (state.requestId !== null && (await q.isBatonRun(state.requestId))) return null;
   return `the transcript of session ${q.sessionId} ends in ${state.waiting} of a turn Baton did not start, written ${Math.round(age / 1000)} s ago (a turn counts as live for ${Math.round(q.unfinishedTurnMs / 1000)} s after its last write)`;

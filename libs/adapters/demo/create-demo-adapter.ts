@@ -2,9 +2,7 @@ import type { DeliveryTarget, ProviderAdapter, SendResult, TurnEnd, TurnObservat
 import { DEMO_BEHAVIORS, type DemoBehavior, type DemoHostPort, type DemoObservation, type DemoSettings } from './demo-agent-host.ts';
 import { DemoHostClient, DemoHostUnreachable } from './demo-host-client.ts';
 import { raceAbort } from '../race-abort.ts';
-
-/** Long-poll window for watching a turn; short enough to notice an abort quickly. */
-const WATCH_POLL_MS = 5_000;
+import { DEMO_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 export function demoSettings(settings: Readonly<Record<string, unknown>>): DemoSettings {
   const out: DemoSettings = {};
@@ -103,7 +101,7 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
           case 'running':
             break;
         }
-        known = await raceAbort(host.waitForChange(session, requestId, known.status, WATCH_POLL_MS), signal);
+        known = await raceAbort(host.waitForChange(session, requestId, known.status, DEMO_ADAPTER_DEFAULTS.watchPollMs), signal);
       }
     },
 

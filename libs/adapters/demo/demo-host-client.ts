@@ -1,5 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import type { DemoHostPort, DemoObservation, DemoSettings, DemoTurnInput, DemoTurnStatus, DemoWrite, ReceiveOutcome } from './demo-agent-host.ts';
+import { DEMO_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** Thrown when the request was written but no answer came back (the reply was lost). */
 export class DemoReplyLost extends Error {
@@ -43,13 +44,13 @@ export class DemoHostClient implements DemoHostPort {
   private readonly calls: Pool;
   private readonly watches: Pool;
 
-  constructor(baseUrl: string, callConnections = 256) {
+  constructor(baseUrl: string, callConnections = DEMO_ADAPTER_DEFAULTS.hostCallConnections) {
     const origin = new URL(baseUrl).origin;
     this.calls = new Pool(origin, { connections: callConnections, pipelining: 1 });
     this.watches = new Pool(origin, { connections: null, pipelining: 1 });
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 10_000, pool = this.calls): Promise<T> {
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = DEMO_ADAPTER_DEFAULTS.hostCallTimeoutMs, pool = this.calls): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     let res: Dispatcher.ResponseData;
     try {

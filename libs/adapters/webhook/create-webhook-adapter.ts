@@ -24,12 +24,6 @@ export interface WebhookAdapterDeps {
 
 const DEFAULT_TIMEOUT_MS = WEBHOOK_ADAPTER_DEFAULTS.timeoutMs;
 const MAX_ANSWER_BYTES = WEBHOOK_ADAPTER_DEFAULTS.maxAnswerBytes;
-/** Status URLs named by a 202 are remembered for the turns this process follows (the settings' template survives a restart). */
-const MAX_REMEMBERED = 10_000;
-/** Consecutive looks that could not ask anything before `waitForTurn` gives up (the engine then retries or goes UNCERTAIN). */
-const MAX_FAILED_LOOKS = 3;
-/** Consecutive status-URL 404s for an accepted turn before it is called unobservable. */
-const MAX_ABSENT_LOOKS = 3;
 
 function settingsOf(target: DeliveryTarget): WebhookSettings | null {
   const s = target.settings;
@@ -79,7 +73,7 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
       return;
     }
     if (url.origin !== new URL(settings.url).origin) return;
-    if (namedStatusUrls.size >= MAX_REMEMBERED) namedStatusUrls.delete(namedStatusUrls.keys().next().value as string);
+    if (namedStatusUrls.size >= WEBHOOK_ADAPTER_DEFAULTS.statusUrlsKept) namedStatusUrls.delete(namedStatusUrls.keys().next().value as string);
     namedStatusUrls.set(requestId, url);
   };
 
@@ -226,7 +220,7 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
             failed = 0;
           } catch (err) {
             if (signal.aborted) throw signal.reason;
-            if (++failed >= MAX_FAILED_LOOKS) throw err;
+            if (++failed >= WEBHOOK_ADAPTER_DEFAULTS.failedLooksMax) throw err;
           }
           if (seen) {
             const end = endOfObservation(seen);
@@ -239,7 +233,7 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
               await hooks.onRunning();
             }
             absent = seen.found || !seen.complete ? 0 : absent + 1;
-            if (absent >= MAX_ABSENT_LOOKS) return { status: 'unobservable', error: 'the agent\'s status URL does not know the turn (404)' };
+            if (absent >= WEBHOOK_ADAPTER_DEFAULTS.absentLooksMax) return { status: 'unobservable', error: 'the agent\'s status URL does not know the turn (404)' };
           }
           await sleep(pollMs, undefined, { signal });
         }

@@ -1,10 +1,10 @@
 import { reservationParams, reservedColumns, reserveHeadSql } from './head-reservation.ts';
 import { nextWorkSql } from './next-work.ts';
 import type { HandoffCounter, HandoffPatch, TransitionWrite } from './transition-write.ts';
+import { GROUP_COMMIT_DEFAULTS, STATEMENT_CACHE_DEFAULTS } from '../../config/component-defaults.ts';
 
-/** Transition texts kept per shape; a process uses a few dozen (SAME_TEXT_MAX bounds a surprise). */
+/** Transition texts kept per shape; a process uses a few dozen (STATEMENT_CACHE_DEFAULTS.transitionTexts bounds a surprise). */
 const sameText = new Map<string, { text: string; params: number }>();
-const SAME_TEXT_MAX = 512;
 
 /**
  * The transition text built before for the same `shape` (the choices that decide the text), as
@@ -21,7 +21,7 @@ export function sameTextPerShape(shape: ReadonlyArray<string | number | boolean>
     if (known.text.length !== text.length || known.params !== params) throw new Error(`transition shape ${key} built two different statements`);
     return known.text;
   }
-  if (sameText.size < SAME_TEXT_MAX) sameText.set(key, { text, params });
+  if (sameText.size < STATEMENT_CACHE_DEFAULTS.transitionTexts) sameText.set(key, { text, params });
   return text;
 }
 
@@ -49,9 +49,6 @@ const COUNTER_COLUMNS: Record<HandoffCounter, string> = {
 function jsonParam(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
-
-/** Turn ends per statement (transitionBatch). */
-export const TURN_END_MAX_BATCH = 32;
 
 /**
  * A transition statement as built for one write (`$n` parameters) or for one row of a batch
@@ -154,11 +151,11 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
   const u = w.updateAttempt;
   shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
   shape.push('more', !!w.alsoMoveQueued, !!w.thenNextWork, !!w.thenNextWork?.reserve);
-  // A batch's input rows say n >= 0 AND n < TURN_END_MAX_BATCH, which is true, so that the
+  // A batch's input rows say n >= 0 AND n < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch, which is true, so that the
   // planner expects one of them (a range of unknown selectivity) rather than the 100 it
   // assumes of a set-returning function: it then finds each row's handoff, attempt and queue by
   // index (a nested loop), never by hashing the batch against a sequential scan of the table.
-  let sql = `WITH ${many ? `x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, ${'$COLUMNS'}) WHERE x.n >= 0 AND x.n < ${TURN_END_MAX_BATCH}), ` : ''}before AS (
+  let sql = `WITH ${many ? `x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, ${'$COLUMNS'}) WHERE x.n >= 0 AND x.n < ${GROUP_COMMIT_DEFAULTS.turnEndMaxBatch}), ` : ''}before AS (
         SELECT ${rowN('x')}h.work_state FROM ${fromX}handoffs h WHERE h.id = ${id}
       ),${
         fenceParam === null

@@ -5,9 +5,6 @@ import type { HandoffRecord, ProviderName } from '../records.ts';
 import { handoffColumns } from './columns.ts';
 import type { EventWrite } from './transition-write.ts';
 
-/** Enrollments per statement (enrollMany); how many are in flight and their deadline: batched-statements.ts. */
-export const ENROLL_MAX_BATCH = 64;
-
 /**
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
  * them (and the project) itself, so a send is one round trip.

@@ -36,9 +36,6 @@ export interface HeadReservation {
   queuedBusy: boolean;
 }
 
-/** Reserving look-ups per statement (nextWorkMany). */
-export const LOOK_UP_MAX_BATCH = 32;
-
 /** One run's reserving look-up, waiting for its batch. */
 export interface ReservingLookUp {
   recipientId: string;

@@ -1,5 +1,6 @@
 import { prepared, type Queryable } from '../prepared.ts';
-import { buildTransition, sameTextPerShape, TURN_END_MAX_BATCH, type BuiltTransition } from './build-transition.ts';
+import { buildTransition, sameTextPerShape, type BuiltTransition } from './build-transition.ts';
+import { GROUP_COMMIT_DEFAULTS } from '../../config/component-defaults.ts';
 import { toWorkItem, type ReservedRow, type WorkRow } from './next-work.ts';
 import type { TransitionWrite, TransitionWritten } from './transition-write.ts';
 
@@ -42,7 +43,7 @@ export async function transitionBatch(db: Queryable, items: TransitionWrite[]): 
     const built = buildTransition(w, true);
     const key = built.shape.join('|');
     const ids = [w.handoffId, `r:${w.thenNextWork?.recipientId ?? w.handoffId}`];
-    const group = groups.find((g) => g.key === key && g.built.length < TURN_END_MAX_BATCH && !ids.some((x) => g.taken.has(x)));
+    const group = groups.find((g) => g.key === key && g.built.length < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch && !ids.some((x) => g.taken.has(x)));
     if (group) {
       group.built.push(built);
       group.at.push(i);

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BatonError, ERROR_CATALOG, type ErrorCode } from '../../../libs/domain/errors.ts';
 import { classifyDatabaseError } from '../../../libs/db/classify-error.ts';
+import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 
 /** Fastify's own error codes mapped onto the catalog. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -12,9 +13,6 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 };
 
 const LENGTH_KEYWORDS = new Set(['maxLength', 'maxItems', 'maxProperties']);
-
-/** Seconds a caller should wait before retrying a 503. */
-export const RETRY_AFTER_SECONDS = 2;
 
 function toBatonError(err: FastifyError | Error): BatonError {
   if (err instanceof BatonError) return err;
@@ -65,7 +63,7 @@ export function installErrorHandler(app: FastifyInstance, outages?: Outages): vo
     } else {
       request.log.info({ code: be.code }, 'request refused');
     }
-    if (be.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    if (be.status === 503) reply.header('retry-after', String(API_DEFAULTS.unavailableRetryAfterSeconds));
     if (be.status === 429) reply.header('retry-after', String(be.details?.['retryAfterSeconds'] ?? 1));
     const message = be.status >= 500 ? ERROR_CATALOG[be.code].summary : be.message;
     const body: { error: { code: string; message: string; details?: unknown } } = { error: { code: be.code, message } };

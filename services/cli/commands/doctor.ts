@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { positiveInt, type CliContext } from '../cli-context.ts';
-import { DOCTOR_TIMEOUT_MS, type DoctorCheck } from '../doctor/doctor-check.ts';
+import type { DoctorCheck } from '../doctor/doctor-check.ts';
+import { CLI_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 import { OutcomeExit } from '../follow-events.ts';
 
 /** One line per check: status, what, what was found, and what to do when it is not ok. */
@@ -13,12 +14,12 @@ export function registerDoctorCommand(program: Command, ctx: CliContext): void {
   program
     .command('doctor')
     .description('check the configuration, Postgres, Redis, the API and its token, and each agent\'s provider prerequisites; one line each, with what to do')
-    .option('--timeout <ms>', `deadline of each network check in ms (default ${DOCTOR_TIMEOUT_MS})`, positiveInt('--timeout', 60_000))
+    .option('--timeout <ms>', `deadline of each network check in ms (default ${CLI_DEFAULTS.doctorTimeoutMs})`, positiveInt('--timeout', 60_000))
     .option('--json', 'print JSON: { ok, checks: [{ name, status, detail, fix }] }')
     .action(async (opts: { timeout?: number; json?: boolean }, cmd: Command) => {
       // Loaded when it runs: pg, ioredis and the provider specs stay out of other commands' start.
       const { runDoctor } = await import('../doctor/run-doctor.ts');
-      const checks = await runDoctor({ env: ctx.env, connection: () => ctx.connection(cmd), timeoutMs: opts.timeout ?? DOCTOR_TIMEOUT_MS });
+      const checks = await runDoctor({ env: ctx.env, connection: () => ctx.connection(cmd), timeoutMs: opts.timeout ?? CLI_DEFAULTS.doctorTimeoutMs });
       const failed = checks.filter((c) => c.status === 'fail').length;
       const warned = checks.filter((c) => c.status === 'warn').length;
       if (opts.json) {

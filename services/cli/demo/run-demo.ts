@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { DemoAgentHost } from '../../../libs/adapters/demo/demo-agent-host.ts';
 import { loadConfig, type BatonConfig } from '../../../libs/config/load-config.ts';
+import { CLI_DEFAULTS } from '../../../libs/config/component-defaults.ts';
+import { INT_SETTINGS } from '../../../libs/config/int-settings.ts';
 import { newId } from '../../../libs/domain/ids.ts';
 import { AgentRepository } from '../../../libs/db/agent-repository.ts';
 import { createLogger } from '../../../libs/logging/create-logger.ts';
@@ -17,7 +19,8 @@ import { BATON_BIN } from '../../../libs/processes/package-files.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../../../libs/processes/embedded-infra.ts';
 import { startStack, type RunningStack } from '../start-stack.ts';
 
-const DEFAULT_PORT = 8787;
+/** The API's usual port (BATON_API_PORT's default), taken when free. */
+const DEFAULT_PORT = INT_SETTINGS.BATON_API_PORT.default;
 
 async function portFree(port: number): Promise<boolean> {
   const net = await import('node:net');
@@ -27,9 +30,6 @@ async function portFree(port: number): Promise<boolean> {
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
-
-/** How often the running summary line comes. */
-const SUMMARY_EVERY_MS = 5_000;
 
 /**
  * `baton demo` (registered in commands/demo.ts): everything in one process on embedded defaults (Postgres from npm in a temp
@@ -143,7 +143,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
       const seen = await relay.tick();
       for (const t of seen.transitions) report.transition(t);
       for (const s of seen.settled) report.settled(s);
-      if (Date.now() - lastSummary >= SUMMARY_EVERY_MS) {
+      if (Date.now() - lastSummary >= CLI_DEFAULTS.demoSummaryEveryMs) {
         lastSummary = Date.now();
         report.summary(relay.counts());
       }

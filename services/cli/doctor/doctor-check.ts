@@ -12,15 +12,6 @@ export interface DoctorCheck {
 /** `fail` makes `baton doctor` exit 1; `warn` does not (Baton works, but not as well as it could). */
 export type DoctorStatus = 'ok' | 'warn' | 'fail';
 
-/**
- * How long each network check of `baton doctor` may take by default (`--timeout <ms>`): one
- * connection to Postgres, Redis, the API or a webhook URL, and each of its commands.
- */
-export const DOCTOR_TIMEOUT_MS = 3_000;
-
-/** How long `<binary> --version` may take (a local program, but node-based CLIs start slowly on a loaded host). */
-export const VERSION_TIMEOUT_MS = 10_000;
-
 export const ok = (name: string, detail: string): DoctorCheck => ({ name, status: 'ok', detail, fix: null });
 export const warn = (name: string, detail: string, fix: string): DoctorCheck => ({ name, status: 'warn', detail, fix });
 export const fail = (name: string, detail: string, fix: string): DoctorCheck => ({ name, status: 'fail', detail, fix });

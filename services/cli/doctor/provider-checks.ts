@@ -5,7 +5,8 @@ import { envValues, type RawEnv } from '../../../libs/adapters/env-settings.ts';
 import { locate } from '../../../libs/adapters/codex/daemon-package.ts';
 import { pushProviders } from '../../../libs/adapters/provider-specs.ts';
 import { VERIFIED_CLI_VERSIONS } from '../../../libs/adapters/verified-versions.ts';
-import { fail, ok, reasonOf, VERSION_TIMEOUT_MS, warn, type DoctorCheck } from './doctor-check.ts';
+import { fail, ok, reasonOf, warn, type DoctorCheck } from './doctor-check.ts';
+import { CLI_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 
 /** An active agent as doctor sees it: where it is registered, its provider and its settings. */
 export interface DoctorAgent {
@@ -33,13 +34,13 @@ function listAgents(agents: readonly DoctorAgent[]): string {
   return names.length > 5 ? `${names.slice(0, 5).join(', ')} and ${names.length - 5} more` : names.join(', ');
 }
 
-/** `<binary> --version`'s first line, or why it gave none within VERSION_TIMEOUT_MS. */
+/** `<binary> --version`'s first line, or why it gave none within CLI_DEFAULTS.versionTimeoutMs. */
 function versionOf(file: string, env: Readonly<Record<string, string>>): Promise<{ version: string } | { error: string }> {
   return new Promise((resolve) => {
-    execFile(file, ['--version'], { env: { ...env }, timeout: VERSION_TIMEOUT_MS, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+    execFile(file, ['--version'], { env: { ...env }, timeout: CLI_DEFAULTS.versionTimeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
       if (err) {
         const e = err as NodeJS.ErrnoException & { killed?: boolean };
-        resolve({ error: e.killed ? `gave no answer within ${VERSION_TIMEOUT_MS} ms` : `${reasonOf(err)}${stderr.trim() ? `: ${stderr.trim().split('\n')[0]}` : ''}` });
+        resolve({ error: e.killed ? `gave no answer within ${CLI_DEFAULTS.versionTimeoutMs} ms` : `${reasonOf(err)}${stderr.trim() ? `: ${stderr.trim().split('\n')[0]}` : ''}` });
         return;
       }
       resolve({ version: stdout.trim().split('\n')[0] || '(no version printed)' });

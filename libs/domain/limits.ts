@@ -1,7 +1,9 @@
 /**
- * Size limits of everything a caller can send. The API's JSON schemas are built from these
- * numbers, so there is one source; docs/API.md's table is generated from LIMIT_DOCS
- * (`npm run docs-tables -- --write`) and a test holds the two together.
+ * Size limits of everything a caller can send, and the bounds callers see in answers (a page,
+ * a claim's lease, the live view's lists and windows). The API's JSON schemas, the MCP tools'
+ * and the CLI's options are built from these numbers, so there is one source; docs/API.md's
+ * table is generated from LIMIT_DOCS (`npm run docs-tables -- --write`) and a test holds the
+ * two together.
  */
 export const LIMITS = {
   bodyBytes: 256 * 1024,
@@ -24,6 +26,14 @@ export const LIMITS = {
   dueMinutesMax: 60 * 24 * 365,
   pageSizeDefault: 50,
   pageSizeMax: 200,
+  leaseSecondsDefault: 5 * 60,
+  leaseSecondsMax: 24 * 60 * 60,
+  liveInFlight: 100,
+  liveRecentlySettled: 20,
+  liveDeliveryTimesMs: 60 * 60 * 1000,
+  liveSample: 1_000,
+  liveChartMinutes: 60,
+  liveFailedAttentionMs: 24 * 60 * 60 * 1000,
 } as const;
 
 /** What each limit bounds, for docs/API.md. */
@@ -48,4 +58,12 @@ export const LIMIT_DOCS: Record<keyof typeof LIMITS, string> = {
   dueMinutesMax: 'minutes ahead a due time may be (`dueMinutes`)',
   pageSizeDefault: 'handoffs in a page when `limit` is not given',
   pageSizeMax: 'handoffs in a page at most (`limit`)',
+  leaseSecondsDefault: 'seconds a claim lives without a heartbeat when `leaseSeconds` is not given (accept, heartbeat)',
+  leaseSecondsMax: 'seconds a claim may live without a heartbeat at most (`leaseSeconds`, from 1)',
+  liveInFlight: 'open handoffs `GET /v1/live` lists (`inFlight`, newest first)',
+  liveRecentlySettled: 'settled handoffs `GET /v1/live` lists (`recentlySettled`, newest first)',
+  liveDeliveryTimesMs: 'milliseconds back `GET /v1/live`\'s `deliveryTimes` look (`windowMs`)',
+  liveSample: 'newest visible handoffs `GET /v1/live`\'s `deliveryTimes` and `perMinute` are computed over',
+  liveChartMinutes: 'minutes `GET /v1/live`\'s `perMinute` covers, the current one included',
+  liveFailedAttentionMs: 'milliseconds a FAILED handoff stays on `GET /v1/live`\'s `attention` list after it failed',
 };

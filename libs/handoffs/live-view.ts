@@ -1,4 +1,5 @@
 import { LIVE_TURN_STATES, OPEN_STATES, SETTLED_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
 import type { DeliveryTimeFigures, MinuteChart } from '../db/live-view-repository.ts';
@@ -28,28 +29,19 @@ export interface LiveView {
   /** The event log's head when this was read: the page follows `GET /v1/events` from here. */
   readonly lastEventId: bigint;
   readonly agents: LiveAgent[];
-  /** Open handoffs, newest first (at most LIVE_LIST_LIMIT). */
+  /** Open handoffs, newest first (at most LIMITS.liveInFlight). */
   readonly inFlight: HandoffView[];
-  /** The newest settled handoffs (at most RECENT_LIMIT), newest first: what just finished. */
+  /** The newest settled handoffs (at most LIMITS.liveRecentlySettled), newest first: what just finished. */
   readonly recentlySettled: HandoffView[];
   readonly attention: Array<{ handoff: HandoffView; reasons: AttentionReason[] }>;
-  /** Over the newest DELIVERY_TIME_SAMPLE handoffs of the last DELIVERY_TIME_WINDOW_MS. */
+  /** Over the newest LIMITS.liveSample handoffs of the last LIMITS.liveDeliveryTimesMs. */
   readonly deliveryTimes: { readonly windowMs: number; readonly accepted: DeliveryTimeFigures; readonly returned: DeliveryTimeFigures };
   /**
-   * The page's chart: the last CHART_MINUTES minutes, oldest first, over the newest
-   * DELIVERY_TIME_SAMPLE handoffs (`sampleFull`: there were more, and the chart says so).
+   * The page's chart: the last LIMITS.liveChartMinutes minutes, oldest first, over the newest
+   * LIMITS.liveSample handoffs (`sampleFull`: there were more, and the chart says so).
    */
   readonly perMinute: MinuteChart;
 }
-
-export const LIVE_LIST_LIMIT = 100;
-export const RECENT_LIMIT = 20;
-export const DELIVERY_TIME_WINDOW_MS = 60 * 60 * 1000;
-export const DELIVERY_TIME_SAMPLE = 1000;
-/** Minutes the live page's chart covers, the current one included. */
-export const CHART_MINUTES = 60;
-/** FAILED handoffs stay on the attention list this long after they failed. */
-export const FAILED_ATTENTION_MS = 24 * 60 * 60 * 1000;
 
 const ATTENTION_STATES: ReadonlySet<DeliveryState> = new Set<DeliveryState>(['UNCERTAIN', 'HELD']);
 
@@ -82,12 +74,12 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
   const [agents, load, inFlight, recentlySettled, deliveryTimes, perMinute] = await Promise.all([
     deps.agents.listActive(project.id),
     deps.liveView.recipientLoad(project.id, OPEN_STATES, now, viewer),
-    deps.handoffs.list({ projectId: project.id, states: OPEN_STATES, viewer, limit: LIVE_LIST_LIMIT }),
-    deps.handoffs.list({ projectId: project.id, states: [...SETTLED_STATES], viewer, limit: RECENT_LIMIT }),
-    deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - DELIVERY_TIME_WINDOW_MS), DELIVERY_TIME_SAMPLE, viewer),
-    deps.liveView.perMinute(project.id, now, CHART_MINUTES, DELIVERY_TIME_SAMPLE, viewer),
+    deps.handoffs.list({ projectId: project.id, states: OPEN_STATES, viewer, limit: LIMITS.liveInFlight }),
+    deps.handoffs.list({ projectId: project.id, states: [...SETTLED_STATES], viewer, limit: LIMITS.liveRecentlySettled }),
+    deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - LIMITS.liveDeliveryTimesMs), LIMITS.liveSample, viewer),
+    deps.liveView.perMinute(project.id, now, LIMITS.liveChartMinutes, LIMITS.liveSample, viewer),
   ]);
-  const recentFailures = recentlySettled.filter((h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= FAILED_ATTENTION_MS);
+  const recentFailures = recentlySettled.filter((h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= LIMITS.liveFailedAttentionMs);
   const attention = [...inFlight, ...recentFailures]
     .map((handoff) => ({ handoff, reasons: reasonsFor(handoff, now) }))
     .filter((a) => a.reasons.length > 0);
@@ -103,5 +95,5 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
     }
     return { agent, activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle', live, queued, attention: needs };
   });
-  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: DELIVERY_TIME_WINDOW_MS, ...deliveryTimes }, perMinute };
+  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: LIMITS.liveDeliveryTimesMs, ...deliveryTimes }, perMinute };
 }

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { BatonError, hasErrorCode } from '../domain/errors.ts';
 import type { ContextPacket } from '../domain/context-packet.ts';
 import { isUuid } from '../domain/ids.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
@@ -30,9 +31,10 @@ export type CloseDeps = WorkActDeps & WakeDeps;
 /** A cancel: a work move, or a delivery move for a plain message. */
 export type CancelDeps = WorkActDeps & TransitionDeps;
 
-/** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
-export const DEFAULT_LEASE_MS = 5 * 60_000;
-export const MAX_LEASE_MS = 24 * 60 * 60_000;
+/** How long a claim lives without a heartbeat: the caller's lease (default and bounds in LIMITS), at least 1 s. */
+function leaseOf(leaseMs: number | undefined): number {
+  return Math.min(LIMITS.leaseSecondsMax * 1000, Math.max(1_000, leaseMs ?? LIMITS.leaseSecondsDefault * 1000));
+}
 
 /** A pull claim moves the delivery too (no turn will be written for it); a push turn does not. */
 function pulled(h: HandoffView): boolean {
@@ -69,7 +71,7 @@ export async function acceptHandoff(deps: AcceptDeps, input: { project: string; 
     throw new BatonError('invalid_transition', `handoff ${h.id} is a duplicate of ${h.duplicateOfId ?? 'a handoff still in progress'} (the same work sent again while that one was open): accept ${h.duplicateOfId ?? 'the original'} instead`, { from: h.workState, event: 'claimed' });
   }
   if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
-  const leaseMs = Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS));
+  const leaseMs = leaseOf(input.leaseMs);
   const now = deps.clock.now();
   const held = await heldClaim(deps, h, agent.id, now);
   if (held) return held;
@@ -119,7 +121,7 @@ async function heldClaim(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, agent
 export async function heartbeat(deps: HeartbeatDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<{ leaseExpiresAt: Date }> {
   const { h, agent } = await loadAsAgent(deps, input);
   const now = deps.clock.now();
-  const until = new Date(now.getTime() + Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS)));
+  const until = new Date(now.getTime() + leaseOf(input.leaseMs));
   if (h.claimedById !== agent.id || !(await deps.work.heartbeat(h.id, input.claimToken, now, until))) {
     throw new BatonError('claim_lost', `${agent.handle} holds no live claim on handoff ${h.id} with that token`);
   }

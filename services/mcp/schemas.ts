@@ -16,7 +16,7 @@ export const FactId = z.uuid().describe('fact id (a UUID)');
 export const Handle = z.string().regex(new RegExp(HANDLE_PATTERN)).max(LIMITS.handle);
 export const Text = (max: number, what: string) => z.string().min(1).max(max).describe(what);
 export const FactKind = z.enum(FACT_KINDS);
-export const LeaseSeconds = z.number().int().min(1).max(86_400).describe('how long the claim lives without a heartbeat, in seconds (default 300)');
+export const LeaseSeconds = z.number().int().min(1).max(LIMITS.leaseSecondsMax).describe(`how long the claim lives without a heartbeat, in seconds (default ${LIMITS.leaseSecondsDefault})`);
 
 const nullableString = z.string().nullable();
 const timestamp = z.string();

@@ -4,7 +4,7 @@ import { AllOwners, FactId, Handle, HandoffJson, Timestamp } from './common.ts';
 
 /** The work area (routes/work): accept, heartbeat, return, close; the packet, outbox and board. */
 
-const LeaseSeconds = Type.Integer({ minimum: 1, maximum: 86_400 });
+const LeaseSeconds = Type.Integer({ minimum: 1, maximum: LIMITS.leaseSecondsMax });
 
 export const AcceptBody = Type.Object({ as: Type.Optional(Handle), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
 export const HeartbeatBody = Type.Object({ as: Type.Optional(Handle), claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });

@@ -8,6 +8,7 @@
 import { drawSettled, drawTimes } from './live-chart.js';
 
 const SETTLED = new Set(['UNAVAILABLE', 'RETURNED', 'FAILED', 'ACKNOWLEDGED', 'CANCELLED', 'DUPLICATE']);
+// As many settled rows as `GET /v1/live` gives (LIMITS.liveRecentlySettled in libs/domain/limits.ts; a static file cannot import it).
 const KEEP_SETTLED = 20;
 const $ = (id) => document.getElementById(id);
 

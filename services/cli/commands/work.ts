@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ApiError } from '../../../libs/api-client/api-client.ts';
+import { LIMITS } from '../../../libs/domain/limits.ts';
 import { allOwnersOptions, asBody, collect, longText, positiveInt, UsageError, withAllOwners, type CliContext } from '../cli-context.ts';
 import { handoffDetail, handoffLine, handoffTable, packetText, timeText, type HandoffJson } from '../format.ts';
 
@@ -68,7 +69,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .description('claim work (exactly one claimant wins); prints the claim token, attempt and context packet')
     .argument('<id>', 'handoff id')
     .option('--as <agent>', 'who claims (default BATON_AGENT)')
-    .option('--lease <seconds>', 'how long the claim lives without a heartbeat', positiveInt('--lease', 86_400))
+    .option('--lease <seconds>', 'how long the claim lives without a heartbeat', positiveInt('--lease', LIMITS.leaseSecondsMax))
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; lease?: number; json?: boolean }, cmd: Command) => {
       const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { ...asBody(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
@@ -84,7 +85,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .argument('<id>', 'handoff id')
     .option('--token <claimToken>', 'the claim token (default: the claim you hold, found as `return` finds it)')
     .option('--as <agent>', 'the claimant (default BATON_AGENT)')
-    .option('--lease <seconds>', 'new lease length', positiveInt('--lease', 86_400))
+    .option('--lease <seconds>', 'new lease length', positiveInt('--lease', LIMITS.leaseSecondsMax))
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { token?: string; as?: string; lease?: number; json?: boolean }, cmd: Command) => {
       const token = opts.token ?? (await ownClaim(ctx, cmd, id, opts.as)).token;

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { HandoffView } from '../../../../libs/db/records.ts';
-import { CHART_MINUTES, DELIVERY_TIME_SAMPLE, getLiveView, type LiveViewDeps } from '../../../../libs/handoffs/live-view.ts';
+import { getLiveView, type LiveViewDeps } from '../../../../libs/handoffs/live-view.ts';
+import { LIMITS } from '../../../../libs/domain/limits.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
@@ -57,10 +58,10 @@ const LiveJson = Type.Object({
       returned: Figures,
     }),
     {
-      description: `the last ${CHART_MINUTES} minutes, oldest first (the current one last), among the newest ${DELIVERY_TIME_SAMPLE} handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it`,
+      description: `the last ${LIMITS.liveChartMinutes} minutes, oldest first (the current one last), among the newest ${LIMITS.liveSample} handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it`,
     },
   ),
-  perMinuteSampleFull: Type.Boolean({ description: `true when the caller may see more than the newest ${DELIVERY_TIME_SAMPLE} handoffs: perMinute then leaves out what settled among older ones` }),
+  perMinuteSampleFull: Type.Boolean({ description: `true when the caller may see more than the newest ${LIMITS.liveSample} handoffs: perMinute then leaves out what settled among older ones` }),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

@@ -82,6 +82,14 @@ export const DELIVERY_WORKER_DEFAULTS = componentDefaults('delivery worker', {
    * that were not kept, signals that follow, runs that follow").
    */
   workingRunsPerQueue: 32,
+  /** How long a wake job lingers once the wake-up set is empty while runs it started go on (WAKE_LINGER, workers/delivery/drain-wake-ups.ts). */
+  wakeLingerMs: 50,
+  /** ...looking at the set again this often, or when one of its runs ends. */
+  wakeLingerPollMs: 10,
+  /** A wake job whose slots were full takes agents again once this many slots are free (WAKE_REFILL)... */
+  wakeRefillBatch: 16,
+  /** ...or this long after the first one freed, whichever comes first. */
+  wakeRefillWaitMs: 20,
   /** How many of a session's newest turns are read for the notice of earlier unanswered requests (older ones are not named). */
   earlierTurnsLookBack: 50,
   /** Reads of what committed that settling a reservation in doubt tries while Postgres is away, before it pauses the run. */

@@ -1,4 +1,5 @@
 import type { Logger } from '../../libs/logging/create-logger.ts';
+import { DELIVERY_WORKER_DEFAULTS } from '../../libs/config/component-defaults.ts';
 
 /**
  * A queue's dispatch-run slots in one process, shared by the wake jobs it takes: at most `limit`
@@ -126,7 +127,7 @@ export interface WakeDrain {
  * armed, so wake-ups that arrive meanwhile need no new job. (Under a backlog of many agents a
  * new job per few agents cost more Redis work than the handoffs themselves.)
  */
-export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
+export const WAKE_LINGER = { totalMs: DELIVERY_WORKER_DEFAULTS.wakeLingerMs, pollMs: DELIVERY_WORKER_DEFAULTS.wakeLingerPollMs } as const;
 
 /**
  * How a drainer whose slots were full takes agents again: once `batch` slots are free, or
@@ -134,7 +135,7 @@ export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
  * full either way; this only makes each take (a script call on the wake-up set) start several
  * runs instead of one per run that ended.
  */
-export const WAKE_REFILL = { batch: 16, waitMs: 20 } as const;
+export const WAKE_REFILL = { batch: DELIVERY_WORKER_DEFAULTS.wakeRefillBatch, waitMs: DELIVERY_WORKER_DEFAULTS.wakeRefillWaitMs } as const;
 
 /**
  * Runs a wake job: takes the agents of the queue's wake-up set, oldest first, as many as the

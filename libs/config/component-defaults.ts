@@ -133,6 +133,8 @@ export const RECONCILER_DEFAULTS = componentDefaults('reconciler', {
   logEveryFailures: 30,
   /** Expired claims one lease-expiry step reads and expires; the rest wait for the next step. */
   leaseExpiryBatch: 200,
+  /** Overdue handoffs one reminders step reminds; the rest wait for the next step. */
+  remindersBatch: 500,
   /** Due UNCERTAIN handoffs one look-up for free observation slots returns at most (fewer when the free slots of the worker's providers are fewer). */
   uncertainDuePage: 100,
 });

@@ -1,4 +1,5 @@
 import { BatonError } from '../domain/errors.ts';
+import { LIMITS } from '../domain/limits.ts';
 import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
@@ -156,14 +157,14 @@ async function agentOf(deps: Pick<CoreDeps, 'agents'>, projectSlug: string, hand
 export async function getInbox(deps: Pick<CoreDeps, 'agents' | 'work' | 'handoffs'>, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   const [handoffs, notifications] = await Promise.all([
-    deps.work.inbox(project.id, agent.id, 200, viewer),
-    deps.handoffs.notificationsForAgent(agent.id, 100, viewer),
+    deps.work.inbox(project.id, agent.id, LIMITS.inboxHandoffs, viewer),
+    deps.handoffs.notificationsForAgent(agent.id, LIMITS.inboxNotifications, viewer),
   ]);
   return { agent: agent.handle, handoffs, notifications };
 }
 
 /** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
-export async function getOutbox(deps: Pick<CoreDeps, 'agents' | 'work'>, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
+export async function getOutbox(deps: Pick<CoreDeps, 'agents' | 'work'>, projectSlug: string, handle: string, viewer: Viewer, limit: number = LIMITS.outboxHandoffs): Promise<{ agent: string; handoffs: HandoffView[] }> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit, viewer) };
 }
@@ -182,7 +183,7 @@ export async function getBoard(deps: Pick<CoreDeps, 'agents' | 'work' | 'clock'>
   const project = await resolveProject(deps, projectSlug);
   let agentId: string | null = null;
   if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;
-  const rows = await deps.work.openWork(project.id, agentId, 1000, viewer);
+  const rows = await deps.work.openWork(project.id, agentId, LIMITS.boardHandoffs, viewer);
   const now = deps.clock.now();
   const lanes = Object.fromEntries(LANES.map((l) => [l, [] as BoardCard[]])) as Record<Lane, BoardCard[]>;
   for (const h of rows) {

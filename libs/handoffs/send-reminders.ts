@@ -1,4 +1,5 @@
 import type { CoreDeps } from './ports.ts';
+import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 /** What sending reminders touches: the one conditional statement, the clock, the log. */
 export type SendRemindersDeps = Pick<CoreDeps, 'handoffs' | 'clock' | 'logger'>;
@@ -10,7 +11,7 @@ export type SendRemindersDeps = Pick<CoreDeps, 'handoffs' | 'clock' | 'logger'>;
  * @returns the ids of the handoffs reminded now.
  */
 export async function sendReminders(deps: SendRemindersDeps): Promise<string[]> {
-  const ids = await deps.handoffs.sendDueReminders(deps.clock.now(), 500);
+  const ids = await deps.handoffs.sendDueReminders(deps.clock.now(), RECONCILER_DEFAULTS.remindersBatch);
   if (ids.length > 0) deps.logger.info({ count: ids.length }, 'deadline reminders sent');
   return ids;
 }

@@ -31,6 +31,12 @@ export const REDIS_CLIENT_DEFAULTS = componentDefaults('redis client', {
   connectTimeoutMs: 3_000,
   /** Longest pause between reconnect attempts (the back-off doubles from 100 ms up to it). */
   maxReconnectDelayMs: 2_000,
+  /** How long a cluster client that just opened may take to learn its nodes before its keys are scanned. */
+  clusterReadyTimeoutMs: 10_000,
+  /** Keys one SCAN asks a server for (its COUNT hint). */
+  scanCount: 1_000,
+  /** Deadline of the start's one question to a `redis+cluster://` URL's seed nodes: are they cluster nodes? */
+  clusterCheckTimeoutMs: 2_000,
 });
 
 /** The Redis stream that wakes the API's event followers (libs/queue/event-stream.ts). */
@@ -251,6 +257,18 @@ export const CODEX_ADAPTER_DEFAULTS = componentDefaults('codex adapter', {
   pollMs: 500,
   /** How long starting the app-server daemon (if needed), connecting and `initialize` may take. */
   startTimeoutMs: 25_000,
+  /** First pause before connecting again to a daemon that could not be reached; it doubles per failure... */
+  reconnectFirstMs: 250,
+  /** ...up to this. */
+  reconnectMaxMs: 30_000,
+  /** Deadline of moving a daemon to another environment: asking for its active threads and stopping it. */
+  envSwitchTimeoutMs: 20_000,
+  /** How long a stopped daemon's exit is waited for before a new one is connected to. */
+  daemonExitWaitMs: 5_000,
+  /** Deadline of unloading a thread nobody uses any more (`thread/unsubscribe`). */
+  unsubscribeTimeoutMs: 10_000,
+  /** How long the control socket waits for the daemon's side to close after the close frame, before destroying it. */
+  socketCloseMs: 2_000,
 });
 
 /** The outage guard's status check (libs/adapters/provider-status.ts). */

@@ -95,7 +95,7 @@ export function duplicateRedis(
  * The servers that hold keys: the one server, or every primary of a cluster (once the cluster
  * client has learned them: a client that just opened knows no nodes yet).
  */
-export async function keyServers(client: RedisClient, timeoutMs = 10_000): Promise<Redis[]> {
+export async function keyServers(client: RedisClient, timeoutMs = REDIS_CLIENT_DEFAULTS.clusterReadyTimeoutMs): Promise<Redis[]> {
   if (!(client instanceof Cluster)) return [client];
   if (client.status !== 'ready') {
     await new Promise<void>((resolve, reject) => {
@@ -117,7 +117,7 @@ export async function keyServers(client: RedisClient, timeoutMs = 10_000): Promi
  * Every key matching `pattern`, batch by batch (SCAN on each server that holds keys). `onBatch`
  * gets the keys with the server they live on, e.g. to delete them there one slot at a time.
  */
-export async function scanKeys(client: RedisClient, pattern: string, onBatch: (keys: string[], server: Redis) => Promise<void>, count = 1000): Promise<void> {
+export async function scanKeys(client: RedisClient, pattern: string, onBatch: (keys: string[], server: Redis) => Promise<void>, count = REDIS_CLIENT_DEFAULTS.scanCount): Promise<void> {
   for (const server of await keyServers(client)) {
     let cursor = '0';
     do {
@@ -198,7 +198,7 @@ export async function pingRedis(url: string, timeoutMs: number): Promise<void> {
  * as a cluster: the cluster client would retry forever, logging), else null; a seed that does
  * not answer is not judged here (Redis may be starting: the clients wait for it).
  */
-export async function misconfiguredCluster(url: string, timeoutMs = 2_000): Promise<string | null> {
+export async function misconfiguredCluster(url: string, timeoutMs = REDIS_CLIENT_DEFAULTS.clusterCheckTimeoutMs): Promise<string | null> {
   const target = parseRedisTarget(url);
   if (target.kind !== 'cluster') return null;
   for (const node of target.nodes) {

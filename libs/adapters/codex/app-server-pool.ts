@@ -1,6 +1,7 @@
 import { AppServerClient, AppServerUnavailable, isSpawnError } from './app-server-client.ts';
 import { stopAppServerDaemon } from './app-server-daemon.ts';
 import { daemonEnvServes, envFingerprint } from './daemon-env.ts';
+import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /**
  * The Codex home's daemon runs with another agent `env` than the write needs, and is in a turn:
@@ -100,14 +101,14 @@ export class AppServerPool {
   private async switchEnv(entry: Entry, req: DaemonRequest): Promise<AppServerClient> {
     const client = await this.connect(entry, req);
     if (daemonEnvServes(client.daemon?.envFingerprint ?? null, envFingerprint(req.env))) return client;
-    const signal = AbortSignal.timeout(20_000);
+    const signal = AbortSignal.timeout(CODEX_ADAPTER_DEFAULTS.envSwitchTimeoutMs);
     const active = await activeThreads(client, signal);
     if (active.length > 0) throw new DaemonEnvBusy(req.codexHome, active);
     entry.restarting = true;
     try {
       const gone = new Promise<void>((resolve) => (client.alive ? client.once('exit', () => resolve()) : resolve()));
       await stopAppServerDaemon({ binary: req.binary, codexHome: req.codexHome, env: this.baseEnv }, signal);
-      await Promise.race([gone, new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref())]);
+      await Promise.race([gone, new Promise<void>((resolve) => setTimeout(resolve, CODEX_ADAPTER_DEFAULTS.daemonExitWaitMs).unref())]);
       await client.close().catch(() => undefined);
     } finally {
       entry.restarting = false;
@@ -130,7 +131,7 @@ export class AppServerPool {
     const client = new AppServerClient({ binary: req.binary, codexHome: req.codexHome, env: this.baseEnv, agentEnv: req.env });
     const backOff = () => {
       entry.failures++;
-      entry.notBefore = Date.now() + Math.min(30_000, 250 * 2 ** (entry.failures - 1));
+      entry.notBefore = Date.now() + Math.min(CODEX_ADAPTER_DEFAULTS.reconnectMaxMs, CODEX_ADAPTER_DEFAULTS.reconnectFirstMs * 2 ** (entry.failures - 1));
     };
     entry.starting = client
       .start()

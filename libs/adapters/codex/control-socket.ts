@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
+import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const OP_CONTINUATION = 0x0;
@@ -89,7 +90,7 @@ export class ControlSocket extends EventEmitter {
     return true;
   }
 
-  /** Sends a close frame and waits for the socket to close (at most 2 s). */
+  /** Sends a close frame and waits for the socket to close (at most CODEX_ADAPTER_DEFAULTS.socketCloseMs). */
   async close(): Promise<void> {
     if (this.closed) return;
     const gone = new Promise<void>((resolve) => this.once('close', () => resolve()));
@@ -97,7 +98,7 @@ export class ControlSocket extends EventEmitter {
     code.writeUInt16BE(1000);
     this.writeFrame(OP_CLOSE, code);
     this.socket.end();
-    const timer = setTimeout(() => this.socket.destroy(), 2_000);
+    const timer = setTimeout(() => this.socket.destroy(), CODEX_ADAPTER_DEFAULTS.socketCloseMs);
     timer.unref();
     await gone;
     clearTimeout(timer);

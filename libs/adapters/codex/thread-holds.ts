@@ -1,4 +1,5 @@
 import type { AppServerClient } from './app-server-client.ts';
+import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /**
  * Config Baton loads every thread with (`thread/start`, `thread/resume`). Codex keeps a thread
@@ -99,7 +100,7 @@ export class ThreadHolds {
       h.chain = h.chain
         .then(async () => {
           // A use taken since waits on this chain and resumes after it.
-          if (client.alive) await client.call('thread/unsubscribe', { threadId }, AbortSignal.timeout(10_000));
+          if (client.alive) await client.call('thread/unsubscribe', { threadId }, AbortSignal.timeout(CODEX_ADAPTER_DEFAULTS.unsubscribeTimeoutMs));
         })
         .catch(() => undefined)
         .then(() => {

@@ -4,6 +4,7 @@
  * Errors keep the API's stable code.
  */
 import { INT_SETTINGS } from '../config/int-settings.ts';
+import { API_CLIENT_DEFAULTS } from '../config/component-defaults.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -27,7 +28,8 @@ export interface RetryPolicy {
   readonly maxDelayMs: number;
 }
 
-export const SEND_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250, maxDelayMs: 2_000 };
+/** A send's retries (the CLI's `send`, the MCP `send` tool). */
+export const SEND_RETRY: RetryPolicy = { attempts: API_CLIENT_DEFAULTS.sendAttempts, baseDelayMs: API_CLIENT_DEFAULTS.sendRetryFirstMs, maxDelayMs: API_CLIENT_DEFAULTS.sendRetryMaxMs };
 
 /**
  * Whether a failed call may be repeated with the same idempotency key: the database was

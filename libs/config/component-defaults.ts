@@ -227,6 +227,18 @@ export const DEMO_ADAPTER_DEFAULTS = componentDefaults('demo adapter', {
   hostCallTimeoutMs: 10_000,
   /** Connections of the client's pool for calls (long polls have their own). */
   hostCallConnections: 256,
+  /** The demo host's longest long poll, whatever window a watcher asks for. */
+  hostLongPollMaxMs: 30_000,
+});
+
+/** The HTTP client of the API (libs/api-client), used by the CLI and `baton mcp`. */
+export const API_CLIENT_DEFAULTS = componentDefaults('api client', {
+  /** Tries in all of a send that carries an idempotency key (`SEND_RETRY`), the first included. */
+  sendAttempts: 4,
+  /** Wait before a send's first retry; it doubles per retry (or the answer's Retry-After if longer)... */
+  sendRetryFirstMs: 250,
+  /** ...up to this. */
+  sendRetryMaxMs: 2_000,
 });
 
 /** The command adapter (libs/adapters/command). */
@@ -323,6 +335,7 @@ export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string,
   DATABASE_POOL_DEFAULTS,
   WEBHOOK_ADAPTER_DEFAULTS,
   DEMO_ADAPTER_DEFAULTS,
+  API_CLIENT_DEFAULTS,
   COMMAND_ADAPTER_DEFAULTS,
   CLAUDE_CODE_ADAPTER_DEFAULTS,
   CODEX_ADAPTER_DEFAULTS,

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEMO_BEHAVIORS, type DemoAgentHost, type DemoBehavior, type DemoTurnStatus } from './demo-agent-host.ts';
+import { DEMO_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /**
  * Serves a DemoAgentHost over HTTP so several worker processes (and a test) share the same
@@ -86,7 +87,7 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   if (req.method === 'GET' && sub === 'turns' && rid && !action) return send(res, 200, await host.observe(session, rid));
   if (req.method === 'GET' && sub === 'turns' && rid && action === 'change') {
     const known = url.searchParams.get('known');
-    const timeoutMs = Math.min(30_000, Number(url.searchParams.get('timeoutMs') ?? '0') || 0);
+    const timeoutMs = Math.min(DEMO_ADAPTER_DEFAULTS.hostLongPollMaxMs, Number(url.searchParams.get('timeoutMs') ?? '0') || 0);
     return send(res, 200, await host.waitForChange(session, rid, (known || null) as DemoTurnStatus | null, timeoutMs));
   }
   if (req.method === 'POST' && sub === 'turns' && rid && action === 'finish') {

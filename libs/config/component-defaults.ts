@@ -301,6 +301,22 @@ export const DEPLOYMENT_METRICS_DEFAULTS = componentDefaults('deployment metrics
   lockAgentsMax: 10_000,
 });
 
+/** The Postgres and Redis that `baton demo` (and the test and benchmark harnesses) start themselves (libs/processes/embedded-infra.ts). */
+export const EMBEDDED_INFRA_DEFAULTS = componentDefaults('embedded infrastructure', {
+  /** How long an embedded postmaster may take to accept connections. */
+  postgresStartMs: 30_000,
+  /** How long a stopped postmaster may take to exit before it is killed (SIGKILL)... */
+  postgresStopMs: 10_000,
+  /** ...and how long its exit is then waited for. */
+  postgresKillWaitMs: 2_000,
+  /** How long a private redis-server may take to accept connections... */
+  redisStartMs: 10_000,
+  /** ...tried this often. */
+  redisStartPollMs: 50,
+  /** How long a stopped redis-server may take to exit before it is killed. */
+  redisStopMs: 3_000,
+});
+
 /** The `baton` command (services/cli): its clients, its checks, and the processes it starts. */
 export const CLI_DEFAULTS = componentDefaults('cli', {
   /** An event stream that sent nothing for this long is reopened: three of the server's heartbeats missed. */
@@ -341,5 +357,6 @@ export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string,
   CODEX_ADAPTER_DEFAULTS,
   PROVIDER_STATUS_DEFAULTS,
   DEPLOYMENT_METRICS_DEFAULTS,
+  EMBEDDED_INFRA_DEFAULTS,
   CLI_DEFAULTS,
 });

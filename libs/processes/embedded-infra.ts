@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { EMBEDDED_INFRA_DEFAULTS } from '../config/component-defaults.ts';
 
 /** Something the demo needs is missing; the message says what to install. */
 export class DemoSetupError extends Error {
@@ -175,7 +176,7 @@ async function startPostmaster(bin: PostgresBinaries, args: string[], ids: { uid
   try {
     await new Promise<void>((resolve, reject) => {
       let log = '';
-      const timer = setTimeout(() => reject(new Error(`did not start within 30 s: ${log.slice(-300)}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`did not start within ${EMBEDDED_INFRA_DEFAULTS.postgresStartMs / 1000} s: ${log.slice(-300)}`)), EMBEDDED_INFRA_DEFAULTS.postgresStartMs);
       child.stderr?.on('data', (c: Buffer) => {
         log += c.toString();
         if (log.includes('ready to accept connections')) {
@@ -197,14 +198,14 @@ async function startPostmaster(bin: PostgresBinaries, args: string[], ids: { uid
   return child;
 }
 
-/** Stops a postmaster with `signal`, SIGKILL after 10 s. */
+/** Stops a postmaster with `signal`, SIGKILL after EMBEDDED_INFRA_DEFAULTS.postgresStopMs. */
 async function stopPostmaster(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill(signal);
-  await exitedWithin(child, 10_000);
+  await exitedWithin(child, EMBEDDED_INFRA_DEFAULTS.postgresStopMs);
   if (child.exitCode === null && child.signalCode === null) {
     child.kill('SIGKILL');
-    await exitedWithin(child, 2_000);
+    await exitedWithin(child, EMBEDDED_INFRA_DEFAULTS.postgresKillWaitMs);
   }
 }
 
@@ -303,7 +304,7 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
   const killNow = () => child.exitCode === null && child.kill('SIGKILL');
   process.once('exit', killNow);
   const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + EMBEDDED_INFRA_DEFAULTS.redisStartMs;
   for (;;) {
     if (child.exitCode !== null) throw new DemoSetupError(`redis-server exited with code ${child.exitCode}`);
     const up = await new Promise<boolean>((resolve) => {
@@ -316,9 +317,9 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
     if (up) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new DemoSetupError('redis-server did not start within 10 s');
+      throw new DemoSetupError(`redis-server did not start within ${EMBEDDED_INFRA_DEFAULTS.redisStartMs / 1000} s`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, EMBEDDED_INFRA_DEFAULTS.redisStartPollMs));
   }
   return {
     url,
@@ -327,7 +328,7 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
       process.off('exit', killNow);
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
-      await exitedWithin(child, 3_000);
+      await exitedWithin(child, EMBEDDED_INFRA_DEFAULTS.redisStopMs);
       if (child.exitCode === null) child.kill('SIGKILL');
     },
   };

@@ -63,7 +63,7 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     session
       .command('list')
       .description("the project's sessions, newest first, with their facts and the handoffs you may see")
-      .option('--limit <n>', 'how many', positiveInt('--limit', LIMITS.pageSizeMax), 50),
+      .option('--limit <n>', 'how many', positiveInt('--limit', LIMITS.pageSizeMax), LIMITS.pageSizeDefault),
   )
     .option('--json', 'print JSON')
     .action(async (opts: { limit: number; allOwners?: boolean; json?: boolean }, cmd: Command) => {

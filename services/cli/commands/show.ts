@@ -38,7 +38,7 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       .option('--to <agent>', 'only to this recipient')
       .option('--from <agent>', 'only from this sender')
       .option('--state <states>', 'only in these states (comma-separated, e.g. WAITING,BUSY)')
-      .option('--limit <n>', 'page size', positiveInt('--limit', LIMITS.pageSizeMax), 50)
+      .option('--limit <n>', 'page size', positiveInt('--limit', LIMITS.pageSizeMax), LIMITS.pageSizeDefault)
       .option('--cursor <cursor>', 'continue from a previous page'),
   )
     .option('--json', 'print JSON')

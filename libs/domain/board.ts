@@ -3,6 +3,7 @@
  * work and delivery state, claim lease, due time and last return, and says which lane it is
  * in, why, and what the next action is and whose.
  */
+import { LIMITS } from './limits.ts';
 
 export const LANES = ['ready', 'in_progress', 'attention', 'returned'] as const;
 export type Lane = (typeof LANES)[number];
@@ -25,15 +26,12 @@ export interface Card {
   next: { action: string; who: string };
 }
 
-/** A claim is "about to" lose its lease inside this window. */
-export const LEASE_WARNING_MS = 60_000;
-
 export function boardCard(i: BoardInput, now: Date): Card {
   const who = i.recipient ?? 'any agent of the project';
   const reasons: string[] = [];
   if (i.workState === 'claimed' && i.leaseExpiresAt) {
     if (i.leaseExpiresAt <= now) reasons.push('claim lease expired');
-    else if (i.leaseExpiresAt.getTime() - now.getTime() <= LEASE_WARNING_MS) reasons.push('claim lease about to expire');
+    else if (i.leaseExpiresAt.getTime() - now.getTime() <= LIMITS.leaseWarningMs) reasons.push('claim lease about to expire');
   }
   if (i.workState === 'open' && i.returnOutcome === 'failed') reasons.push('the last return failed');
   if (i.dueAt && i.dueAt <= now && i.workState !== 'returned') reasons.push('due time passed');

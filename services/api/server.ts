@@ -1,4 +1,4 @@
-import type { TrustProxy } from '../../libs/config/load-config.ts';
+import type { BatonConfig, TrustProxy } from '../../libs/config/load-config.ts';
 import type { EventStreamLimits } from './routes/events/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
@@ -147,4 +147,34 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
       lockRedis.disconnect();
     },
   };
+}
+
+/** What `startConfiguredApi` is given: the process's connections, clock and metrics, and its loaded config. */
+export interface ConfiguredApiParts {
+  readonly config: BatonConfig;
+  readonly db: Database;
+  readonly redis: RedisClient;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: BatonMetrics;
+}
+
+/**
+ * The API as `baton serve`, `api` and `demo` start it (the `baton` entry point hands this to
+ * services/cli's startStack): its settings from the config (BATON_API_*, the rate limit, the
+ * deployment's prefix and shards, the default project).
+ */
+export function startConfiguredApi({ config, ...parts }: ConfiguredApiParts): Promise<RunningApi> {
+  return startApiServer({
+    ...parts,
+    host: config.api.host,
+    port: config.api.port,
+    redisPrefix: config.redisPrefix,
+    queueShards: config.queueShards,
+    defaultProject: config.defaultProject,
+    rateLimit: config.rateLimit,
+    allowedHosts: config.api.allowedHosts,
+    secureCookies: config.api.publicUrl.startsWith('https:'),
+    trustProxy: config.api.trustProxy,
+  });
 }

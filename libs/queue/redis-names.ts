@@ -46,8 +46,12 @@ export class RedisNames {
     return `${this.prefix}:${queue}:wake-ups`;
   }
 
-  /** Set while a wake job is queued for, or draining, the queue's wake-up set (take-wake-ups.lua). */
-  wakeArm(queue: string): string {
+  /**
+   * The queue's scheduled flag: set while a wake job is queued for, or draining, the queue's
+   * wake-up set (add-wake-ups.lua, take-wake-ups.lua). The key keeps the older name `wake-arm`
+   * so that processes of two versions, during a rolling upgrade, test and set the same key.
+   */
+  wakeScheduled(queue: string): string {
     return `${this.prefix}:${queue}:wake-arm`;
   }
 
@@ -149,7 +153,7 @@ export class RedisNames {
  * its own id so no wake-up is swallowed by a job that is already running.
  */
 export const JOB_IDS = {
-  /** A wake job: drain the queue's wake-up set (each has its own id; the arm keeps them few). */
+  /** A wake job: drain the queue's wake-up set (each has its own id; the scheduled flag keeps them few). */
   wake: (id: string) => `wake-${id}`,
   /** The handoff was just committed. */
   sent: (handoffId: string) => `sent-${handoffId}`,

@@ -28,15 +28,15 @@ export interface DeliveryQueueOptions {
   shards: number;
   logger: Logger;
   /**
-   * Which agents' turn locks are held right now, leaving each holder a recheck note
-   * (TurnLocks.noteIfHeld). A `sent_behind_turn` wake-up (a handoff enrolled BUSY, behind a
-   * turn in flight) for such an agent is not added: its lock holder takes the note when
+   * Which agents' turn locks are held right now, leaving each holder a pending wake-up
+   * (TurnLocks.wakeHolderIfHeld). A `sent_behind_turn` wake-up (a handoff enrolled BUSY, behind a
+   * turn in flight) for such an agent is not added: its lock holder takes the pending wake-up when
    * releasing and looks at Postgres again (after this handoff's commit, since the lock was
    * still held when we looked), and a holder that dies is replaced by the reconciler's sweep.
    * Other wake-ups are added without asking: a recipient with no turn in flight is most likely
    * free, and asking would cost two Redis commands per handoff (docs/performance-history.md,
    * "Redis at 10,000 agents: 16 -> 11 commands per handoff"); if a run
-   * does hold its lock, the woken run finds it held and leaves the same note.
+   * does hold its lock, the woken run finds it held and leaves the same pending wake-up.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
 }

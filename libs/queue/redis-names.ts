@@ -87,9 +87,10 @@ export class RedisNames {
   /**
    * Left for an agent's turn-lock holder by whoever found the lock held after committing work
    * for the agent (a send, a wake-up job): the holder takes it when releasing and looks at
-   * Postgres again (libs/locks/scripts). Same slot as the turn lock.
+   * Postgres again (libs/locks/scripts). Same slot as the turn lock. The key keeps the older
+   * name `turn-recheck` so that processes of two versions, during a rolling upgrade, agree.
    */
-  turnRecheck(agentId: string): string {
+  pendingWakeUp(agentId: string): string {
     return `${this.prefix}:turn-recheck:{${agentId}}`;
   }
 

@@ -18,9 +18,9 @@ describe('Redis names', () => {
     expect(names.eventStream()).toBe('baton:{events}:stream');
     expect(names.authChanged()).toBe('baton:{auth}:changed');
     expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
-    // The recheck note shares the lock's slot (the release script takes both); the queue mark
+    // The pending wake-up shares the lock's slot (the release script takes both); the queue mark
     // shares its queue's.
-    expect(names.turnRecheck('a1')).toBe('baton:turn-recheck:{a1}');
+    expect(names.pendingWakeUp('a1')).toBe('baton:turn-recheck:{a1}');
     expect(names.queueMark(names.deliveryQueue('demo', 2))).toBe('baton:{delivery-demo-2}:sweep-mark');
   });
 

@@ -185,8 +185,8 @@ export class DeliveryQueues {
    * was last asked (DispatchScheduler.backlogged): jobs waiting, or agents in its wake-up set
    * while the queue is scheduled (a wake job is queued or draining it; a set whose flag is gone lost
    * its job, say to a producer that died between setting the flag and adding the job, and is not a backlog the
-   * sweep may wait for). One count per distinct queue, plus a mark in the queue's slot
-   * (RedisNames.queueMark): when the mark was missing, the queue's keys may have been lost with
+   * sweep may wait for). One count per distinct queue, plus a sentinel key in the queue's slot
+   * (RedisNames.queueSentinel): when the sentinel was missing, the queue's keys may have been lost with
    * wake-ups in them, so the answer is false for that queue this time.
    */
   async backlogged(routes: ReadonlyArray<Pick<DispatchJob, 'agentId' | 'provider' | 'pool'>>): Promise<boolean[]> {
@@ -198,7 +198,7 @@ export class DeliveryQueues {
           this.queue(name).getJobCounts('wait', 'prioritized'),
           this.opts.connection.zcard(this.opts.names.wakeUps(name)),
           this.opts.connection.exists(this.opts.names.wakeScheduled(name)),
-          this.opts.connection.set(this.opts.names.queueMark(name), '1', 'NX'),
+          this.opts.connection.set(this.opts.names.queueSentinel(name), '1', 'NX'),
         ]);
         answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + (scheduled === 1 ? woken : 0) > 0);
       }),

@@ -56,11 +56,11 @@ export class RedisNames {
   }
 
   /**
-   * A mark the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
+   * A sentinel key the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
    * queue's keys were lost (a wipe, a restarted node), so its waiting list says nothing about
-   * which wake-ups survived.
+   * which wake-ups survived. (The key keeps its older name, like the other keys renamed in code.)
    */
-  queueMark(queue: string): string {
+  queueSentinel(queue: string): string {
     return `${this.prefix}:${queue}:sweep-mark`;
   }
 

@@ -93,7 +93,7 @@ describe('the sweep during a backlog', () => {
     expect(await wakeUpsFor(agentId)).toBe(1);
   });
 
-  it('queues at once when the queue has nothing waiting, or when its keys were lost (the mark is gone)', async () => {
+  it('queues at once when the queue has nothing waiting, or when its keys were lost (the sentinel key is gone)', async () => {
     await fresh();
     const memory = new SweepMemory();
     const empty = await agentWithLostWakeUp();
@@ -103,7 +103,7 @@ describe('the sweep during a backlog', () => {
     await fresh();
     const wiped = await agentWithLostWakeUp();
     await backlog();
-    await baton.redis.del(names.queueMark(queue.name));
+    await baton.redis.del(names.queueSentinel(queue.name));
     await sweepOpenWork(at(1_000), 1_000, memory);
     expect(await wakeUpsFor(wiped.agentId)).toBe(1);
   });

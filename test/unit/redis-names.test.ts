@@ -18,10 +18,10 @@ describe('Redis names', () => {
     expect(names.eventStream()).toBe('baton:{events}:stream');
     expect(names.authChanged()).toBe('baton:{auth}:changed');
     expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
-    // The pending wake-up shares the lock's slot (the release script takes both); the queue mark
-    // shares its queue's.
+    // The pending wake-up shares the lock's slot (the release script takes both); the queue's
+    // sentinel key shares its queue's.
     expect(names.pendingWakeUp('a1')).toBe('baton:turn-recheck:{a1}');
-    expect(names.queueMark(names.deliveryQueue('demo', 2))).toBe('baton:{delivery-demo-2}:sweep-mark');
+    expect(names.queueSentinel(names.deliveryQueue('demo', 2))).toBe('baton:{delivery-demo-2}:sweep-mark');
   });
 
   it('names the deployment (agents.deployment) by the prefix itself: one deployment, one set of queues and turn locks', () => {

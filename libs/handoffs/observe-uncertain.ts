@@ -73,7 +73,7 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
         patch: { resultSummary: seen.result?.summary ?? null, result: seen.result?.output ?? null, deliveryDetail: null },
         updateAttempt: { id: c.attemptId, status: 'returned', finished: true, accepted: true, observed: true },
         ...(c.handoff.workState === 'open' || c.handoff.workState === 'claimed'
-          ? { alsoWork: { current: c.handoff.workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn found in the history returned a result' } }
+          ? { moveWork: { current: c.handoff.workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn found in the history returned a result' } }
           : {}),
       });
       return touched;

@@ -41,7 +41,7 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
             // Work the turn was about is returned with the turn's result, unless the agent
             // already returned (or the sender closed) it explicitly.
             ...(workState === 'open' || workState === 'claimed'
-              ? { alsoWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
+              ? { moveWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
               : {}),
           },
         ],

@@ -112,8 +112,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       const redis = openRedis(redisUrl, 'producer', logger, { link: redisLink });
       connections.push(redis);
       // The API's code (Fastify, its plug-ins, the pages) is loaded only by processes that serve
-      // it, and the worker's only by workers: each process holds what it runs (~29 MiB of RSS
-      // for the API's modules, ~10 MiB for the worker's; docs/PERFORMANCE.md, "Memory").
+      // it, and the worker's only by workers: each process holds only what it runs, which keeps
+      // it under its memory target (docs/PERFORMANCE.md, "Memory").
       const { startApiServer } = await import('../api/server.ts');
       try {
         api = await startApiServer({

@@ -134,8 +134,8 @@ export interface WakeDrain {
 /**
  * How a drainer lingers once it finds the set empty while runs it started are still going: it
  * looks again when one of them ends, or every `pollMs`, for up to `totalMs`, keeping the queue
- * scheduled, so wake-ups that arrive meanwhile need no new job. (Under a backlog of many agents a
- * new job per few agents cost more Redis work than the handoffs themselves.)
+ * scheduled, so wake-ups that arrive meanwhile need no new job: under a backlog, a job per few
+ * agents would cost more Redis work than the handoffs themselves.
  */
 export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
 

@@ -222,9 +222,9 @@ export class TurnLocks {
    * Which of the agents have a turn lock held right now, leaving each holder a pending wake-up in
    * the same atomic step (wake-holder-if-held.lua). For a producer that has just committed work for
    * the agents and adds no wake-up for those whose turn is held: their holder looks at Postgres
-   * again after releasing. Bounded like every lock command. On one server, one call for all
-   * the agents (one script run, where a pipeline of one call per agent cost Redis two commands
-   * per agent more); on a cluster, whose agents lie in many slots, one call per agent.
+   * again after releasing. Bounded like every lock command. On one server, one script run for
+   * all the agents (a pipeline of one call per agent costs Redis more commands per agent); on a
+   * cluster, whose agents lie in many slots, one call per agent.
    */
   async wakeHolderIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
     if (agentIds.length === 0) return [];

@@ -8,7 +8,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { Actor, EventPublisher } from './ports.ts';
 
 /** The part of a handoff a transition reads and returns: its state, revision and counters. */
-export interface Moveable {
+export interface HandoffAtRevision {
   readonly id: string;
   readonly deliveryState: DeliveryState;
   readonly revision: number;
@@ -74,7 +74,7 @@ function settleWork(to: DeliveryState, actor: Actor, reason: string | null): Tra
  * @throws BatonError invalid_transition / transition_not_permitted (refused by the table),
  *   stale_revision (someone moved it first; nothing written), handoff_not_found.
  */
-export function applyTransition(deps: Deps, h: Moveable, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<Moveable> {
+export function applyTransition(deps: Deps, h: HandoffAtRevision, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<HandoffAtRevision> {
   return applyTransitions(deps, h, [[event, opts]], actor);
 }
 
@@ -86,11 +86,11 @@ export function applyTransition(deps: Deps, h: Moveable, event: DeliveryEvent, a
  */
 export async function applyTransitions(
   deps: Deps,
-  h: Moveable,
+  h: HandoffAtRevision,
   moves: ReadonlyArray<readonly [DeliveryEvent, TransitionOptions?]>,
   actor: Actor,
   guard: TransitionGuard = {},
-): Promise<Moveable & { readonly nextWork?: WorkItem | null }> {
+): Promise<HandoffAtRevision & { readonly nextWork?: WorkItem | null }> {
   const at = deps.clock.now();
   const steps: TransitionStep[] = [];
   const patch: HandoffPatch = {};

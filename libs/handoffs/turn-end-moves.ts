@@ -4,7 +4,7 @@ import type { DeliveryEvent } from '../domain/transitions.ts';
 import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
 import type { TurnEnd } from '../adapters/provider-adapter.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import type { Moveable, TransitionOptions } from './apply-transition.ts';
+import type { HandoffAtRevision, TransitionOptions } from './apply-transition.ts';
 
 /**
  * How the end of a turn is recorded: the moves (and their resend rules) for each way a turn can
@@ -27,7 +27,7 @@ export type ResendWindows = Pick<DeliveryWindows, 'interruptResendDelayMs' | 'er
  * interrupted turn, and an errored one, waits before it is resent. `busyRetryMs`: when a turn
  * that answered "busy, nothing done" is tried again (write-retries.ts: `busyRetryInMs`).
  */
-export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
+export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':

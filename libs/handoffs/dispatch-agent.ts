@@ -1,8 +1,8 @@
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { deliver, resumeTurn } from './deliver-turn.ts';
-import type { Step, WriteLock } from './turn-step.ts';
-import { HeadReserver, readHead, readHeadAgain } from './reserve-head.ts';
+import type { Step } from './turn-step.ts';
+import { AttemptReservations, type WriteLock } from './attempt-reservations.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import { anyAbort } from '../adapters/race-abort.ts';
@@ -52,9 +52,9 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   // When each handoff this run made wait (a resend delay, a back-off) goes out again: the
   // latest move of a handoff decides (a resend that failed again in the same run waits longer).
   const dues = new Map<string, number>();
-  // Reservations made by the statements that look at the head (reserve-head.ts).
-  const heads = new HeadReserver(deps, job.provider, lock.fence, stopStarting);
-  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads, ...(run.follow ? { follow: run.follow } : {}) };
+  // How this run reserves its attempts, and settles one whose outcome is in doubt.
+  const reservations = new AttemptReservations(deps, { agentId: job.agentId, provider: job.provider, fence: lock.fence, stop: stopStarting });
+  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), reservations, ...(run.follow ? { follow: run.follow } : {}) };
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
@@ -63,18 +63,22 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     // written (lock_lost), so none is left SENDING for the next holder to find UNCERTAIN.
     const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unsent.has(c.attempt.requestId));
     while (!stopStarting.aborted || ours(carried)) {
-      const item = carried !== undefined ? carried : await readHead(deps, job.agentId, heads);
-      carried = undefined;
-      if (!item) break;
       let step: Step;
       try {
+        const item = carried !== undefined ? carried : await reservations.readHead();
+        carried = undefined;
+        if (!item) break;
         step = item.live ? await resumeTurn(deps, item, stopWatching, runLock) : await deliver(deps, item, stopWatching, runLock);
       } catch (err) {
-        // The statement that ended a turn lost its reply with the next head's reservation in
-        // it: look again under the lock (our attempt, if it committed, is the live head now).
-        if (!heads.inDoubt || !isDatabaseUnavailable(err)) throw err;
-        carried = await readHeadAgain(deps, job.agentId, heads, err);
-        continue;
+        // A statement carrying a reservation (the look-up, the reservation apart, or the end of
+        // the previous turn) failed with its connection: it may have committed. Read back under
+        // the lock what it did; our attempt, if it committed, comes back as the head to send.
+        if (!reservations.inDoubt || !isDatabaseUnavailable(err)) throw err;
+        step = await reservations.settle({ kind: 'reply-lost', cause: err });
+        if (step.kind === 'next') {
+          carried = step.next;
+          continue;
+        }
       }
       if (step.kind === 'stopped') {
         outcome = 'stopped';
@@ -115,7 +119,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
  * would leave that handoff waiting for the sweep.
  */
 async function scheduleFollowUp(
-  deps: DispatchDeps,
+  deps: Pick<DispatchDeps, 'locks' | 'scheduler' | 'handoffs' | 'clock' | 'deployment' | 'logger'>,
   job: DispatchJob,
   token: string,
   end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null; moved: number },

@@ -10,11 +10,8 @@ import type { DispatchDeps } from './dispatch-deps.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 
-/** What observing UNCERTAIN handoffs needs. */
-export type ObserveDeps = Pick<
-  DispatchDeps,
-  'handoffs' | 'uncertainDue' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope' | 'deployment'
->;
+/** What observing one UNCERTAIN handoff touches: its recipient and adapter, the moves, the rescan job, the windows. */
+export type ObserveDeps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows'>;
 
 /** Longest error text kept in a failed look's event reason. */
 const REASON_ERROR_CHARS = 200;

@@ -3,9 +3,10 @@ import type { CoreDeps } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
-export interface SweepDeps extends CoreDeps {
+/** What a sweep touches: the open work of this deployment's agents, which of them hold a turn lock, the queues, the log. */
+export type SweepDeps = Pick<CoreDeps, 'handoffs' | 'deployment' | 'scheduler' | 'clock' | 'logger'> & {
   readonly locks: { busy(agentIds: readonly string[]): Promise<boolean[]> };
-}
+};
 
 /** Recipients looked at per sweep; the rest are taken in the next one. */
 const SWEEP_BATCH = RECONCILER_DEFAULTS.sweepBatch;

@@ -3,6 +3,7 @@ import type { Response as InjectResponse } from 'light-my-request';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import type { AuthDeps } from '../../../../libs/handoffs/manage-tokens.ts';
 import { ApiClient } from '../../../../libs/api-client/api-client.ts';
 import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
 import { toolContext } from '../../../mcp/tool-context.ts';
@@ -27,7 +28,8 @@ const McpPostSchema = {
 const McpRefusedSchema = { description: 'No server-sent stream and no session: always 405 method_not_allowed.', response: { 405: ErrorBody } };
 
 export interface McpRouteOptions {
-  readonly core: CoreDeps;
+  /** Proves the caller, and checks the agent an admin names (the tools' work goes through /v1). */
+  readonly core: AuthDeps & Pick<CoreDeps, 'agents'>;
   readonly defaultProject: string;
   /** The root app's inject: the tools call the API's own /v1 routes through it, in process. */
   readonly inject: FastifyInstance['inject'];

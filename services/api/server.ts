@@ -57,18 +57,18 @@ export interface RunningApi {
 /** Builds the app from real dependencies and listens; a failed listen (EADDRINUSE) closes the app and its queues and rethrows. */
 export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi> {
   const names = new RedisNames(opts.redisPrefix);
-  // The recheck notes get a connection of their own: a pipeline copies every command its
+  // The pending wake-ups get a connection of their own: a pipeline copies every command its
   // connection defines, and the shared one carries BullMQ's 64 scripts (docs/performance-history.md,
   // "Redis at 10,000 agents: 16 -> 11 commands per handoff").
   const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks' });
-  lockRedis.on('error', (err) => opts.logger.debug({ err }, 'recheck-note connection error'));
+  lockRedis.on('error', (err) => opts.logger.debug({ err }, 'pending-wake-up connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: 1, logger: opts.logger });
   const queues = new DeliveryQueues({
     connection: opts.redis,
     names,
     shards: opts.queueShards,
     logger: opts.logger,
-    heldLocks: (ids) => locks.noteIfHeld(ids),
+    heldLocks: (ids) => locks.wakeHolderIfHeld(ids),
   });
   const repos = createRepositories(opts.db);
   const metrics = opts.metrics ?? createBatonMetrics();

@@ -117,8 +117,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       connections.push(redis);
       // The API's code (Fastify, its plug-ins, the pages) is loaded only by processes that serve
       // it (the launcher imports it when called), and the worker's only by workers: each process
-      // holds what it runs (~29 MiB of RSS for the API's modules, ~10 MiB for the worker's;
-      // docs/PERFORMANCE.md, "Memory").
+      // holds only what it runs, which keeps it under its memory target (docs/PERFORMANCE.md, "Memory").
       try {
         api = await startApi({ config, db, redis, clock, logger, metrics });
       } catch (err) {

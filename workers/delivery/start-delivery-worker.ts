@@ -146,7 +146,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
             queue: queueName,
             slots,
             take: (count, lingering) => queues.takeWakeUps(queueName, count, lingering),
-            handOn: () => queues.addWakeJob(queueName, route),
+            addWakeJob: () => queues.addWakeJob(queueName, route),
             dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals, run),
             retryLater: (agentId) =>
               queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + DELIVERY_WORKER_DEFAULTS.failedRunRetryMs, job.id ?? ''), DELIVERY_WORKER_DEFAULTS.failedRunRetryMs),

@@ -63,8 +63,8 @@ export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
 }
 
 /**
- * The MCP SDK and Baton's tool definitions (~12 MiB of RSS), loaded by the first `POST /mcp`
- * rather than at start: an API that never serves MCP never holds them.
+ * The MCP SDK and Baton's tool definitions, loaded by the first `POST /mcp` rather than at
+ * start: an API that never serves MCP never holds them (docs/PERFORMANCE.md, "Memory").
  */
 let mcpModules: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport; createMcpServer: typeof import('../../../../libs/mcp/create-mcp-server.ts').createMcpServer }> | undefined;
 function loadMcp() {

@@ -42,7 +42,7 @@ export interface TransitionOptions {
    * as the same actor), in the same statement: used when a turn starts, so what waits behind
    * it is visibly BUSY.
    */
-  alsoQueued?: { recipientId: string; event: DeliveryEvent; reason: string };
+  moveOthers?: { recipientId: string; event: DeliveryEvent; reason: string };
   /**
    * Also moves the handoff's work, if it is in a state from which the work table lets this
    * actor take `event` (planned here), in the same statement. Without it, a move that ends the
@@ -123,8 +123,8 @@ export async function applyTransitions(
     } else if (wk === undefined) {
       moveWork = settleWork(to, actor, opts.reason ?? null) ?? moveWork;
     }
-    if (opts.alsoQueued) {
-      const q = opts.alsoQueued;
+    if (opts.moveOthers) {
+      const q = opts.moveOthers;
       moveOthers = {
         recipientId: q.recipientId,
         from: 'WAITING',

@@ -41,7 +41,7 @@ afterAll(async () => {
   await baton?.stop();
 });
 
-const signals = () => ({ draining: new AbortController().signal, handBack: new AbortController().signal });
+const signals = () => ({ draining: new AbortController().signal, stopFollowing: new AbortController().signal });
 
 async function recipient(): Promise<{ handle: string; agentId: string }> {
   const handle = `r${++n}`;
@@ -280,7 +280,7 @@ describe('after a dispatch run', () => {
     const draining = new AbortController();
     const deps = withLockHook(async () => undefined, []);
     const stopping: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => draining.abort()) };
-    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, handBack: new AbortController().signal });
+    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, stopFollowing: new AbortController().signal });
     expect(summary.outcome).toBe('stopped');
     expect([await stateOf(ids[0]!), await stateOf(ids[1]!), await stateOf(ids[2]!)]).toEqual(['RETURNED', 'RETURNED', 'BUSY']);
     expect(baton.host.writesByHandoff().get(ids[1]!)).toHaveLength(1);

@@ -10,7 +10,7 @@
  *   of the previous turn), when nothing needs checking between the read and the reservation
  *   (`withHead`); a turn then costs two statements;
  * - apart, as a move of its own, after `deliver` made the checks (`apart`).
- * Either way the request id is registered as reserved and unwritten first (`deps.unsent`), and
+ * Either way the request id is registered as reserved and unwritten first (`deps.unwritten`), and
  * the reservation is outstanding until its statement answers.
  *
  * Recovery (`settle`) reads back, by the request id, what committed, bounded and spaced while
@@ -26,10 +26,10 @@ import type { HeadReservation, WorkItem } from '../db/handoff-repository.ts';
 import type { AttemptRecord, HandoffRecord } from '../db/records.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import type { Moveable } from './apply-transition.ts';
+import type { HandoffAtRevision } from './apply-transition.ts';
 import type { DispatchDeps, RunSlot, TurnLockHandle } from './dispatch-deps.ts';
 import type { Move } from './turn-end-moves.ts';
-import { move, moveable, type MoveDeps, type Step } from './turn-step.ts';
+import { move, atRevision, type MoveDeps, type Step } from './turn-step.ts';
 
 /** Reads back a statement whose outcome is in doubt at most this many times (spaced by `timing.unreachableRetryMs`). */
 export const SETTLE_TRIES = 30;
@@ -48,7 +48,7 @@ const RESERVED_TO = (() => {
 
 /** What reserving and settling touch. */
 export type ReservationDeps = MoveDeps &
-  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unsent' | 'workerId' | 'deployment' | 'scheduler' | 'timing'>;
+  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unwritten' | 'workerId' | 'deployment' | 'scheduler' | 'timing'>;
 
 /**
  * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations.
@@ -61,7 +61,7 @@ export type InDoubt =
   /** The statement carrying the outstanding reservation failed with its connection: it may have committed. */
   | { readonly kind: 'reply-lost'; readonly cause: unknown }
   /** The reservation committed at `h`, and the run will not write it (it lost the turn lock first). */
-  | { readonly kind: 'not-written'; readonly h: Moveable; readonly attemptId: string; readonly requestId: string; readonly reason: string };
+  | { readonly kind: 'not-written'; readonly h: HandoffAtRevision; readonly attemptId: string; readonly requestId: string; readonly reason: string };
 
 /** What the read-back found of a reservation. */
 type Found =
@@ -69,7 +69,7 @@ type Found =
   | { readonly kind: 'absent' }
   /** Committed, still SENDING and unwritten: the write is still to be made (or given up). */
   | { readonly kind: 'reserved'; readonly row: HandoffRecord }
-  /** A new lock holder marked it UNCERTAIN as an abandoned write: only this process can prove it unsent. */
+  /** A new lock holder marked it UNCERTAIN as an abandoned write: only this process can prove it never written. */
   | { readonly kind: 'taken-over'; readonly row: HandoffRecord; readonly attempt: AttemptRecord }
   /** Moved on otherwise (released, settled, a later attempt): nothing of ours to do. */
   | { readonly kind: 'moved-on' };
@@ -130,7 +130,7 @@ export class AttemptReservations {
     if (!spec) return;
     this.outstanding = null;
     if (head?.reserved) this.deps.events.published(head.reserved.eventIds);
-    else this.deps.unsent.handOver(spec.requestId);
+    else this.deps.unwritten.delete(spec.requestId);
   }
 
   /**
@@ -138,7 +138,7 @@ export class AttemptReservations {
    * request id, the lock's fence (Postgres refuses the reservation if a newer holder reserved),
    * and what waits behind this turn made BUSY, visibly. Apply it with `move`, then `answered`.
    */
-  apart(h: Moveable, record: HandoffRecord): { move: Move; attemptId: string; requestId: string } {
+  apart(h: HandoffAtRevision, record: HandoffRecord): { move: Move; attemptId: string; requestId: string } {
     const now = this.deps.clock.now();
     const attemptId = newId(now.getTime());
     const requestId = this.begin(now);
@@ -150,25 +150,25 @@ export class AttemptReservations {
         increment: ['attemptCount'],
         insertAttempt: { id: attemptId, number: h.attemptCount + 1, requestId, workerId: this.deps.workerId, deliveryTarget: record.deliveryTarget, fence: this.run.fence },
         patch: { deliveryDetail: null, notBefore: null },
-        ...(record.recipientId ? { alsoQueued: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: QUEUED_BEHIND_REASON } } : {}),
+        ...(record.recipientId ? { moveOthers: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: QUEUED_BEHIND_REASON } } : {}),
       },
     ];
     return { move: reservation, attemptId, requestId };
   }
 
   /** The move from `apart` answered: `reserved` null when it was refused (someone moved the handoff first, or the fence). */
-  apartAnswered(requestId: string, reserved: Moveable | null): void {
+  apartAnswered(requestId: string, reserved: HandoffAtRevision | null): void {
     this.outstanding = null;
-    if (!reserved) this.deps.unsent.handOver(requestId);
+    if (!reserved) this.deps.unwritten.delete(requestId);
   }
 
   /**
    * The handoff as a reservation the head look-up made leaves it (`item.reserved`): SENDING at
    * the statement's revision, one attempt more.
    */
-  static reservedHead(item: WorkItem & { readonly reserved: NonNullable<WorkItem['reserved']> }): Moveable {
+  static reservedHead(item: WorkItem & { readonly reserved: NonNullable<WorkItem['reserved']> }): HandoffAtRevision {
     return {
-      ...moveable(item.handoff),
+      ...atRevision(item.handoff),
       deliveryState: planTransition(item.handoff.deliveryState, 'attempt_reserved', 'system'),
       revision: item.reserved.revision,
       attemptCount: item.handoff.attemptCount + 1,
@@ -219,10 +219,10 @@ export class AttemptReservations {
     this.outstanding = null;
     const deps = this.deps;
     // A write this run gives up is no longer one this process may send later.
-    if (doubt.kind === 'not-written') deps.unsent.handOver(requestId);
+    if (doubt.kind === 'not-written') deps.unwritten.delete(requestId);
     const done: Step = doubt.kind === 'not-written' ? { kind: 'stopped' } : { kind: 'next' };
     // The run that lost its lock records that first, from what it knows (one statement).
-    let unwritten: Moveable | null = doubt.kind === 'not-written' ? doubt.h : null;
+    let unwritten: HandoffAtRevision | null = doubt.kind === 'not-written' ? doubt.h : null;
     const reason = doubt.kind === 'not-written' ? doubt.reason : 'the reservation committed but its reply was lost, and the write was never started';
     for (let attempt = 1; ; attempt++) {
       try {
@@ -240,14 +240,14 @@ export class AttemptReservations {
           case 'reserved':
             if (doubt.kind === 'not-written') {
               // Our lock_lost did not commit (its own reply was lost before it ran): again.
-              unwritten = moveable(found.row);
+              unwritten = atRevision(found.row);
               continue;
             }
             deps.logger.info({ handoffId: found.row.id, requestId }, 'the attempt reservation committed although its reply was lost; sending it');
             return { kind: 'next', next: await deps.handoffs.nextWork(this.run.agentId, deps.clock.now(), deps.deployment) };
           case 'taken-over': {
-            deps.unsent.handOver(requestId);
-            const proven = await move(deps, moveable(found.row), [
+            deps.unwritten.delete(requestId);
+            const proven = await move(deps, atRevision(found.row), [
               [
                 'unsent_proven',
                 {
@@ -264,7 +264,7 @@ export class AttemptReservations {
             return done;
           }
           case 'moved-on':
-            deps.unsent.handOver(requestId);
+            deps.unwritten.delete(requestId);
             return done;
           default:
             return found satisfies never;
@@ -283,7 +283,7 @@ export class AttemptReservations {
   /** Registers a new request id as reserved and unwritten, outstanding until its statement answers. */
   private begin(now: Date): string {
     const requestId = newId(now.getTime());
-    this.deps.unsent.add(requestId);
+    this.deps.unwritten.add(requestId);
     this.outstanding = { requestId };
     return requestId;
   }
@@ -300,7 +300,7 @@ export class AttemptReservations {
     return { kind: 'moved-on' };
   }
 
-  /** A handoff proven unsent goes out again now: queue its recipient (the sweep would, later). */
+  /** A handoff proven never written goes out again now: queue its recipient (the sweep would, later). */
   private async wakeAfterProof(row: HandoffRecord, revision: number): Promise<void> {
     if (!row.recipientId || !row.provider) return;
     const job = { ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due' as const, handoffId: row.id };

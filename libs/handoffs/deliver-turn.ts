@@ -8,19 +8,19 @@ import { assertNever } from '../domain/errors.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
 import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
-import { type Moveable } from './apply-transition.ts';
+import { type HandoffAtRevision } from './apply-transition.ts';
 import { AttemptReservations, type WriteLock } from './attempt-reservations.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
 import { contextPacketFor } from './manage-sessions.ts';
 import { earlierRequestsFor } from './earlier-requests.ts';
 import { didNothing, endMoves, started, type Move } from './turn-end-moves.ts';
 import { busyAtWrite, busyRetryInMs, notSent, turnAttempt, writeHistory } from './write-retries.ts';
-import { isWorkOpen, move, moveable, NEVER, targetOf, type Step } from './turn-step.ts';
+import { isWorkOpen, move, atRevision, NEVER, targetOf, type Step } from './turn-step.ts';
 import { endTurn, watch, type FollowDeps } from './follow-turn.ts';
 
 /** What delivering a turn touches: following it, and what its write reads and is checked against. */
 export type DeliverDeps = FollowDeps &
-  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unsent' | 'hooks' | 'sessions' | 'sessionTurns'>;
+  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unwritten' | 'hooks' | 'sessions' | 'sessionTurns'>;
 
 /** One new turn for the head of the agent's queue. */
 export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
@@ -32,7 +32,7 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
     const reserved = AttemptReservations.reservedHead({ ...item, reserved: item.reserved });
     return sendReserved(deps, item, reserved, item.reserved.attemptId, item.reserved.requestId, adapter, targetOf(item), stop, lock);
   }
-  let h = moveable(record);
+  let h = atRevision(record);
   if (!item.recipient?.current) {
     await move(deps, h, [['recipient_gone', { reason: 'the recipient (or the session it had when the handoff was sent) no longer exists', patch: { deliveryDetail: 'recipient gone; not redirected' } }]]);
     return { kind: 'next' };
@@ -99,7 +99,7 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
 async function sendReserved(
   deps: DeliverDeps,
   item: WorkItem,
-  reserved: Moveable,
+  reserved: HandoffAtRevision,
   attemptId: string,
   requestId: string,
   adapter: ProviderAdapter,
@@ -135,7 +135,7 @@ async function sendReserved(
     return lock.reservations.settle({ kind: 'not-written', h, attemptId, requestId, reason: 'the turn lock was lost before the write; nothing was written' });
   }
   // The write itself is never aborted: once started, its outcome must be recorded.
-  deps.unsent.handOver(requestId);
+  deps.unwritten.delete(requestId);
   const wroteAt = deps.clock.now();
   const sent = await adapter.sendTurn(target, turn, NEVER);
   const attempt = (status: AttemptUpdate['status'], extra: Partial<AttemptUpdate> = {}): AttemptUpdate => ({ id: attemptId, status, ...extra });
@@ -195,17 +195,17 @@ async function sendReserved(
   }
 }
 
-/** A turn an earlier lock holder left live (it died, lost its lock, or handed it back). */
+/** A turn an earlier lock holder left live (it died, lost its lock, or stopped following it at shutdown). */
 export async function resumeTurn(deps: DeliverDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
   const record = item.handoff;
-  const h = moveable(record);
-  if (record.deliveryState === 'SENDING' && item.attempt && deps.unsent.has(item.attempt.requestId)) {
+  const h = atRevision(record);
+  if (record.deliveryState === 'SENDING' && item.attempt && deps.unwritten.has(item.attempt.requestId)) {
     // This process reserved the attempt and never handed it to an adapter (the reservation's
-    // reply was lost): provably unsent, so it goes out now, under its own request id.
+    // reply was lost): provably never written, so it goes out now, under its own request id.
     const adapter = deps.adapters.get(record.provider ?? '');
     if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
     if (!item.recipient?.current) {
-      deps.unsent.handOver(item.attempt.requestId);
+      deps.unwritten.delete(item.attempt.requestId);
       const reason = 'the recipient (or the session it had when the handoff was sent) no longer exists';
       await move(deps, h, [['recipient_gone', { reason, patch: { deliveryDetail: 'recipient gone; not redirected' }, updateAttempt: { id: item.attempt.id, status: 'cancelled', error: reason, finished: true } }]]);
       return { kind: 'next' };

@@ -20,7 +20,7 @@ export interface DispatchSummary {
 /**
  * Delivers an agent's queue, one turn at a time, in send order. Tries the agent's turn lock
  * once; if another worker holds it, returns `locked` at once, moving nothing and scheduling
- * nothing (the failed acquisition left the holder a recheck note, so it looks at Postgres again
+ * nothing (the failed acquisition left the holder a pending wake-up, so it looks at Postgres again
  * after releasing; a dead holder's agent is re-queued by the reconciler's sweep once its lock
  * expires). While it holds the lock: first
  * finishes any turn that an earlier holder left live, then delivers the oldest dispatchable
@@ -33,17 +33,17 @@ export interface DispatchSummary {
 export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals, run: RunSlot = {}): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
-    // Another worker holds the agent's turn. Nothing to do: the acquisition left it a recheck
-    // note, so the holder looks at Postgres again after releasing the lock, and if it dies, the
+    // Another worker holds the agent's turn. Nothing to do: the acquisition left it a pending
+    // wake-up, so the holder looks at Postgres again after releasing the lock, and if it dies, the
     // reconciler's sweep re-queues the agent once its lock expires. Handoffs that wait behind
     // the live turn were already made BUSY, not here: at send (send-handoff.ts, when the
-    // recipient has a turn in flight) or when the holder reserved its attempt (`alsoQueued`).
+    // recipient has a turn in flight) or when the holder reserved its attempt (`moveOthers`).
     return { outcome: 'locked', moved: 0 };
   }
   const { lock } = attempt;
   // Followed only while this run goes (the worker's signals are shared by all its runs).
   const starting = anyAbort([signals.draining, lock.signal]);
-  const watching = anyAbort([signals.handBack, lock.signal]);
+  const watching = anyAbort([signals.stopFollowing, lock.signal]);
   const stopStarting = starting.signal;
   const stopWatching = watching.signal;
   let moved = 0;
@@ -61,7 +61,7 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
     // An attempt this process reserved and never wrote is always taken on, even when the run is
     // stopping: it is written only while the lock is proven, and otherwise recorded as never
     // written (lock_lost), so none is left SENDING for the next holder to find UNCERTAIN.
-    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unsent.has(c.attempt.requestId));
+    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unwritten.has(c.attempt.requestId));
     while (!stopStarting.aborted || ours(carried)) {
       let step: Step;
       try {
@@ -111,9 +111,9 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
  * After the lock is released: queue whatever is (or becomes) due, so nothing waits forever.
  * A run that ended idle and released its lock cleanly knows its queue without asking Postgres:
  * its last look found nothing to start now, it made due (`dueAt`) what it made wait, and
- * whoever committed work for the agent after that look found the lock held and left the
- * recheck note (`released` is then `recheck`), or found it free and queued a job of its own.
- * Every other end (a note, a lost lock, a stop) asks Postgres when the next work is due, and so
+ * whoever committed work for the agent after that look found the lock held and left a
+ * pending wake-up (`released` is then `recheck`), or found it free and queued a job of its own.
+ * Every other end (a pending wake-up, a lost lock, a stop) asks Postgres when the next work is due, and so
  * does a run woken by a due time that found nothing to start: BullMQ may run a delayed job up
  * to a millisecond early, when the handoff it was for is not due yet, and trusting the look
  * would leave that handoff waiting for the sweep.

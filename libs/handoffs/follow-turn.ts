@@ -7,7 +7,7 @@ import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
 import { planTransition } from '../domain/transitions.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import { type Moveable, type TransitionGuard } from './apply-transition.ts';
+import { type HandoffAtRevision, type TransitionGuard } from './apply-transition.ts';
 import type { WriteLock } from './attempt-reservations.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
 import { didNothing, endMoves, started, type Move } from './turn-end-moves.ts';
@@ -21,7 +21,7 @@ export type FollowDeps = MoveDeps & Pick<DispatchDeps, 'deployment' | 'timing' |
 /** Follows an accepted turn to its end and records how it ended. */
 export async function watch(
   deps: FollowDeps,
-  start: Moveable,
+  start: HandoffAtRevision,
   attemptId: string,
   requestId: string,
   adapter: ProviderAdapter,
@@ -93,7 +93,7 @@ export async function watch(
  * settled end: that head leaves the moved handoff out, so a resend (which may be next) or a
  * turn that became UNCERTAIN (which its snapshot still saw live) has it looked up anew.
  */
-function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
+function nextStep(moved: (HandoffAtRevision & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
   const again = moved !== null && !isSettled(moved.deliveryState);
   const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
   if (!moved) return step;
@@ -107,7 +107,7 @@ function nextStep(moved: (Moveable & { readonly nextWork?: WorkItem | null }) | 
  * its reservation: one round trip). It reserves only after a settled end: the session is then
  * between turns, and only then is the head it read kept (nextStep).
  */
-export async function endTurn(deps: MoveDeps & Pick<DispatchDeps, 'deployment'>, h: Moveable, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
+export async function endTurn(deps: MoveDeps & Pick<DispatchDeps, 'deployment'>, h: HandoffAtRevision, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
   if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
   const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
   const reserve = isSettled(final) ? await lock.reservations.withHead('turn-end') : undefined;

@@ -184,7 +184,7 @@ async function holdOnSend(deps: TransitionDeps, h: HandoffRecord, hold: string):
  * The wake-up for a handoff just committed, WAITING or BUSY (enrolled behind a turn in flight):
  * a BUSY one needs it as much, since that turn may have looked at the queue for the last time
  * before this commit. For a BUSY one the API's queues add no wake-up while the recipient's turn
- * lock is held and leave its holder a recheck note instead (DeliveryQueues `heldLocks`); a
+ * lock is held and leave its holder a pending wake-up instead (DeliveryQueues `heldLocks`); a
  * WAITING one is woken without asking (its recipient had no turn in flight).
  */
 async function queueAfterCommit(deps: Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {

@@ -6,7 +6,7 @@ import { hasErrorCode } from '../domain/errors.ts';
 import { type DeliveryTarget } from '../adapters/provider-adapter.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import { applyTransitions, type Moveable, type TransitionGuard } from './apply-transition.ts';
+import { applyTransitions, type HandoffAtRevision, type TransitionGuard } from './apply-transition.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { type Move } from './turn-end-moves.ts';
@@ -25,7 +25,7 @@ export type Step = { kind: 'next'; next?: WorkItem | null; moved?: string; dueIn
 
 export const NEVER = new AbortController().signal;
 
-export function moveable(h: HandoffRecord): Moveable {
+export function atRevision(h: HandoffRecord): HandoffAtRevision {
   return {
     id: h.id,
     deliveryState: h.deliveryState,
@@ -42,7 +42,7 @@ export function moveable(h: HandoffRecord): Moveable {
  * else moved the handoff first (a release by a person, a reconciler): not an error here, the
  * caller simply moves on.
  */
-export async function move(deps: MoveDeps, h: Moveable, moves: readonly Move[], guard: TransitionGuard = {}): Promise<(Moveable & { readonly nextWork?: WorkItem | null }) | null> {
+export async function move(deps: MoveDeps, h: HandoffAtRevision, moves: readonly Move[], guard: TransitionGuard = {}): Promise<(HandoffAtRevision & { readonly nextWork?: WorkItem | null }) | null> {
   try {
     return await applyTransitions(deps, h, moves, { ...SYSTEM_ACTOR, id: deps.workerId }, guard);
   } catch (err) {

@@ -43,6 +43,7 @@ class BoundedClient extends pg.Client {
   }
 
   // `any`: pg's query() is a set of overloads (promise or callback); this passes each through.
+  /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/prefer-promise-reject-errors -- as above */
   override query(...args: unknown[]): any {
     const run = (a: unknown[]): unknown => (super.query as (...q: unknown[]) => unknown).apply(this, a);
     const first = args[0] as Partial<pg.QueryConfig> & { submit?: unknown };
@@ -70,6 +71,7 @@ class BoundedClient extends pg.Client {
     if (result instanceof Promise) result.catch((err: unknown) => this.endIfTimedOut(err));
     return result;
   }
+  /* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/prefer-promise-reject-errors */
 
   private endIfTimedOut(err: unknown): void {
     if (err instanceof Error && err.message === READ_TIMEOUT) this.connection.stream.destroy();

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever } from '../domain/errors.ts';
 import { planTransition } from '../domain/transitions.ts';
-import { QUEUED_BEHIND_REASON, SETTLE_TRIES, type HeadReserver } from './reserve-head.ts';
+import { QUEUED_BEHIND_REASON, SETTLE_TRIES } from './reserve-head.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
@@ -34,7 +34,7 @@ export async function deliver(deps: DispatchDeps, item: WorkItem, stop: AbortSig
     };
     return sendReserved(deps, item, reserved, item.reserved.attemptId, item.reserved.requestId, adapter, targetOf(item), stop, lock);
   }
-  let h = moveable(record);
+  const h = moveable(record);
   if (!item.recipient?.current) {
     await move(deps, h, [['recipient_gone', { reason: 'the recipient (or the session it had when the handoff was sent) no longer exists', patch: { deliveryDetail: 'recipient gone; not redirected' } }]]);
     return { kind: 'next' };

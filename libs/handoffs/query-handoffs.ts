@@ -1,5 +1,5 @@
 import { BatonError } from '../domain/errors.ts';
-import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { CoreDeps } from './ports.ts';
 import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';

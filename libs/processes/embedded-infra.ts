@@ -18,7 +18,7 @@ export interface Started {
   readonly url: string;
   /** The server's (postmaster's) process id: the benchmark reads its CPU time from /proc. */
   readonly pid: number;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 export async function freePort(): Promise<number> {

@@ -87,7 +87,7 @@ export function createEventStreamReader(connection: RedisClient, names: RedisNam
         }
         while (!closed) {
           try {
-            const res = (await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, last)) as Array<[string, Array<[string, string[]]>]> | null;
+            const res = (await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, last));
             if (failed) {
               failed = false;
               onWake(0n);

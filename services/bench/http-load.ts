@@ -1,4 +1,4 @@
-import { Pool, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
 import { percentile, round } from './measure.ts';
 
 export interface LoadResult {
@@ -30,7 +30,7 @@ export class JsonClient {
     const payload = body === undefined ? null : JSON.stringify(body);
     const res = await this.pool.request({
       path,
-      method: method as Dispatcher.HttpMethod,
+      method: method,
       headers: { ...this.headers, ...headers, ...(payload === null ? {} : { 'content-type': 'application/json' }) },
       body: payload,
     });

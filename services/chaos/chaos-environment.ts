@@ -340,7 +340,7 @@ export class ChaosEnvironment {
       slot.postgresProxy.resume();
       slot.redisProxy.resume();
     }
-    await Promise.all(this.slots.map((s) => s.process?.stop('SIGTERM', 5_000).catch(() => undefined)));
+    await Promise.all(this.slots.flatMap((s) => (s.process ? [s.process.stop('SIGTERM', 5_000).catch(() => undefined)] : [])));
     await this.demoHost?.stop('SIGKILL').catch(() => undefined);
     await Promise.all(this.slots.flatMap((s) => [s.postgresProxy.close(), s.redisProxy.close()]));
     await this.pool.end().catch(() => undefined);

@@ -78,7 +78,11 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
         return { kind: 'error', status: 500, message: 'the model broke' };
       case 'slow':
         return { kind: 'reply', text: `finished the slow turn ${requestId}`, until: agent.hold };
-      default:
+      case 'ok':
+      case 'busy':
+      case 'hang_write':
+      case 'lose_reply':
+      case 'refuse':
         return { kind: 'reply', text: `done: ${exchange.prompt.split('\n')[0] ?? ''}` };
     }
   });

@@ -220,7 +220,7 @@ describe('baton doctor', () => {
     try {
       redis = await startPrivateRedis();
     } catch (err) {
-      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`);
+      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`, { cause: err });
     }
     cleanups.push(() => redis.stop());
     const port = Number(new URL(redis.url).port);

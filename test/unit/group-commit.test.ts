@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GroupCommit, type InFlightAtDeadline } from '../../libs/db/group-commit.ts';
 import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
-import { batchesInFlight } from '../../libs/db/batched-statements.ts';
 
 /**
  * Client-side group commit with a statement the test answers by hand: which calls share a
@@ -13,7 +12,7 @@ function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: 
   const commit = new GroupCommit<number, string>(
     (items) =>
       new Promise<string[]>((resolve, reject) => {
-        batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail)) });
+        batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail as Error)) });
       }),
     { maxInFlight: opts.maxInFlight, maxBatch: opts.maxBatch, isolate: opts.isolate ?? (() => true), deadlineMs: opts.deadlineMs, ...(opts.inFlightAtDeadline ? { inFlightAtDeadline: opts.inFlightAtDeadline } : {}) },
   );

@@ -60,6 +60,7 @@ function kindOf(r: ClaudeErrorReport): FailureKind {
     case 'unknown':
     case 'unknown_error':
       return 'transient';
+    case undefined:
     default:
       break;
   }
@@ -76,6 +77,7 @@ function kindOf(r: ClaudeErrorReport): FailureKind {
       return 'limit';
     case 400:
       return TOO_LARGE.test(r.text) ? 'limit' : 'transient';
+    case undefined:
     default:
       return 'transient';
   }

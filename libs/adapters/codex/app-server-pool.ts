@@ -86,7 +86,7 @@ export class AppServerPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.entries.values()].map((e) => e.client?.close()));
+    await Promise.all([...this.entries.values()].flatMap((e) => (e.client ? [e.client.close()] : [])));
   }
 
   private entryOf(req: DaemonRequest): Entry {

@@ -104,7 +104,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ bearer: [] }],
     },
     // Routes a plugin registers (Bull Board's, the pages') are hidden by where they live.
-    transform: ({ schema, url }) => ({ schema: (undocumented(url) ? { ...(schema ?? {}), hide: true } : schema) as typeof schema, url }),
+    transform: ({ schema, url }) => ({ schema: (undocumented(url) ? { ...(schema ?? {}), hide: true } : schema), url }),
   });
 }
 
@@ -122,6 +122,7 @@ export async function installOpenApiRoutes(app: FastifyInstance, limiter: Reques
     uiConfig: { deepLinking: true },
     validatorUrl: false,
     staticCSP: DOCS_CSP,
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- swagger-ui adds it with addHook, which takes an async hook
     ...(limiter ? { uiHooks: { onRequest: limiter } } : {}),
   });
 }

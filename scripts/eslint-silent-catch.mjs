@@ -1,5 +1,5 @@
-// A local ESLint rule: `.catch(() => undefined)` (or `() => {}`, `() => null`) drops an error
-// without a word. Each one either handles the error (logs it at the right level, returns a
+// A local ESLint rule: `.catch(() => undefined)` (or `() => {}`) drops an error without a word
+// (`() => null` is left alone: it stands for "no value", which the caller then checks). Each one either handles the error (logs it at the right level, returns a
 // value that says what happened) or has a comment, on its line or the line above, saying why
 // nothing can be done. `catch {}` blocks are ESLint's `no-empty`, which wants a comment too.
 
@@ -9,7 +9,6 @@ function doesNothing(fn) {
   const b = fn.body;
   if (b.type === 'BlockStatement') return b.body.length === 0;
   if (b.type === 'Identifier') return b.name === 'undefined';
-  if (b.type === 'Literal') return b.value === null;
   return b.type === 'UnaryExpression' && b.operator === 'void' && b.argument.type === 'Literal';
 }
 
@@ -18,14 +17,16 @@ export const noSilentCatch = {
     type: 'suggestion',
     docs: { description: 'a `.catch` that drops the error says why in a comment' },
     schema: [],
-    messages: { silent: 'This .catch drops the error silently: log it, or say in a comment (this line or the one above) why nothing can be done.' },
+    messages: { silent: 'This .catch drops the error silently: log it, or say in a comment (on its lines or the line above) why nothing can be done.' },
   },
   create(context) {
     const source = context.sourceCode;
+    const silentLine = /\.catch\(\(\) => (undefined|\{\s*\})\)/;
+    // A comment on the call's lines or the line above; one above a run of such lines covers the run.
     const commented = (node) => {
-      const line = node.loc.start.line;
-      const handlerLine = node.arguments[0].loc.start.line;
-      return source.getAllComments().some((c) => c.loc.end.line >= line - 1 && c.loc.start.line <= Math.max(handlerLine, node.loc.end.line));
+      let first = node.loc.start.line;
+      while (first > 1 && silentLine.test(source.lines[first - 2] ?? '')) first--;
+      return source.getAllComments().some((c) => c.loc.end.line >= first - 1 && c.loc.start.line <= node.loc.end.line);
     };
     return {
       CallExpression(node) {

@@ -136,6 +136,7 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
     async close() {
       if (closed) return;
       closed = true;
+      // Closing: pool.end() below ends the connections Prisma's adapter used.
       await prisma.$disconnect().catch(() => undefined);
       await pool.end();
     },
@@ -155,6 +156,7 @@ export async function pingPostgres(url: string, timeoutMs: number): Promise<void
     await client.connect();
     await client.query('SELECT 1');
   } finally {
+    // A probe: its answer is above; ending a connection that never opened can fail too.
     await client.end().catch(() => undefined);
   }
 }

@@ -158,6 +158,7 @@ async function settleReservation(
         deps.logger.warn({ err, handoffId, requestId }, 'could not read back the attempt reservation; leaving it to the next lock holder');
         return { kind: 'settled', step: stop.aborted ? { kind: 'stopped' } : { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs } };
       }
+      // An abort (shutdown) only ends the wait early; the next try sees `stop`.
       await sleep(deps.timing.unreachableRetryMs, undefined, { signal: stop }).catch(() => undefined);
     }
   }

@@ -39,6 +39,7 @@ export class JsonClient {
   }
 
   close(): void {
+    // Closing: a pool that fails to close has no request left to answer.
     void this.pool.destroy().catch(() => undefined);
   }
 }

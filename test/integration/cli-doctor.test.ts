@@ -114,6 +114,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   await new Promise<void>((resolve) => (webhookServer ? webhookServer.close(() => resolve()) : resolve()));
   await baton?.stop();

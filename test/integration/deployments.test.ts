@@ -29,9 +29,11 @@ import { waitForState } from '../support/wait-for-state.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 afterAll(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 

@@ -45,6 +45,7 @@ async function captured(call: (repo: HandoffRepository) => Promise<unknown>): Pr
       return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
     },
   };
+  // The recorder answers every statement with no rows, which the call may refuse: only what it sent matters.
   await call(new HandoffRepository(recorder)).catch(() => undefined);
   return sent;
 }

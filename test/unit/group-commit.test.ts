@@ -8,11 +8,11 @@ import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
  * (The batched enrollment on a real Postgres: test/integration/batched-enrollment.test.ts.)
  */
 function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: unknown) => boolean; deadlineMs?: number; inFlightAtDeadline?: InFlightAtDeadline }) {
-  const batches: Array<{ items: number[]; answer: (fail?: unknown) => void }> = [];
+  const batches: Array<{ items: number[]; answer: (fail?: Error) => void }> = [];
   const commit = new GroupCommit<number, string>(
     (items) =>
       new Promise<string[]>((resolve, reject) => {
-        batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail as Error)) });
+        batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail)) });
       }),
     { maxInFlight: opts.maxInFlight, maxBatch: opts.maxBatch, isolate: opts.isolate ?? (() => true), deadlineMs: opts.deadlineMs, ...(opts.inFlightAtDeadline ? { inFlightAtDeadline: opts.inFlightAtDeadline } : {}) },
   );

@@ -54,6 +54,7 @@ export class ThreadHolds {
       await resume();
       h.loaded = true;
     });
+    // The chain only orders the loads; `loading` brings the error to this caller.
     h.chain = loading.catch(() => undefined);
     try {
       await loading;

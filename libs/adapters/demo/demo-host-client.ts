@@ -109,6 +109,7 @@ export class DemoHostClient implements DemoHostPort {
   }
 
   close(): void {
+    // Closing: a pool that fails to close has no request left to answer.
     void this.calls.destroy().catch(() => undefined);
     void this.watches.destroy().catch(() => undefined);
   }

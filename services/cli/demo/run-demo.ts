@@ -151,6 +151,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     }
     report.final(relay.counts(), Date.now() - startedAt);
   } finally {
+    // Teardown is best effort: each step runs whatever the one before did.
     await revokeDemoToken?.().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);

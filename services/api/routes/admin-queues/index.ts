@@ -131,6 +131,7 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
     await scope.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PREFIX });
   });
   app.addHook('onClose', async () => {
+    // Closing at shutdown: a queue whose connection is gone has nothing left to close.
     await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
   });
 }

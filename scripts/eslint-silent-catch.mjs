@@ -1,7 +1,8 @@
-// A local ESLint rule: `.catch(() => undefined)` (or `() => {}`) drops an error without a word
-// (`() => null` is left alone: it stands for "no value", which the caller then checks). Each one either handles the error (logs it at the right level, returns a
-// value that says what happened) or has a comment, on its line or the line above, saying why
-// nothing can be done. `catch {}` blocks are ESLint's `no-empty`, which wants a comment too.
+// A local ESLint rule: `.catch(() => undefined)` (or `() => {}`) drops an error without a word.
+// Each one either handles the error (logs it at the right level) or has a comment, on its lines
+// or the line above, saying why nothing can be done. (`() => null` is left alone: it stands for
+// "no value", which the caller then checks.) `catch {}` blocks are ESLint's `no-empty`, which
+// wants a comment too.
 
 /** Whether a handler's body does nothing with what it was given. */
 function doesNothing(fn) {
@@ -17,7 +18,9 @@ export const noSilentCatch = {
     type: 'suggestion',
     docs: { description: 'a `.catch` that drops the error says why in a comment' },
     schema: [],
-    messages: { silent: 'This .catch drops the error silently: log it, or say in a comment (on its lines or the line above) why nothing can be done.' },
+    messages: {
+      silent: 'This .catch drops the error silently: log it, or say in a comment (on its lines or the line above) why nothing can be done.',
+    },
   },
   create(context) {
     const source = context.sourceCode;

@@ -224,7 +224,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
       user = postgresUser();
     } catch {
       throw new DemoSetupError(
-        'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
+        'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create ' +
+          'one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
       );
     }
   }

@@ -67,7 +67,8 @@ export function tagRoutes(app: FastifyInstance, tag: OpenApiTag): void {
 
 /** Only the UI's own files: no CDN, no validator badge, no inline script. */
 const DOCS_CSP =
-  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+    "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
 
 /** Baton's version for the document; a build that moved this file away from package.json says "unknown". */
 function packageVersion(): string {
@@ -97,7 +98,9 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Baton API',
         version,
         description:
-          'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } }` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: docs/API.md.',
+          'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } ' +
+            '}` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: ' +
+            'docs/API.md.',
       },
       tags: OPENAPI_TAGS.map((t) => ({ ...t })),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an agent or admin token, `baton_…`' } } },

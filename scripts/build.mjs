@@ -3,7 +3,7 @@
 // and before every test run): Baton runs from this JavaScript, never through a TypeScript
 // compiler at run time. `--force` rebuilds even when the sources did not change.
 //
-// dist/ mirrors the repository: dist/libs, dist/services, dist/workers hold the compiled code
+// dist/ mirrors the repository: dist/libs, dist/services, dist/workers, dist/main hold the compiled code
 // next to the files it reads at run time (the lock scripts, the command supervisor), and
 // dist/prisma/migrations and dist/package.json sit where the source tree has them, so every
 // `new URL('…', import.meta.url)` resolves the same way from the sources and from dist.
@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
 const FINGERPRINT = '.build-fingerprint';
-const CODE_DIRS = ['libs', 'services', 'workers'];
+const CODE_DIRS = ['libs', 'services', 'workers', 'main'];
 const INPUTS = [...CODE_DIRS, 'prisma/migrations', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
 
 function walk(rel, out) {

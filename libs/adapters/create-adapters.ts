@@ -12,8 +12,8 @@ import type { AdapterDeadlines } from './provider-spec.ts';
 import { withDeadlines } from './with-deadlines.ts';
 
 export interface AdapterFactoryDeps {
-  /** Where the demo provider's simulated sessions live. */
-  readonly demoHost: DemoHostPort;
+  /** Where the demo provider's simulated sessions live; needed for `demo`. */
+  readonly demoHost?: DemoHostPort | undefined;
   /**
    * Deadlines per provider (config `BATON_ADAPTER_DEADLINES`), over the defaults each
    * provider's spec declares.
@@ -51,6 +51,7 @@ export function createAdapters(providers: readonly string[], deps: AdapterFactor
 function createAdapter(p: string, deps: AdapterFactoryDeps): ProviderAdapter {
   switch (p) {
     case 'demo':
+      if (!deps.demoHost) throw new Error('the demo adapter needs the demo agent host (deps.demoHost)');
       return createDemoAdapter(deps.demoHost);
     case 'webhook':
       if (!deps.turnReports) throw new Error('the webhook adapter needs the turn reports store (deps.turnReports)');

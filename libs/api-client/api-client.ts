@@ -75,8 +75,9 @@ export class ApiTimeout extends Error {
 
 /*
  * Plain requests go through node:http rather than fetch: the first fetch of a process loads
- * undici (~80 ms), most of what a one-shot CLI call costs beyond Node's own start. Server-sent
- * event streams (openStream) still use fetch, for its web stream body.
+ * undici, most of what a one-shot CLI call would cost beyond Node's own start
+ * (services/cli/README.md, "Start-up time"). Server-sent event streams (openStream) still use
+ * fetch, for its web stream body.
  */
 async function httpRequest(url: URL, init: { method: string; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<Answer> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');

@@ -36,11 +36,11 @@ export const REDIS_CLIENT_DEFAULTS = componentDefaults('redis client', {
 /** The per-agent turn lock (libs/locks/turn-locks.ts); its lifetime is BATON_TURN_LOCK_TTL_MS. */
 export const TURN_LOCK_DEFAULTS = componentDefaults('turn lock', {
   /**
-   * How long a recheck note lives. A turn may hold its lock for an hour, and the note must last
+   * How long a pending wake-up lives. A turn may hold its lock for an hour, and the pending wake-up must last
    * until the holder releases and takes it; the expiry only bounds what is left by a holder that
    * lost its lock (it costs the next holder one more look at Postgres).
    */
-  recheckNoteMs: 24 * 3_600_000,
+  pendingWakeUpMs: 24 * 3_600_000,
   /** Floor of the extension period and command deadline, both ttl/3 otherwise. */
   minRoundMs: 50,
   /** What a refused acquire waits when the lock script names no expiry. */

@@ -3,7 +3,7 @@ import type { DeliveryState } from '../domain/delivery-states.ts';
 import type { Viewer } from '../domain/visibility.ts';
 import { batchedStatement } from './batched-statements.ts';
 import type { GroupCommit } from './group-commit.ts';
-import { attemptsOf, eventsOf, latestAttemptOf } from './handoff-sql/attempts-and-events.ts';
+import { attemptByRequestIdOf, attemptsOf, eventsOf, latestAttemptOf } from './handoff-sql/attempts-and-events.ts';
 import { TURN_END_MAX_BATCH } from './handoff-sql/build-transition.ts';
 import { ENROLL_MAX_BATCH, enrollMany, type EnrollOutcome, type Enrollment } from './handoff-sql/enroll.ts';
 import { findByIdempotencyKey, findByInProgressKey, findHandoff, findHandoffView } from './handoff-sql/find-handoff.ts';
@@ -155,6 +155,10 @@ export class HandoffRepository {
 
   latestAttempt(handoffId: string): Promise<AttemptRecord | null> {
     return latestAttemptOf(this.pool, handoffId);
+  }
+
+  attemptByRequestId(requestId: string): Promise<AttemptRecord | null> {
+    return attemptByRequestIdOf(this.pool, requestId);
   }
 
   events(handoffId: string): Promise<EventRecord[]> {

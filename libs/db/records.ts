@@ -76,7 +76,7 @@ export interface HandoffRecord {
   returnOutcome: string | null;
   resultFactIds: string[];
   returnedAt: Date | null;
-  /** The token that sent it (null for internal senders and rows from before issue 6). */
+  /** The token that sent it (null for internal senders and for rows older than the column). */
   createdByTokenId: string | null;
   reminderSentAt: Date | null;
   resultSummary: string | null;

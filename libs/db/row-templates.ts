@@ -2,16 +2,14 @@ import pg from 'pg';
 
 /**
  * Rows of named prepared statements without pg's per-result set-up. For every result pg builds
- * a template row (an object with one key per column, made in dictionary mode and then copied)
- * and looks up a parser per column: for the 65 columns a turn's end returns with the next head,
- * several times the cost of parsing the row itself (docs/performance-history.md, "Kept
- * statement texts and row templates"). A named statement's columns are the same
- * on every call, so the first result's template and parsers are kept per statement name and
- * reused while the columns pg describes are the same (names, types and formats compared one by
- * one: a statement prepared again after a schema change gets a template of its own). They are
- * kept per client's type parsers (pg gives every client an object of its own), so each pooled
- * connection builds a statement's template once, not each time the pool hands out another one
- * (a type parser set on a client after that would not be seen: Baton sets none).
+ * a template row and looks up a parser per column, which for a wide row costs more than parsing
+ * the row itself (docs/performance-history.md, "Kept statement texts and row templates"). A
+ * named statement's columns are the same on every call, so the first result's template and
+ * parsers are kept per statement name and reused while the columns pg describes are the same
+ * (names, types and formats compared: a statement prepared again after a schema change gets a
+ * template of its own). They are kept per client's type parsers (pg gives every client its
+ * own), so each pooled connection builds a statement's template once (a type parser set on a
+ * client after that would not be seen: Baton sets none).
  *
  * pg exposes no hook for this: `KeptRowQuery` is pg's own Query whose result takes its fields
  * from the kept template (the Result members it sets are those pg's `addFields` sets;

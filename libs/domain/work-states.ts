@@ -150,7 +150,7 @@ export function workMoveWhenDeliverySettles(delivery: DeliveryState): WorkRule |
 }
 
 /** Every (from, event, actor) the table allows, one row each: for tests and the diagram. */
-export function workTransitionEdges(): Array<{ from: WorkState; event: WorkEvent; to: WorkState; actor: WorkActor }> {
+export function moveWorkEdges(): Array<{ from: WorkState; event: WorkEvent; to: WorkState; actor: WorkActor }> {
   return WORK_TRANSITIONS.flatMap((r) => r.from.flatMap((from) => r.actors.map((actor) => ({ from, event: r.event, to: r.to, actor }))));
 }
 

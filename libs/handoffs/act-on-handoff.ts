@@ -2,17 +2,23 @@ import { BatonError } from '../domain/errors.ts';
 import type { HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
-import type { Actor, CoreDeps } from './ports.ts';
+import type { Actor, TransitionDeps } from './ports.ts';
 import type { Viewer } from '../domain/visibility.ts';
-import { loadAsAgent, loadVisible, reread } from './load-handoff.ts';
-import { wakeRecipient } from './wake-recipient.ts';
+import { loadAsAgent, loadVisible, reread, type LoadDeps } from './load-handoff.ts';
+import { wakeRecipient, type WakeDeps } from './wake-recipient.ts';
+
+/** What acknowledging touches: the load, the move, the read-back. */
+export type AcknowledgeDeps = LoadDeps & TransitionDeps;
+
+/** What a release touches: as an acknowledgement, and the recipient's wake-up. */
+export type ReleaseDeps = LoadDeps & TransitionDeps & WakeDeps;
 
 /**
  * The recipient marks a plain message read: ACKNOWLEDGED, no turn needed (if it was still
  * queued, it is not delivered). Work (a handoff with a title) is returned instead.
  * @throws BatonError handoff_not_found, not_recipient, not_a_message, invalid_transition, stale_revision
  */
-export async function acknowledgeHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
+export async function acknowledgeHandoff(deps: AcknowledgeDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
   const { h } = await loadAsAgent(deps, input);
   const as = input.as.toLowerCase();
   if (h.recipientHandle !== as) throw new BatonError('not_recipient', `${as} is not the recipient of handoff ${h.id}`);
@@ -32,7 +38,7 @@ export async function acknowledgeHandoff(deps: CoreDeps, input: { project: strin
  * @throws BatonError handoff_not_found, not_sender, invalid_transition, stale_revision
  */
 export async function releaseHandoff(
-  deps: CoreDeps,
+  deps: ReleaseDeps,
   input: { project: string; id: string; as?: string | undefined; reason?: string | undefined; tokenId?: string | null; viewer: Viewer },
 ): Promise<HandoffView> {
   const h =

@@ -8,7 +8,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { Actor, EventPublisher } from './ports.ts';
 
 /** The part of a handoff a transition reads and returns: its state, revision and counters. */
-export interface Moveable {
+export interface HandoffAtRevision {
   readonly id: string;
   readonly deliveryState: DeliveryState;
   readonly revision: number;
@@ -42,14 +42,14 @@ export interface TransitionOptions {
    * as the same actor), in the same statement: used when a turn starts, so what waits behind
    * it is visibly BUSY.
    */
-  alsoQueued?: { recipientId: string; event: DeliveryEvent; reason: string };
+  moveOthers?: { recipientId: string; event: DeliveryEvent; reason: string };
   /**
    * Also moves the handoff's work, if it is in a state from which the work table lets this
    * actor take `event` (planned here), in the same statement. Without it, a move that ends the
    * delivery where nobody will do the work (CANCELLED, UNAVAILABLE) settles the work anyway:
    * `workMoveWhenDeliverySettles` in libs/domain/work-states.ts.
    */
-  alsoWork?: { current: WorkState | null; event: WorkEvent; role: WorkActor; reason: string };
+  moveWork?: { current: WorkState | null; event: WorkEvent; role: WorkActor; reason: string };
 }
 
 type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock; readonly events: EventPublisher };
@@ -59,7 +59,7 @@ type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock; reado
  * proven absence, a removed recipient): work nobody will do is settled in the same statement,
  * from whichever active state it is in (the statement checks; a plain message has none).
  */
-function settleWork(to: DeliveryState, actor: Actor, reason: string | null): TransitionWrite['alsoWork'] {
+function settleWork(to: DeliveryState, actor: Actor, reason: string | null): TransitionWrite['moveWork'] {
   const rule = workMoveWhenDeliverySettles(to);
   if (!rule) return undefined;
   const event = { event: rule.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: reason ?? `the delivery ended ${to}` };
@@ -74,7 +74,7 @@ function settleWork(to: DeliveryState, actor: Actor, reason: string | null): Tra
  * @throws BatonError invalid_transition / transition_not_permitted (refused by the table),
  *   stale_revision (someone moved it first; nothing written), handoff_not_found.
  */
-export function applyTransition(deps: Deps, h: Moveable, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<Moveable> {
+export function applyTransition(deps: Deps, h: HandoffAtRevision, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<HandoffAtRevision> {
   return applyTransitions(deps, h, [[event, opts]], actor);
 }
 
@@ -86,19 +86,19 @@ export function applyTransition(deps: Deps, h: Moveable, event: DeliveryEvent, a
  */
 export async function applyTransitions(
   deps: Deps,
-  h: Moveable,
+  h: HandoffAtRevision,
   moves: ReadonlyArray<readonly [DeliveryEvent, TransitionOptions?]>,
   actor: Actor,
   guard: TransitionGuard = {},
-): Promise<Moveable & { readonly nextWork?: WorkItem | null }> {
+): Promise<HandoffAtRevision & { readonly nextWork?: WorkItem | null }> {
   const at = deps.clock.now();
   const steps: TransitionStep[] = [];
   const patch: HandoffPatch = {};
   const increment: HandoffCounter[] = [];
   let insertAttempt: AttemptInsert | undefined;
   let updateAttempt: AttemptUpdate | undefined;
-  let alsoMoveQueued: TransitionWrite['alsoMoveQueued'];
-  let alsoWork: TransitionWrite['alsoWork'];
+  let moveOthers: TransitionWrite['moveOthers'];
+  let moveWork: TransitionWrite['moveWork'];
   let state = h.deliveryState;
   for (const [event, opts = {}] of moves) {
     const to = planTransition(state, event, actor.kind);
@@ -114,18 +114,18 @@ export async function applyTransitions(
     if (opts.notBeforeInMs !== undefined) patch.notBefore = new Date(at.getTime() + opts.notBeforeInMs);
     increment.push(...(opts.increment ?? []));
     insertAttempt = opts.insertAttempt ?? insertAttempt;
-    const wk = opts.alsoWork;
+    const wk = opts.moveWork;
     if (wk && wk.current !== null) {
       // Every work state from which the table allows this move: the statement re-checks it.
       const from = WORK_TRANSITIONS.filter((r) => r.event === wk.event && r.actors.includes(wk.role)).flatMap((r) => r.from);
       const rule = planWorkMove(wk.current, wk.event, wk.role);
-      alsoWork = { from, to: rule.to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: wk.reason }, result: rule.result };
+      moveWork = { from, to: rule.to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: wk.reason }, result: rule.result };
     } else if (wk === undefined) {
-      alsoWork = settleWork(to, actor, opts.reason ?? null) ?? alsoWork;
+      moveWork = settleWork(to, actor, opts.reason ?? null) ?? moveWork;
     }
-    if (opts.alsoQueued) {
-      const q = opts.alsoQueued;
-      alsoMoveQueued = {
+    if (opts.moveOthers) {
+      const q = opts.moveOthers;
+      moveOthers = {
         recipientId: q.recipientId,
         from: 'WAITING',
         to: planTransition('WAITING', q.event, actor.kind),
@@ -162,8 +162,8 @@ export async function applyTransitions(
     increment,
     ...(insertAttempt ? { insertAttempt } : {}),
     ...(updateAttempt ? { updateAttempt } : {}),
-    ...(alsoMoveQueued ? { alsoMoveQueued } : {}),
-    ...(alsoWork ? { alsoWork } : {}),
+    ...(moveOthers ? { moveOthers } : {}),
+    ...(moveWork ? { moveWork } : {}),
     ...(guard.thenNextWork ? { thenNextWork: { ...guard.thenNextWork, now: at } } : {}),
   });
   if (written === null) {

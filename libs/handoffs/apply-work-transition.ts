@@ -7,6 +7,14 @@ import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventPublisher } from './ports.ts';
 
+/** What a work move touches: its one statement, the read-back when it is refused, the clock, the event publisher. */
+export interface WorkMoveDeps {
+  readonly handoffs: Pick<HandoffRepository, 'findById'>;
+  readonly work: Pick<WorkRepository, 'move'>;
+  readonly clock: Clock;
+  readonly events: EventPublisher;
+}
+
 /** Who moves the work: their role for the work table, and how the event log names them. */
 export interface WorkActorRef {
   readonly role: WorkActor;
@@ -61,7 +69,7 @@ function resultPatch(effect: WorkResultEffect | undefined, at: Date): WorkPatch 
  *   handoff_not_found. Nothing is written in any of these cases.
  */
 export async function applyWorkTransition(
-  deps: { readonly handoffs: HandoffRepository; readonly work: WorkRepository; readonly clock: Clock; readonly events: EventPublisher },
+  deps: WorkMoveDeps,
   h: HandoffRecord,
   event: WorkEvent,
   actor: WorkActorRef,

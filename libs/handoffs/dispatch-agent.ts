@@ -1,8 +1,8 @@
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { deliver, resumeTurn } from './deliver-turn.ts';
-import type { Step, WriteLock } from './turn-step.ts';
-import { HeadReserver, readHead, readHeadAgain } from './reserve-head.ts';
+import type { Step } from './turn-step.ts';
+import { AttemptReservations, type WriteLock } from './attempt-reservations.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { WorkItem } from '../db/handoff-repository.ts';
 import { anyAbort } from '../adapters/race-abort.ts';
@@ -20,7 +20,7 @@ export interface DispatchSummary {
 /**
  * Delivers an agent's queue, one turn at a time, in send order. Tries the agent's turn lock
  * once; if another worker holds it, returns `locked` at once, moving nothing and scheduling
- * nothing (the failed acquisition left the holder a recheck note, so it looks at Postgres again
+ * nothing (the failed acquisition left the holder a pending wake-up, so it looks at Postgres again
  * after releasing; a dead holder's agent is re-queued by the reconciler's sweep once its lock
  * expires). While it holds the lock: first
  * finishes any turn that an earlier holder left live, then delivers the oldest dispatchable
@@ -33,17 +33,17 @@ export interface DispatchSummary {
 export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals, run: RunSlot = {}): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
-    // Another worker holds the agent's turn. Nothing to do: the acquisition left it a recheck
-    // note, so the holder looks at Postgres again after releasing the lock, and if it dies, the
+    // Another worker holds the agent's turn. Nothing to do: the acquisition left it a pending
+    // wake-up, so the holder looks at Postgres again after releasing the lock, and if it dies, the
     // reconciler's sweep re-queues the agent once its lock expires. Handoffs that wait behind
     // the live turn were already made BUSY, not here: at send (send-handoff.ts, when the
-    // recipient has a turn in flight) or when the holder reserved its attempt (`alsoQueued`).
+    // recipient has a turn in flight) or when the holder reserved its attempt (`moveOthers`).
     return { outcome: 'locked', moved: 0 };
   }
   const { lock } = attempt;
   // Followed only while this run goes (the worker's signals are shared by all its runs).
   const starting = anyAbort([signals.draining, lock.signal]);
-  const watching = anyAbort([signals.handBack, lock.signal]);
+  const watching = anyAbort([signals.stopFollowing, lock.signal]);
   const stopStarting = starting.signal;
   const stopWatching = watching.signal;
   let moved = 0;
@@ -52,29 +52,33 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   // When each handoff this run made wait (a resend delay, a back-off) goes out again: the
   // latest move of a handoff decides (a resend that failed again in the same run waits longer).
   const dues = new Map<string, number>();
-  // Reservations made by the statements that look at the head (reserve-head.ts).
-  const heads = new HeadReserver(deps, job.provider, lock.fence, stopStarting);
-  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), heads, ...(run.follow ? { follow: run.follow } : {}) };
+  // How this run reserves its attempts, and settles one whose outcome is in doubt.
+  const reservations = new AttemptReservations(deps, { agentId: job.agentId, provider: job.provider, fence: lock.fence, stop: stopStarting });
+  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), reservations, ...(run.follow ? { follow: run.follow } : {}) };
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
     // An attempt this process reserved and never wrote is always taken on, even when the run is
     // stopping: it is written only while the lock is proven, and otherwise recorded as never
     // written (lock_lost), so none is left SENDING for the next holder to find UNCERTAIN.
-    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unsent.has(c.attempt.requestId));
+    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unwritten.has(c.attempt.requestId));
     while (!stopStarting.aborted || ours(carried)) {
-      const item = carried !== undefined ? carried : await readHead(deps, job.agentId, heads);
-      carried = undefined;
-      if (!item) break;
       let step: Step;
       try {
+        const item = carried !== undefined ? carried : await reservations.readHead();
+        carried = undefined;
+        if (!item) break;
         step = item.live ? await resumeTurn(deps, item, stopWatching, runLock) : await deliver(deps, item, stopWatching, runLock);
       } catch (err) {
-        // The statement that ended a turn lost its reply with the next head's reservation in
-        // it: look again under the lock (our attempt, if it committed, is the live head now).
-        if (!heads.inDoubt || !isDatabaseUnavailable(err)) throw err;
-        carried = await readHeadAgain(deps, job.agentId, heads, err);
-        continue;
+        // A statement carrying a reservation (the look-up, the reservation apart, or the end of
+        // the previous turn) failed with its connection: it may have committed. Read back under
+        // the lock what it did; our attempt, if it committed, comes back as the head to send.
+        if (!reservations.inDoubt || !isDatabaseUnavailable(err)) throw err;
+        step = await reservations.settle({ kind: 'reply-lost', cause: err });
+        if (step.kind === 'next') {
+          carried = step.next;
+          continue;
+        }
       }
       if (step.kind === 'stopped') {
         outcome = 'stopped';
@@ -107,15 +111,15 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
  * After the lock is released: queue whatever is (or becomes) due, so nothing waits forever.
  * A run that ended idle and released its lock cleanly knows its queue without asking Postgres:
  * its last look found nothing to start now, it made due (`dueAt`) what it made wait, and
- * whoever committed work for the agent after that look found the lock held and left the
- * recheck note (`released` is then `recheck`), or found it free and queued a job of its own.
- * Every other end (a note, a lost lock, a stop) asks Postgres when the next work is due, and so
+ * whoever committed work for the agent after that look found the lock held and left a
+ * pending wake-up (`released` is then `recheck`), or found it free and queued a job of its own.
+ * Every other end (a pending wake-up, a lost lock, a stop) asks Postgres when the next work is due, and so
  * does a run woken by a due time that found nothing to start: BullMQ may run a delayed job up
  * to a millisecond early, when the handoff it was for is not due yet, and trusting the look
  * would leave that handoff waiting for the sweep.
  */
 async function scheduleFollowUp(
-  deps: DispatchDeps,
+  deps: Pick<DispatchDeps, 'locks' | 'scheduler' | 'handoffs' | 'clock' | 'deployment' | 'logger'>,
   job: DispatchJob,
   token: string,
   end: { outcome: DispatchOutcome; retryInMs: number; released: LockRelease; dueAt: number | null; moved: number },

@@ -3,7 +3,7 @@ import type { DeliveryWindows } from '../domain/delivery-policy.ts';
 import type { OutageGuardSpec, RuntimeSettings } from '../domain/runtime-settings.ts';
 import type { LockRelease } from '../locks/turn-locks.ts';
 import type { CoreDeps } from './ports.ts';
-import type { UnsentReservations } from './unsent-reservations.ts';
+import type { UnwrittenReservations } from './unwritten-reservations.ts';
 
 /*
  * What a delivery run is given: the dependencies, the turn lock and the scheduler's signals.
@@ -20,7 +20,7 @@ export interface TurnLockHandle {
   readonly signal: AbortSignal;
   /** Proves ownership within a bounded time; false means: do not write. */
   stillHeld(): Promise<boolean>;
-  /** `recheck`: while the lock was held, work was committed that this run may not have seen. */
+  /** `recheck`: the release took a pending wake-up: while the lock was held, work was committed that this run may not have seen. */
   release(): Promise<LockRelease>;
 }
 
@@ -46,7 +46,7 @@ export interface DispatchDeps extends CoreDeps {
   /** The reconciliation windows (unobservable turn, interrupted resend, absence scans). */
   readonly windows: DeliveryWindows;
   /** This process's reserved-but-never-written request ids (one instance per worker process). */
-  readonly unsent: UnsentReservations;
+  readonly unwritten: UnwrittenReservations;
   readonly hooks?: WorkerHooks;
   /**
    * The providers and worker pools this process serves: the reconciler observes only their
@@ -68,8 +68,8 @@ export interface DispatchDeps extends CoreDeps {
 export interface DispatchSignals {
   /** Stop starting new turns (shutdown has begun). */
   readonly draining: AbortSignal;
-  /** Stop watching live turns and hand them back (the shutdown grace ran out). */
-  readonly handBack: AbortSignal;
+  /** Stop following live turns, recording nothing: the next lock holder takes them up (the shutdown grace ran out). */
+  readonly stopFollowing: AbortSignal;
 }
 
 /**

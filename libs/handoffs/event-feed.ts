@@ -2,8 +2,7 @@ import type { Clock } from '../domain/clock.ts';
 import { canSee, type Viewer } from '../domain/visibility.ts';
 import type { EventLogRepository, LogHorizon, LoggedEvent } from '../db/event-log-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
-import { loadVisible } from './load-handoff.ts';
-import type { CoreDeps } from './ports.ts';
+import { loadVisible, type LoadDeps } from './load-handoff.ts';
 import { resolveProject } from './resolve-project.ts';
 import { EVENT_FEED_DEFAULTS } from '../config/component-defaults.ts';
 
@@ -277,7 +276,7 @@ export class EventFeed {
  * @throws BatonError project_not_found, handoff_not_found (also for a handoff the viewer may not see)
  */
 export async function followEvents(
-  deps: Pick<CoreDeps, 'agents' | 'handoffs'>,
+  deps: LoadDeps,
   feed: EventFeed,
   input: { projectSlug: string; viewer: Viewer; handoffId: string | null; after: bigint | null } & Pick<FollowRequest, 'deliver' | 'end' | 'ready'>,
 ): Promise<Following> {

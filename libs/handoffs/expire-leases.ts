@@ -1,6 +1,9 @@
 import { hasErrorCode } from '../domain/errors.ts';
-import { applyWorkTransition } from './apply-work-transition.ts';
+import { applyWorkTransition, type WorkMoveDeps } from './apply-work-transition.ts';
 import type { CoreDeps } from './ports.ts';
+
+/** What expiring leases touches: the expired claims (`work`), each handoff, the move, the log. */
+export type ExpireLeasesDeps = Pick<CoreDeps, 'work' | 'handoffs' | 'clock' | 'logger'> & WorkMoveDeps;
 
 const BATCH = 200;
 
@@ -10,7 +13,7 @@ const BATCH = 200;
  * claim also gives its delivery back (ACCEPTED -> WAITING). Runs in the reconciler's pass.
  * @returns how many claims expired.
  */
-export async function expireLeases(deps: CoreDeps): Promise<number> {
+export async function expireLeases(deps: ExpireLeasesDeps): Promise<number> {
   const expired = await deps.work.expiredLeases(deps.clock.now(), BATCH);
   let n = 0;
   for (const e of expired) {

@@ -1,17 +1,27 @@
-/** Following an accepted turn to its end (a live one, or one a stopped worker left running), and recording how it ended. */
+/**
+ * Following an accepted turn to its end (a live one, or one a stopped worker left running), and
+ * recording how it ended (`endTurn`: with the choice, and maybe the reservation, of the next).
+ */
 import { type DeliveryTarget, type ProviderAdapter, type TurnEnd } from '../adapters/provider-adapter.ts';
+import { isSettled, type DeliveryState } from '../domain/delivery-states.ts';
+import { planTransition } from '../domain/transitions.ts';
+import type { WorkItem } from '../db/handoff-repository.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import { type Moveable } from './apply-transition.ts';
+import { type HandoffAtRevision, type TransitionGuard } from './apply-transition.ts';
+import type { WriteLock } from './attempt-reservations.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
-import { didNothing, endMoves, started } from './turn-end-moves.ts';
+import { didNothing, endMoves, started, type Move } from './turn-end-moves.ts';
 import { busyRetryInMs, writeHistory, type WriteHistory } from './write-retries.ts';
 import { anyAbort } from '../adapters/race-abort.ts';
-import { endTurn, isWorkOpen, move, type Step, type WriteLock } from './turn-step.ts';
+import { isWorkOpen, move, type MoveDeps, type Step } from './turn-step.ts';
+
+/** What following a turn and recording its end touch. */
+export type FollowDeps = MoveDeps & Pick<DispatchDeps, 'deployment' | 'timing' | 'windows' | 'attemptHistory'>;
 
 /** Follows an accepted turn to its end and records how it ended. */
 export async function watch(
-  deps: DispatchDeps,
-  start: Moveable,
+  deps: FollowDeps,
+  start: HandoffAtRevision,
   attemptId: string,
   requestId: string,
   adapter: ProviderAdapter,
@@ -75,4 +85,34 @@ export async function watch(
   const busyRetryMs = end.status === 'busy' ? busyRetryInMs(deps, history ?? (await writeHistory(deps, h.id, h.attemptCount))) : 0;
   const moves = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, busyRetryMs, deps.windows);
   return endTurn(deps, h, h.deliveryState === 'ACCEPTED' && !didNothing(end) ? [started(attemptId), ...moves] : moves, record, lock);
+}
+
+/**
+ * Going on after `moves` were written (`moved` null: someone else moved the handoff first),
+ * with the head of the queue when the statement that ended the turn read it, but only after a
+ * settled end: that head leaves the moved handoff out, so a resend (which may be next) or a
+ * turn that became UNCERTAIN (which its snapshot still saw live) has it looked up anew.
+ */
+function nextStep(moved: (HandoffAtRevision & { readonly nextWork?: WorkItem | null }) | null, moves: readonly Move[]): Step {
+  const again = moved !== null && !isSettled(moved.deliveryState);
+  const step: Step = moved?.nextWork !== undefined && !again ? { kind: 'next', next: moved.nextWork } : { kind: 'next' };
+  if (!moved) return step;
+  const delays = moves.flatMap(([, o]) => (o?.notBeforeInMs !== undefined ? [o.notBeforeInMs] : []));
+  return delays.length > 0 ? { ...step, moved: moved.id, dueInMs: Math.min(...delays) } : { ...step, moved: moved.id };
+}
+
+/**
+ * Ends a turn with `moves` in one statement that also reads the recipient's next work and,
+ * when the run's reservations allow it (AttemptReservations.withHead), reserves it (the end of one turn, the choice of the next and
+ * its reservation: one round trip). It reserves only after a settled end: the session is then
+ * between turns, and only then is the head it read kept (nextStep).
+ */
+export async function endTurn(deps: MoveDeps & Pick<DispatchDeps, 'deployment'>, h: HandoffAtRevision, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
+  if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
+  const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
+  const reserve = isSettled(final) ? await lock.reservations.withHead('turn-end') : undefined;
+  const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
+  const moved = await move(deps, h, moves, guard);
+  lock.reservations.headAnswered(reserve, moved?.nextWork);
+  return nextStep(moved, moves);
 }

@@ -2,7 +2,7 @@ import { holdReason, type RuntimeSettings } from '../domain/runtime-settings.ts'
 import type { ConnectionRule } from '../db/held-handoffs.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition } from './apply-transition.ts';
-import { SYSTEM_ACTOR, type CoreDeps } from './ports.ts';
+import { SYSTEM_ACTOR, type CoreDeps, type TransitionDeps } from './ports.ts';
 import { hasErrorCode } from '../domain/errors.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
@@ -20,6 +20,13 @@ export interface LiftHoldsOptions {
 }
 
 /**
+ * What lifting holds touches: the settings, the HELD pages of this deployment's agents, the
+ * move, the wake-up on this deployment's queues, the log.
+ */
+export type LiftHoldsDeps = TransitionDeps &
+  Pick<CoreDeps, 'heldHandoffs' | 'deployment' | 'scheduler' | 'logger'> & { readonly settingsReader: { get(): Promise<RuntimeSettings> } };
+
+/**
  * Re-evaluates every HELD handoff to an agent of this deployment against the current settings
  * and connections; those no longer held go back to WAITING (`hold_lifted`) and are queued on
  * this deployment's queues. Runs in the reconciler (so a pause that ends at `enabledAfter`
@@ -35,7 +42,7 @@ export interface LiftHoldsOptions {
  * @returns how many holds were lifted.
  */
 export async function liftHolds(
-  deps: CoreDeps & { settingsReader: { get(): Promise<RuntimeSettings> } },
+  deps: LiftHoldsDeps,
   opts: LiftHoldsOptions = {},
 ): Promise<number> {
   const pageSize = opts.pageSize ?? HOLDS_PAGE_SIZE;

@@ -62,6 +62,9 @@ function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
   return reasons;
 }
 
+/** What the first paint reads: the project's agents, handoff lists, the live-view figures, the clock. */
+export type LiveViewDeps = Pick<CoreDeps, 'agents' | 'handoffs' | 'liveView' | 'clock'>;
+
 /**
  * Everything the live page shows at first paint, for one caller: the project's agents with
  * what they are doing, open handoffs, what needs attention (UNCERTAIN, HELD, overdue, failed in
@@ -70,7 +73,7 @@ function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
  * its project's unowned work; an agent's activity is what the viewer can see of it.
  * @throws BatonError project_not_found
  */
-export async function getLiveView(deps: CoreDeps, projectSlug: string, viewer: Viewer): Promise<LiveView> {
+export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewer: Viewer): Promise<LiveView> {
   const project = await resolveProject(deps, projectSlug);
   const now = deps.clock.now();
   // The log's head is read before the lists, so that everything after it reaches the page by

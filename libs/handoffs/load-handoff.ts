@@ -2,15 +2,24 @@ import { BatonError } from '../domain/errors.ts';
 import { isUuid } from '../domain/ids.ts';
 import { canSee, type Viewer } from '../domain/visibility.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
+
+/** What reading a handoff again reads: its view. */
+export interface RereadDeps {
+  readonly handoffs: Pick<HandoffRepository, 'findView'>;
+}
+
+/** What loading a handoff for a caller reads: the project and agents, and the handoff's view. */
+export type LoadDeps = Pick<CoreDeps, 'agents'> & RereadDeps;
 
 /**
  * The handoff `id` of the project, if the viewer may see it. One it may not see is reported
  * exactly like one that does not exist (same code, same message), so nothing confirms it.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function loadVisible(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffView> {
+export async function loadVisible(deps: LoadDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffView> {
   const project = await resolveProject(deps, projectSlug);
   const h = isUuid(id) ? await deps.handoffs.findView(project.id, id) : null;
   if (!h || !canSee(h, viewer)) throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(id)} in project ${project.slug}`);
@@ -23,7 +32,7 @@ export async function loadVisible(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, p
  * @throws BatonError project_not_found, agent_not_found, handoff_not_found
  */
 export async function loadAsAgent(
-  deps: Pick<CoreDeps, 'agents' | 'handoffs'>,
+  deps: LoadDeps,
   input: { project: string; id: string; as: string; tokenId?: string | null | undefined },
 ): Promise<{ h: HandoffView; agent: AgentRecord }> {
   const project = await resolveProject(deps, input.project);
@@ -39,7 +48,7 @@ export async function loadAsAgent(
 }
 
 /** The handoff as it is now, after a move. */
-export async function reread(deps: Pick<CoreDeps, 'handoffs'>, h: HandoffView): Promise<HandoffView> {
+export async function reread(deps: RereadDeps, h: HandoffView): Promise<HandoffView> {
   const again = await deps.handoffs.findView(h.projectId, h.id);
   if (!again) throw new BatonError('handoff_not_found', `handoff ${h.id} disappeared`);
   return again;

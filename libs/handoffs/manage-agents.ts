@@ -32,7 +32,7 @@ export interface RegisterAgentInput {
  * workers deliver to it.
  * @throws BatonError unknown_provider, invalid_settings, project_not_found, agent_exists
  */
-export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): Promise<AgentRecord> {
+export async function registerAgent(deps: Pick<CoreDeps, 'agents' | 'deployment' | 'clock' | 'logger'>, input: RegisterAgentInput): Promise<AgentRecord> {
   validateProviderSettings(input.provider, input.providerSettings ?? {});
   const project = await resolveProject(deps, input.project);
   const handle = input.handle.toLowerCase();
@@ -55,18 +55,21 @@ export async function registerAgent(deps: CoreDeps, input: RegisterAgentInput): 
   return agent;
 }
 
-export async function listAgents(deps: CoreDeps, projectSlug: string): Promise<AgentRecord[]> {
+export async function listAgents(deps: Pick<CoreDeps, 'agents'>, projectSlug: string): Promise<AgentRecord[]> {
   const project = await resolveProject(deps, projectSlug);
   return deps.agents.listActive(project.id);
 }
 
 /** @throws BatonError project_not_found, agent_not_found */
-export async function getAgent(deps: CoreDeps, projectSlug: string, handle: string): Promise<AgentRecord> {
+export async function getAgent(deps: Pick<CoreDeps, 'agents'>, projectSlug: string, handle: string): Promise<AgentRecord> {
   const project = await resolveProject(deps, projectSlug);
   const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
   if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
   return agent;
 }
+
+/** What a removal touches: the statement (`agents.remove`), the token cache it empties, the event publisher, the log. */
+export type RemoveAgentDeps = Pick<CoreDeps, 'agents' | 'tokenCache' | 'events' | 'clock' | 'logger'>;
 
 /**
  * Removes an agent. Its open handoffs are never redirected: in the removal's own statement,
@@ -77,7 +80,7 @@ export async function getAgent(deps: CoreDeps, projectSlug: string, handle: stri
  * statement, for good: registering the handle again does not bring them back.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function removeAgent(deps: CoreDeps, projectSlug: string, handle: string, tokenId: string | null = null): Promise<void> {
+export async function removeAgent(deps: RemoveAgentDeps, projectSlug: string, handle: string, tokenId: string | null = null): Promise<void> {
   const project = await resolveProject(deps, projectSlug);
   const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now(), recipientGone(handle.toLowerCase(), tokenId));
   if (!removed) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);

@@ -8,7 +8,10 @@ import type { Viewer } from '../domain/visibility.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 
-async function agentIn(deps: CoreDeps, projectId: string, projectSlug: string, handle: string) {
+/** What the session use cases read: the project and agent (`agents`), and the sessions and facts. */
+export type SessionDeps = Pick<CoreDeps, 'agents' | 'sessions'>;
+
+async function agentIn(deps: Pick<CoreDeps, 'agents'>, projectId: string, projectSlug: string, handle: string) {
   const agent = await deps.agents.findActive(projectId, handle.toLowerCase());
   if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${projectSlug}`);
   return agent;
@@ -18,14 +21,14 @@ async function agentIn(deps: CoreDeps, projectId: string, projectSlug: string, h
  * Starts a tracked session: the work of one task across agents.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function createSession(deps: CoreDeps, input: { project: string; as: string; title: string; summary?: string | null | undefined }): Promise<SessionRecord> {
+export async function createSession(deps: SessionDeps & Pick<CoreDeps, 'clock'>, input: { project: string; as: string; title: string; summary?: string | null | undefined }): Promise<SessionRecord> {
   const project = await resolveProject(deps, input.project);
   await agentIn(deps, project.id, project.slug, input.as);
   const at = deps.clock.now();
   return deps.sessions.create({ id: newId(at.getTime()), projectId: project.id, title: input.title, summary: input.summary ?? null, at });
 }
 
-async function sessionIn(deps: CoreDeps, projectId: string, id: string): Promise<SessionRecord> {
+async function sessionIn(deps: Pick<CoreDeps, 'sessions'>, projectId: string, id: string): Promise<SessionRecord> {
   const session = isUuid(id) ? await deps.sessions.find(id) : null;
   if (!session || session.projectId !== projectId) throw new BatonError('session_not_found', `no session ${JSON.stringify(id)} in this project`);
   return session;
@@ -38,7 +41,7 @@ async function sessionIn(deps: CoreDeps, projectId: string, id: string): Promise
  * @throws BatonError project_not_found, agent_not_found, session_not_found, fact_not_found, too_many_facts
  */
 export async function addFact(
-  deps: CoreDeps,
+  deps: SessionDeps & Pick<CoreDeps, 'clock'>,
   input: { project: string; sessionId: string; as: string; kind: FactKindName; text: string; supersedes?: string | null | undefined },
 ): Promise<FactRecord> {
   const project = await resolveProject(deps, input.project);
@@ -71,7 +74,7 @@ export interface SessionDetail {
  * and recipient's (libs/domain/visibility.ts).
  * @throws BatonError project_not_found, session_not_found
  */
-export async function showSession(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<SessionDetail> {
+export async function showSession(deps: SessionDeps, projectSlug: string, id: string, viewer: Viewer): Promise<SessionDetail> {
   const project = await resolveProject(deps, projectSlug);
   const session = await sessionIn(deps, project.id, id);
   const [facts, handoffs] = await Promise.all([deps.sessions.facts(session.id), deps.sessions.handoffs(session.id, viewer)]);
@@ -83,7 +86,7 @@ export async function showSession(deps: CoreDeps, projectSlug: string, id: strin
  * many of its handoffs the viewer may see: sessions are the project's, like `showSession`.
  * @throws BatonError project_not_found
  */
-export async function listSessions(deps: CoreDeps, projectSlug: string, viewer: Viewer, limit: number): Promise<SessionSummary[]> {
+export async function listSessions(deps: SessionDeps, projectSlug: string, viewer: Viewer, limit: number): Promise<SessionSummary[]> {
   const project = await resolveProject(deps, projectSlug);
   return deps.sessions.list(project.id, viewer, limit);
 }

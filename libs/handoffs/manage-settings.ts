@@ -2,13 +2,16 @@ import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { SETTING_KEYS, parseSetting, settingsFrom, type RuntimeSettings, type SettingKey } from '../domain/runtime-settings.ts';
 import type { ConnectionRecord } from '../db/settings-repository.ts';
-import { liftHolds } from './lift-holds.ts';
+import { liftHolds, type LiftHoldsDeps } from './lift-holds.ts';
 import type { CoreDeps } from './ports.ts';
 import { findAgents, resolveProject } from './resolve-project.ts';
 
-const fresh = (deps: CoreDeps) => ({ get: async () => settingsFrom(await deps.settings.all()) });
+/** A setting change: the write, then the lift of holds that no longer apply (read from the settings just written). */
+export type SetSettingDeps = Pick<CoreDeps, 'settings'> & Omit<LiftHoldsDeps, 'settingsReader'>;
 
-export async function getSettings(deps: CoreDeps): Promise<RuntimeSettings> {
+const fresh = (deps: Pick<CoreDeps, 'settings'>) => ({ get: async () => settingsFrom(await deps.settings.all()) });
+
+export async function getSettings(deps: Pick<CoreDeps, 'settings'>): Promise<RuntimeSettings> {
   return fresh(deps).get();
 }
 
@@ -19,7 +22,7 @@ export async function getSettings(deps: CoreDeps): Promise<RuntimeSettings> {
  * within a second.
  * @throws BatonError unknown_setting, validation_failed (the value does not fit the key)
  */
-export async function setSetting(deps: CoreDeps, key: string, value: unknown): Promise<RuntimeSettings> {
+export async function setSetting(deps: SetSettingDeps, key: string, value: unknown): Promise<RuntimeSettings> {
   if (!(SETTING_KEYS as readonly string[]).includes(key)) {
     throw new BatonError('unknown_setting', `no setting ${JSON.stringify(key)}; known: ${SETTING_KEYS.join(', ')}`);
   }
@@ -37,7 +40,7 @@ export async function setSetting(deps: CoreDeps, key: string, value: unknown): P
  * them, as `setSetting` does).
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function setConnection(deps: CoreDeps, input: { project: string; from: string; to: string; rule: 'allow' | 'block' }): Promise<ConnectionRecord[]> {
+export async function setConnection(deps: SetSettingDeps & Pick<CoreDeps, 'agents'>, input: { project: string; from: string; to: string; rule: 'allow' | 'block' }): Promise<ConnectionRecord[]> {
   const project = await resolveProject(deps, input.project);
   const from = input.from.toLowerCase();
   const to = input.to.toLowerCase();
@@ -50,7 +53,7 @@ export async function setConnection(deps: CoreDeps, input: { project: string; fr
   return deps.settings.connections(project.id);
 }
 
-export async function listConnections(deps: CoreDeps, projectSlug: string): Promise<ConnectionRecord[]> {
+export async function listConnections(deps: Pick<CoreDeps, 'agents' | 'settings'>, projectSlug: string): Promise<ConnectionRecord[]> {
   const project = await resolveProject(deps, projectSlug);
   return deps.settings.connections(project.id);
 }

@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { BatonError } from '../domain/errors.ts';
 import { isUuid, newId } from '../domain/ids.ts';
-import type { TokenRecord } from '../db/token-repository.ts';
+import type { TokenRecord, TokenRepository } from '../db/token-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 import type { Caller } from './caller.ts';
+import type { TokenCache } from './token-cache.ts';
 
 export const TOKEN_PREFIX = 'baton_';
 const TOKEN_RE = /^baton_[A-Za-z0-9_-]{43}$/;
@@ -17,12 +18,26 @@ function newSecret(): string {
 }
 
 /**
+ * What proving a caller touches: the token look-up by secret hash, and the process's cache of
+ * look-ups (absent: every call asks Postgres). A test counts look-ups with a plain object.
+ */
+export interface AuthDeps {
+  readonly tokens: Pick<TokenRepository, 'findBySecretHash'>;
+  readonly tokenCache?: TokenCache | undefined;
+}
+
+/** What a revocation touches: the one statement, the cache it empties, the clock, the log. */
+export interface RevokeDeps extends Pick<CoreDeps, 'tokenCache' | 'clock' | 'logger'> {
+  readonly tokens: Pick<TokenRepository, 'revoke'>;
+}
+
+/**
  * Proves a caller from an `Authorization` header value.
  * @throws BatonError unauthenticated (missing or not a Bearer token of Baton's shape),
  *   invalid_token (unknown, revoked, or issued to an agent since removed, also when its handle
  *   was registered again: a token belongs to one generation of its agent)
  */
-export async function authenticate(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>, authorization: string | undefined): Promise<Caller> {
+export async function authenticate(deps: AuthDeps, authorization: string | undefined): Promise<Caller> {
   if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!m) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>": send Authorization: Bearer baton_…');
@@ -38,7 +53,7 @@ export async function authenticate(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>
  * revoked it and within a second in every other (the process's token cache, token-cache.ts).
  * @throws BatonError invalid_token
  */
-export async function authenticateSecretHash(deps: Pick<CoreDeps, 'tokens' | 'tokenCache'>, secretHash: string): Promise<Caller> {
+export async function authenticateSecretHash(deps: AuthDeps, secretHash: string): Promise<Caller> {
   const cached = deps.tokenCache?.get(secretHash);
   if (cached) return cached;
   const started = deps.tokenCache?.begin();
@@ -102,7 +117,7 @@ export async function listTokens(deps: Pick<CoreDeps, 'agents' | 'tokens'>, proj
  * Revokes a token: refused from the next request on in this process, and within a second in
  * every other (token-cache.ts). @throws BatonError token_not_found
  */
-export async function revokeToken(deps: Pick<CoreDeps, 'tokens' | 'tokenCache' | 'clock' | 'logger'>, id: string): Promise<void> {
+export async function revokeToken(deps: RevokeDeps, id: string): Promise<void> {
   if (!isUuid(id) || !(await deps.tokens.revoke(id, deps.clock.now()))) throw new BatonError('token_not_found', `no live token ${JSON.stringify(id)}`);
   deps.tokenCache?.invalidate();
   deps.logger.info({ tokenId: id }, 'token revoked');

@@ -4,17 +4,14 @@ import { failedLookRetryMs, INCOMPLETE_SCAN_RETRY_MS } from '../domain/observati
 import type { DeliveryEvent } from '../domain/transitions.ts';
 import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { applyTransition, applyTransitions, type Moveable, type TransitionOptions } from './apply-transition.ts';
+import { applyTransition, applyTransitions, type HandoffAtRevision, type TransitionOptions } from './apply-transition.ts';
 import { endMoves } from './turn-end-moves.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 
-/** What observing UNCERTAIN handoffs needs. */
-export type ObserveDeps = Pick<
-  DispatchDeps,
-  'handoffs' | 'uncertainDue' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows' | 'scope' | 'deployment'
->;
+/** What observing one UNCERTAIN handoff touches: its recipient and adapter, the moves, the rescan job, the windows. */
+export type ObserveDeps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows'>;
 
 /** Longest error text kept in a failed look's event reason. */
 const REASON_ERROR_CHARS = 200;
@@ -38,7 +35,7 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
   if (!adapter || !c.requestId || !c.attemptId || !c.handoff.recipientId) return 0;
   const agent = await deps.agents.findById(c.handoff.recipientId);
   const target = { agentId: c.handoff.recipientId, handle: agent?.handle ?? '', target: c.handoff.deliveryTarget, settings: agent?.providerSettings ?? {} };
-  const h: Moveable = c.handoff;
+  const h: HandoffAtRevision = c.handoff;
   let touched = 0;
   const move = async (event: DeliveryEvent, opts: TransitionOptions) => {
     try {
@@ -73,7 +70,7 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
         patch: { resultSummary: seen.result?.summary ?? null, result: seen.result?.output ?? null, deliveryDetail: null },
         updateAttempt: { id: c.attemptId, status: 'returned', finished: true, accepted: true, observed: true },
         ...(c.handoff.workState === 'open' || c.handoff.workState === 'claimed'
-          ? { alsoWork: { current: c.handoff.workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn found in the history returned a result' } }
+          ? { moveWork: { current: c.handoff.workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn found in the history returned a result' } }
           : {}),
       });
       return touched;

@@ -51,7 +51,12 @@ export interface EventPublisher {
 /** For processes nobody follows (tools, tests of one use case): publishes nothing. */
 export const NO_EVENT_PUBLISHER: EventPublisher = { published: () => undefined };
 
-/** What every use case needs. Passed in by each process's entry point; nothing is global. */
+/**
+ * Everything the use cases may need, built once by each process's entry point (nothing is
+ * global). A use case does not take the whole bag: it declares the members it touches (a
+ * `Pick<CoreDeps, ...>`, named next to it: `SendDeps`, `LoadDeps`, ...), and a caller passes
+ * its bag as it is (README.md, "Dependencies").
+ */
 export interface CoreDeps {
   /**
    * The deployment this process belongs to (`RedisNames.deployment`: its Redis prefix). Agents it
@@ -87,3 +92,10 @@ export interface CoreDeps {
   readonly clock: Clock;
   readonly logger: Logger;
 }
+
+/**
+ * What a delivery move needs (`applyTransition`/`applyTransitions`, apply-transition.ts, which
+ * declares the same three members): the repository that writes it, the clock, and the event
+ * publisher told after the commit. A use case that moves a delivery includes these in its deps.
+ */
+export type TransitionDeps = Pick<CoreDeps, 'handoffs' | 'clock' | 'events'>;

@@ -1,6 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { LANES, boardCard, type Card, type Lane } from '../domain/board.ts';
 import { resolveProject } from './resolve-project.ts';
@@ -14,13 +15,21 @@ export interface HandoffDetail {
   notifications: Array<NotificationRecord & { agentHandle: string }>;
 }
 
+/** The reads of one handoff's detail, all made inside one snapshot. */
+export type HandoffDetailReads = Pick<HandoffRepository, 'findView' | 'attempts' | 'events' | 'notificationsFor'>;
+
+/** What reading one handoff touches: the project and agents, and a snapshot to read it in. */
+export interface GetHandoffDeps extends Pick<CoreDeps, 'agents'> {
+  readonly handoffs: { snapshot<T>(read: (reads: HandoffDetailReads) => Promise<T>): Promise<T> };
+}
+
 /**
  * One handoff with its attempts and its event timeline (oldest first), read in one snapshot so
  * that its state and its timeline agree. One the viewer may not see is reported exactly like
  * one that does not exist.
  * @throws BatonError project_not_found, handoff_not_found
  */
-export async function getHandoff(deps: CoreDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
+export async function getHandoff(deps: GetHandoffDeps, projectSlug: string, id: string, viewer: Viewer): Promise<HandoffDetail> {
   const { handoff, attempts, events, notifications } = await deps.handoffs.snapshot(async (handoffs) => {
     // One connection runs one statement at a time: the reads go one after the other.
     const found = await loadVisible({ agents: deps.agents, handoffs }, projectSlug, id, viewer);
@@ -72,7 +81,7 @@ function decodeCursor(cursor: string): bigint {
  * a time. An unknown agent handle in a filter matches nothing (it is not an error).
  * @throws BatonError project_not_found, invalid_cursor
  */
-export async function listHandoffs(deps: CoreDeps, input: ListHandoffsInput): Promise<HandoffPage> {
+export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, input: ListHandoffsInput): Promise<HandoffPage> {
   const project = await resolveProject(deps, input.project);
   const beforeSeq = input.cursor ? decodeCursor(input.cursor) : undefined;
   const handles = [input.recipient, input.sender].filter((h): h is string => h !== undefined).map((h) => h.toLowerCase());
@@ -107,13 +116,16 @@ export interface StatusCounts {
   hidden?: number;
 }
 
+/** What the counts read: the project, and the counts by state (and of hidden ones). */
+export type StatusDeps = Pick<CoreDeps, 'agents' | 'handoffs'>;
+
 /**
  * Counts by delivery state of the handoffs the viewer may see (every state present, zeros
  * included): the same rule as the listing, so no count reveals what a listing hides. With
  * `countHidden` (the API sets it for an admin token's narrowed view only, never for an agent)
  * also how many the viewer does not see, so the admin can be told `all_owners` shows them.
  */
-export async function getStatus(deps: CoreDeps, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
+export async function getStatus(deps: StatusDeps, projectSlug: string, viewer: Viewer, countHidden = false): Promise<StatusCounts> {
   const project = await resolveProject(deps, projectSlug);
   const counts = await deps.handoffs.countByState(project.id, viewer);
   const byState = Object.fromEntries(DELIVERY_STATES.map((s) => [s, counts.get(s) ?? 0])) as Record<DeliveryState, number>;
@@ -133,7 +145,7 @@ export interface Inbox {
   notifications: NotificationRecord[];
 }
 
-async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
+async function agentOf(deps: Pick<CoreDeps, 'agents'>, projectSlug: string, handle: string) {
   const project = await resolveProject(deps, projectSlug);
   const agent = await deps.agents.findActive(project.id, handle.toLowerCase());
   if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
@@ -141,7 +153,7 @@ async function agentOf(deps: CoreDeps, projectSlug: string, handle: string) {
 }
 
 /** @throws BatonError project_not_found, agent_not_found */
-export async function getInbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
+export async function getInbox(deps: Pick<CoreDeps, 'agents' | 'work' | 'handoffs'>, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   const [handoffs, notifications] = await Promise.all([
     deps.work.inbox(project.id, agent.id, 200, viewer),
@@ -151,7 +163,7 @@ export async function getInbox(deps: CoreDeps, projectSlug: string, handle: stri
 }
 
 /** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
-export async function getOutbox(deps: CoreDeps, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
+export async function getOutbox(deps: Pick<CoreDeps, 'agents' | 'work'>, projectSlug: string, handle: string, viewer: Viewer, limit = 100): Promise<{ agent: string; handoffs: HandoffView[] }> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit, viewer) };
 }
@@ -166,7 +178,7 @@ export interface BoardCard {
  * each in its lane (ready, in progress, attention, returned) with its next action and whose.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function getBoard(deps: CoreDeps, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
+export async function getBoard(deps: Pick<CoreDeps, 'agents' | 'work' | 'clock'>, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
   const project = await resolveProject(deps, projectSlug);
   let agentId: string | null = null;
   if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;

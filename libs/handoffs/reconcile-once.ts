@@ -1,9 +1,9 @@
-import type { DispatchDeps } from './dispatch-deps.ts';
-import { liftHolds } from './lift-holds.ts';
-import { expireLeases } from './expire-leases.ts';
+import { liftHolds, type LiftHoldsDeps } from './lift-holds.ts';
+import { expireLeases, type ExpireLeasesDeps } from './expire-leases.ts';
 import { reconcileUncertain } from './reconcile-uncertain.ts';
-import { sendReminders } from './send-reminders.ts';
-import { sweepOpenWork, type SweepMemory } from './sweep-open-work.ts';
+import { sendReminders, type SendRemindersDeps } from './send-reminders.ts';
+import { sweepOpenWork, type SweepDeps, type SweepMemory } from './sweep-open-work.ts';
+import type { ObserverDeps } from './uncertain-observer.ts';
 
 export interface ReconcileReport {
   liftedHolds: number;
@@ -13,7 +13,11 @@ export interface ReconcileReport {
   queuedAgents: number;
 }
 
-export type ReconcileDeps = DispatchDeps & { locks: DispatchDeps['locks'] & { busy(agentIds: readonly string[]): Promise<boolean[]> } };
+/** What the Postgres-only steps touch: each step's own deps (a worker's `DispatchDeps` with the locks' `busy` has them all). */
+export type ReconcileStepsDeps = LiftHoldsDeps & SendRemindersDeps & ExpireLeasesDeps & SweepDeps;
+
+/** A whole pass: the steps, and the observation of UNCERTAIN handoffs. */
+export type ReconcileDeps = ReconcileStepsDeps & ObserverDeps;
 
 /** The reconciler's steps that only need Postgres and Redis (no adapter), by name. */
 export type ReconcileStep = 'holds' | 'reminders' | 'leases' | 'sweep';
@@ -26,7 +30,7 @@ export type ReconcileStep = 'holds' | 'reminders' | 'leases' | 'sweep';
  * them: it waits on providers, so it runs beside them (`UncertainObserver`).
  * Every step reads Postgres and is safe to run from several processes at once.
  */
-export function reconcileSteps(deps: ReconcileDeps, intervalMs: number, sweepMemory?: SweepMemory): Record<ReconcileStep, () => Promise<Partial<ReconcileReport>>> {
+export function reconcileSteps(deps: ReconcileStepsDeps, intervalMs: number, sweepMemory?: SweepMemory): Record<ReconcileStep, () => Promise<Partial<ReconcileReport>>> {
   return {
     holds: async () => ({ liftedHolds: await liftHolds(deps) }),
     reminders: async () => ({ reminders: (await sendReminders(deps)).length }),

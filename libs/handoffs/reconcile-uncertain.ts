@@ -1,5 +1,4 @@
-import type { ObserveDeps } from './observe-uncertain.ts';
-import { UncertainObserver } from './uncertain-observer.ts';
+import { UncertainObserver, type ObserverDeps } from './uncertain-observer.ts';
 
 /**
  * One pass over the UNCERTAIN handoffs due for a history scan (reconcile-once.ts; the running
@@ -9,7 +8,7 @@ import { UncertainObserver } from './uncertain-observer.ts';
  * of the providers and pools this worker serves.
  * @returns how many UNCERTAIN handoffs moved or were scanned.
  */
-export async function reconcileUncertain(deps: ObserveDeps, signal: AbortSignal = new AbortController().signal): Promise<number> {
+export async function reconcileUncertain(deps: ObserverDeps, signal: AbortSignal = new AbortController().signal): Promise<number> {
   const observer = new UncertainObserver(deps, signal, { once: true });
   for (;;) {
     await observer.fill();

@@ -10,7 +10,7 @@ export class RuntimeSettingsReader {
   private loading: Promise<RuntimeSettings> | null = null;
 
   constructor(
-    private readonly repo: SettingsRepository,
+    private readonly repo: Pick<SettingsRepository, 'all'>,
     private readonly maxAgeMs = 1_000,
   ) {}
 

@@ -5,7 +5,7 @@ import { planTransition } from '../domain/transitions.ts';
 import { INITIAL_WORK_STATE, workMoveWhenDeliverySettles } from '../domain/work-states.ts';
 import type { HandoffRecord, HandoffView } from '../db/records.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { SYSTEM_ACTOR, type Actor, type CoreDeps } from './ports.ts';
+import { SYSTEM_ACTOR, type Actor, type CoreDeps, type TransitionDeps } from './ports.ts';
 import { applyTransition } from './apply-transition.ts';
 import { connectionHold, settingsFrom } from '../domain/runtime-settings.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
@@ -35,6 +35,13 @@ export interface SendHandoffResult {
   created: boolean;
 }
 
+/**
+ * What a send touches: the enrolment statement and its look-ups (`handoffs`), the hold on a
+ * blocked connection (a move), and the wake-up after the commit for a recipient of this
+ * deployment.
+ */
+export type SendDeps = TransitionDeps & Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>;
+
 /** sha256 of the content (who and to whom are added by the in-progress key). */
 export function contentHash(input: SendHandoffInput): string {
   const c = input.context ?? {};
@@ -54,7 +61,7 @@ export function contentHash(input: SendHandoffInput): string {
  *   content): recorded as DUPLICATE of it and not delivered, also when two such sends race.
  * @throws BatonError project_not_found, unknown_sender, unknown_recipient, idempotency_conflict, database_unavailable
  */
-export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
+export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
   const from = input.from.toLowerCase();
   const to = input.to === null || input.to === TO_PROJECT ? null : input.to.toLowerCase();
   const project = input.project.toLowerCase();
@@ -163,7 +170,7 @@ export async function sendHandoff(deps: CoreDeps, input: SendHandoffInput): Prom
  * (a 4xx says the call changed nothing). Nothing is delivered unheld over a block meanwhile:
  * every delivery checks the holds before it writes (deliver-turn.ts).
  */
-async function holdOnSend(deps: CoreDeps, h: HandoffRecord, hold: string): Promise<HandoffRecord> {
+async function holdOnSend(deps: TransitionDeps, h: HandoffRecord, hold: string): Promise<HandoffRecord> {
   try {
     const moved = await applyTransition(deps, h, 'held', SYSTEM_ACTOR, { reason: hold, patch: { deliveryDetail: hold } });
     return { ...h, deliveryState: moved.deliveryState, revision: moved.revision, deliveryDetail: hold };
@@ -177,10 +184,10 @@ async function holdOnSend(deps: CoreDeps, h: HandoffRecord, hold: string): Promi
  * The wake-up for a handoff just committed, WAITING or BUSY (enrolled behind a turn in flight):
  * a BUSY one needs it as much, since that turn may have looked at the queue for the last time
  * before this commit. For a BUSY one the API's queues add no wake-up while the recipient's turn
- * lock is held and leave its holder a recheck note instead (DeliveryQueues `heldLocks`); a
+ * lock is held and leave its holder a pending wake-up instead (DeliveryQueues `heldLocks`); a
  * WAITING one is woken without asking (its recipient had no turn in flight).
  */
-async function queueAfterCommit(deps: CoreDeps, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
+async function queueAfterCommit(deps: Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual' || (h.deliveryState !== 'WAITING' && h.deliveryState !== 'BUSY')) return;
   if (recipientDeployment !== deps.deployment) {
     // Another deployment owns the recipient: its reconciler's sweep finds the handoff in

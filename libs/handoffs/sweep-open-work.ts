@@ -3,9 +3,10 @@ import type { CoreDeps } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
-export interface SweepDeps extends CoreDeps {
+/** What a sweep touches: the open work of this deployment's agents, which of them hold a turn lock, the queues, the log. */
+export type SweepDeps = Pick<CoreDeps, 'handoffs' | 'deployment' | 'scheduler' | 'clock' | 'logger'> & {
   readonly locks: { busy(agentIds: readonly string[]): Promise<boolean[]> };
-}
+};
 
 /** Recipients looked at per sweep; the rest are taken in the next one. */
 const SWEEP_BATCH = RECONCILER_DEFAULTS.sweepBatch;
@@ -53,11 +54,10 @@ export class SweepMemory {
  * With `memory`, an agent with only waiting work (no turn that may be live) whose queue has
  * wake-ups waiting (DispatchScheduler.backlogged) is held back for up to SWEEP_HOLD_BACK_MS:
  * during a backlog its own wake-up is most likely among them, and a new job would only land
- * behind them. Without this, a backlog of 10,000 agents cost a lock check and a deduplicated
- * add per agent every second (docs/performance-history.md, "The session before (2026-11-30
- * afternoon)"). A queue that lost its keys answers "not backlogged", so a wipe is
- * rebuilt at the next sweep, and a turn that may be live is always looked at (a killed
- * writer's turn goes UNCERTAIN within seconds).
+ * behind them, so a backlog does not cost a lock check and an add per agent at every sweep
+ * (docs/performance-history.md, "The session before (2026-11-30 afternoon)"). A queue that
+ * lost its keys answers "not backlogged", so a wipe is rebuilt at the next sweep, and a turn
+ * that may be live is always looked at (a killed writer's turn goes UNCERTAIN within seconds).
  * @returns how many agents were queued.
  */
 export async function sweepOpenWork(deps: SweepDeps, intervalMs: number, memory?: SweepMemory): Promise<number> {

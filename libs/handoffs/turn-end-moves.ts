@@ -4,7 +4,7 @@ import type { DeliveryEvent } from '../domain/transitions.ts';
 import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
 import type { TurnEnd } from '../adapters/provider-adapter.ts';
 import type { HandoffRecord } from '../db/records.ts';
-import type { Moveable, TransitionOptions } from './apply-transition.ts';
+import type { HandoffAtRevision, TransitionOptions } from './apply-transition.ts';
 
 /**
  * How the end of a turn is recorded: the moves (and their resend rules) for each way a turn can
@@ -27,7 +27,7 @@ export type ResendWindows = Pick<DeliveryWindows, 'interruptResendDelayMs' | 'er
  * interrupted turn, and an errored one, waits before it is resent. `busyRetryMs`: when a turn
  * that answered "busy, nothing done" is tried again (write-retries.ts: `busyRetryInMs`).
  */
-export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
+export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':
@@ -41,7 +41,7 @@ export function endMoves(h: Moveable, end: TurnEnd, attemptId: string, workOpen:
             // Work the turn was about is returned with the turn's result, unless the agent
             // already returned (or the sender closed) it explicitly.
             ...(workState === 'open' || workState === 'claimed'
-              ? { alsoWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
+              ? { moveWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
               : {}),
           },
         ],

@@ -1,5 +1,6 @@
 import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { observeUncertain, type ObserveDeps } from './observe-uncertain.ts';
+import type { DispatchDeps } from './dispatch-deps.ts';
 import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
 
 /**
@@ -16,6 +17,9 @@ const MAX_PAGE = 100;
 
 /** A look (no report on record when it began) or the observation of a reported turn. */
 type Kind = 'look' | 'reported';
+
+/** What the observer touches: the due handoffs of this deployment and scope, and what each observation does. */
+export type ObserverDeps = ObserveDeps & Pick<DispatchDeps, 'uncertainDue' | 'deployment' | 'scope'>;
 
 interface Running {
   readonly id: string;
@@ -40,7 +44,7 @@ export class UncertainObserver {
   private touched = 0;
 
   constructor(
-    private readonly deps: ObserveDeps,
+    private readonly deps: ObserverDeps,
     private readonly signal: AbortSignal,
     private readonly opts: { readonly perProvider?: number; readonly once?: boolean } = {},
   ) {}

@@ -5,12 +5,30 @@ import { isUuid } from '../domain/ids.ts';
 import type { AgentRecord, HandoffView } from '../db/records.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
-import { applyWorkTransition } from './apply-work-transition.ts';
+import { applyWorkTransition, type WorkMoveDeps } from './apply-work-transition.ts';
 import { applyTransition } from './apply-transition.ts';
 import { contextPacketFor } from './manage-sessions.ts';
-import type { CoreDeps } from './ports.ts';
-import { loadAsAgent, reread } from './load-handoff.ts';
-import { wakeRecipient } from './wake-recipient.ts';
+import type { CoreDeps, TransitionDeps } from './ports.ts';
+import { loadAsAgent, reread, type LoadDeps, type RereadDeps } from './load-handoff.ts';
+import { wakeRecipient, type WakeDeps } from './wake-recipient.ts';
+
+/** What moving the work as an agent touches: the load, the work move, the read-back. */
+type WorkActDeps = LoadDeps & WorkMoveDeps;
+
+/** An accept: a work move, and the context packet (the handoff's session and its facts). */
+export type AcceptDeps = WorkActDeps & Pick<CoreDeps, 'sessions'>;
+
+/** A heartbeat: the load, and the lease's own statement (`work.heartbeat`). */
+export type HeartbeatDeps = LoadDeps & Pick<CoreDeps, 'work' | 'clock'>;
+
+/** A return: a work move, the remembered return (`work.remembered`), the cited facts (`sessions`). */
+export type ReturnDeps = WorkActDeps & Pick<CoreDeps, 'work' | 'sessions'>;
+
+/** A close: a work move, and for a revision the recipient's wake-up. */
+export type CloseDeps = WorkActDeps & WakeDeps;
+
+/** A cancel: a work move, or a delivery move for a plain message. */
+export type CancelDeps = WorkActDeps & TransitionDeps;
 
 /** How long a claim lives without a heartbeat, unless the caller asks for another lease. */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
@@ -43,7 +61,7 @@ export interface Claim {
  * unowned work. The claim holds a lease that `heartbeat` renews.
  * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, handoff_held, already_claimed, invalid_transition
  */
-export async function acceptHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
+export async function acceptHandoff(deps: AcceptDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
   if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
@@ -87,7 +105,7 @@ export async function acceptHandoff(deps: CoreDeps, input: { project: string; id
 }
 
 /** The live claim `agentId` already holds on the work, as a replayed accept answers it (`recovered`). */
-async function heldClaim(deps: CoreDeps, h: HandoffView, agentId: string, now: Date): Promise<Claim | null> {
+async function heldClaim(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, agentId: string, now: Date): Promise<Claim | null> {
   if (!(h.workState === 'claimed' && h.claimedById === agentId && h.claimToken && h.leaseExpiresAt && h.leaseExpiresAt > now)) return null;
   const packet = await contextPacketFor(deps, h, h.senderHandle);
   return { handoff: h, claimToken: h.claimToken, attempt: h.workAttempt, leaseExpiresAt: h.leaseExpiresAt, packet, recovered: true };
@@ -98,7 +116,7 @@ async function heldClaim(deps: CoreDeps, h: HandoffView, agentId: string, now: D
  * back to the inbox (or to a new claimant) and the old token is fenced out.
  * @throws BatonError claim_lost, handoff_not_found, agent_not_found
  */
-export async function heartbeat(deps: CoreDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<{ leaseExpiresAt: Date }> {
+export async function heartbeat(deps: HeartbeatDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<{ leaseExpiresAt: Date }> {
   const { h, agent } = await loadAsAgent(deps, input);
   const now = deps.clock.now();
   const until = new Date(now.getTime() + Math.min(MAX_LEASE_MS, Math.max(1_000, input.leaseMs ?? DEFAULT_LEASE_MS)));
@@ -131,7 +149,7 @@ export interface ReturnInput {
  * 503), and when it races the first call (its own move refused, it reads the record back).
  * @throws BatonError claim_lost, stale_revision, invalid_evidence, replay_conflict, not_work
  */
-export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ handoff: HandoffView; recovered: boolean }> {
+export async function returnWork(deps: ReturnDeps, input: ReturnInput): Promise<{ handoff: HandoffView; recovered: boolean }> {
   const body = { summary: input.summary, outcome: input.outcome, facts: [...(input.facts ?? [])].sort() };
   const bodyHash = hashBody(body);
   const { h, agent } = await loadAsAgent(deps, input);
@@ -182,14 +200,14 @@ export async function returnWork(deps: CoreDeps, input: ReturnInput): Promise<{ 
 }
 
 /** A return already made with this claim token: answered again (`recovered`), or a conflict if its body differs. */
-async function replayedReturn(deps: CoreDeps, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
+async function replayedReturn(deps: Pick<CoreDeps, 'work'> & RereadDeps, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
   const seen = await deps.work.remembered(h.id, RETURN, claimToken);
   if (!seen) return null;
   if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
   return { handoff: await reread(deps, h), recovered: true };
 }
 
-async function checkEvidence(deps: CoreDeps, h: HandoffView, agent: AgentRecord, factIds: readonly string[]): Promise<void> {
+async function checkEvidence(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, agent: AgentRecord, factIds: readonly string[]): Promise<void> {
   if (factIds.length === 0) return;
   const bad = factIds.find((id) => !isUuid(id));
   if (bad) throw new BatonError('invalid_evidence', `${JSON.stringify(bad)} is not a fact id`);
@@ -209,7 +227,7 @@ async function checkEvidence(deps: CoreDeps, h: HandoffView, agent: AgentRecord,
  * @throws BatonError not_sender, not_work, invalid_transition, stale_revision
  */
 export async function closeWork(
-  deps: CoreDeps,
+  deps: CloseDeps,
   input: { project: string; id: string; as: string; resolution: 'accepted' | 'revision' | 'blocked'; note?: string | undefined; revision?: number | undefined; tokenId?: string | null },
 ): Promise<HandoffView> {
   const { h, agent } = await loadAsAgent(deps, input);
@@ -244,7 +262,7 @@ export async function closeWork(
  * has not been written is cancelled (a turn already in the recipient's session is not undone).
  * @throws BatonError not_sender, invalid_transition
  */
-export async function cancelHandoff(deps: CoreDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
+export async function cancelHandoff(deps: CancelDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
   const deliveryCancellable = ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'].includes(h.deliveryState) || (h.deliveryState === 'ACCEPTED' && h.attemptCount === 0);

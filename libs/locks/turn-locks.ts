@@ -10,20 +10,21 @@ const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, i
 const ACQUIRE = script('acquire-turn-lock');
 const EXTEND = script('extend-turn-lock');
 const RELEASE = script('release-turn-lock');
-const NOTE_IF_HELD = script('note-if-held');
+const WAKE_HOLDER_IF_HELD = script('wake-holder-if-held');
 
 type LockCommands = {
-  batonAcquireTurnLock(key: string, fenceKey: string, recheckKey: string, token: string, ttlMs: number, noteMs: number): Promise<[number, string | null, (number | string)?]>;
+  batonAcquireTurnLock(key: string, fenceKey: string, pendingKey: string, token: string, ttlMs: number, pendingMs: number): Promise<[number, string | null, (number | string)?]>;
   batonExtendTurnLock(key: string, token: string, ttlMs: number): Promise<number>;
-  batonReleaseTurnLock(key: string, recheckKey: string, token: string): Promise<number>;
-  /** `keys`: the number of keys, then per agent its lock key and its recheck note key. */
-  batonNoteIfHeld(keys: number, ...keysThenNoteMs: Array<string | number>): Promise<number[]>;
+  batonReleaseTurnLock(key: string, pendingKey: string, token: string): Promise<number>;
+  /** `keys`: the number of keys, then per agent its lock key and its pending wake-up key. */
+  batonWakeHolderIfHeld(keys: number, ...keysThenPendingMs: Array<string | number>): Promise<number[]>;
 };
 
 /**
- * How a release went: `released`; `recheck` (released, and while it was held someone committed
- * work for the agent and found the lock taken: look at Postgres again); `not_held` (the lock
- * was lost or had expired: nothing deleted, and nothing is known about notes).
+ * How a release went: `released`; `recheck` (released and took a pending wake-up: while it was
+ * held someone committed work for the agent and found the lock taken, so look at Postgres
+ * again); `not_held` (the lock was lost or had expired: nothing deleted, and nothing is known
+ * about pending wake-ups).
  */
 export type LockRelease = 'released' | 'recheck' | 'not_held';
 
@@ -99,7 +100,7 @@ export class TurnLocks {
       redis.defineCommand('batonExtendTurnLock', { numberOfKeys: 1, lua: EXTEND });
       redis.defineCommand('batonReleaseTurnLock', { numberOfKeys: 2, lua: RELEASE });
       // Its number of keys varies (two per agent): the caller passes it first.
-      redis.defineCommand('batonNoteIfHeld', { lua: NOTE_IF_HELD });
+      redis.defineCommand('batonWakeHolderIfHeld', { lua: WAKE_HOLDER_IF_HELD });
     }
     this.redis = redis as RedisClient & LockCommands;
   }
@@ -115,14 +116,14 @@ export class TurnLocks {
 
   /**
    * Tries once; never waits longer than one bounded command. Throws when Redis cannot answer.
-   * When the lock is held, leaves the holder a recheck note (see LockRelease): whatever the
+   * When the lock is held, leaves the holder a pending wake-up (see LockRelease): whatever the
    * caller was woken for is then looked at by the holder after its release.
    */
   async acquire(agentId: string): Promise<AcquireResult> {
     const key = this.names.turnLock(agentId);
     const token = randomUUID();
     const sentAt = Date.now();
-    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.turnRecheck(agentId), token, this.opts.ttlMs, TURN_LOCK_DEFAULTS.recheckNoteMs));
+    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.pendingWakeUp(agentId), token, this.opts.ttlMs, TURN_LOCK_DEFAULTS.pendingWakeUpMs));
     if (ok !== 1) {
       // pttl -1/-2: no expiry or just vanished; retry soon either way.
       const retryInMs = typeof third === 'number' && third > 0 ? third : TURN_LOCK_DEFAULTS.retryFallbackMs;
@@ -201,7 +202,7 @@ export class TurnLocks {
         clearInterval(timer);
         if (controller.signal.aborted) return 'not_held';
         try {
-          const n = await this.bounded(this.redis.batonReleaseTurnLock(key, this.names.turnRecheck(agentId), token));
+          const n = await this.bounded(this.redis.batonReleaseTurnLock(key, this.names.pendingWakeUp(agentId), token));
           return n === 2 ? 'recheck' : n === 1 ? 'released' : 'not_held';
         } catch (err) {
           // The key expires on its own within ttl; nothing else to do.
@@ -218,21 +219,21 @@ export class TurnLocks {
   }
 
   /**
-   * Which of the agents have a turn lock held right now, leaving each holder a recheck note in
-   * the same atomic step (note-if-held.lua). For a producer that has just committed work for
+   * Which of the agents have a turn lock held right now, leaving each holder a pending wake-up in
+   * the same atomic step (wake-holder-if-held.lua). For a producer that has just committed work for
    * the agents and adds no wake-up for those whose turn is held: their holder looks at Postgres
-   * again after releasing. Bounded like every lock command. On one server, one call for all
-   * the agents (one script run, where a pipeline of one call per agent cost Redis two commands
-   * per agent more); on a cluster, whose agents lie in many slots, one call per agent.
+   * again after releasing. Bounded like every lock command. On one server, one script run for
+   * all the agents (a pipeline of one call per agent costs Redis more commands per agent); on a
+   * cluster, whose agents lie in many slots, one call per agent.
    */
-  async noteIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
+  async wakeHolderIfHeld(agentIds: readonly string[]): Promise<boolean[]> {
     if (agentIds.length === 0) return [];
-    const keys = (ids: readonly string[]) => ids.flatMap((id) => [this.names.turnLock(id), this.names.turnRecheck(id)]);
+    const keys = (ids: readonly string[]) => ids.flatMap((id) => [this.names.turnLock(id), this.names.pendingWakeUp(id)]);
     const redis = this.redis;
     const answers =
       redis instanceof Cluster
-        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonNoteIfHeld(2, ...keys([id]), TURN_LOCK_DEFAULTS.recheckNoteMs))))).map((a) => a[0])
-        : await this.bounded(redis.batonNoteIfHeld(agentIds.length * 2, ...keys(agentIds), TURN_LOCK_DEFAULTS.recheckNoteMs));
+        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonWakeHolderIfHeld(2, ...keys([id]), TURN_LOCK_DEFAULTS.pendingWakeUpMs))))).map((a) => a[0])
+        : await this.bounded(redis.batonWakeHolderIfHeld(agentIds.length * 2, ...keys(agentIds), TURN_LOCK_DEFAULTS.pendingWakeUpMs));
     return agentIds.map((_, i) => answers[i] === 1);
   }
 

@@ -10,16 +10,16 @@ import { JOB_IDS, type RedisNames } from './redis-names.ts';
 const script = (name: string) => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
 
 type WakeUpCommands = {
-  batonAddWakeUps(set: string, arm: string, armMs: number, ...agentIds: string[]): Promise<number>;
-  batonTakeWakeUps(set: string, arm: string, count: number, armMs: number, disarmIfEmpty: '0' | '1'): Promise<string[]>;
+  batonAddWakeUps(set: string, scheduled: string, scheduledMs: number, ...agentIds: string[]): Promise<number>;
+  batonTakeWakeUps(set: string, scheduled: string, count: number, scheduledMs: number, clearIfEmpty: '0' | '1'): Promise<string[]>;
 };
 
 /**
- * How long a queue stays armed (a wake job queued or draining) without its drainer taking
+ * How long a queue stays scheduled (a wake job queued or draining) without its drainer taking
  * agents. A drainer whose slots are all busy stops taking; after this long the next wake-up adds
  * a job another worker can take. A drainer that died is replaced by BullMQ's stalled-job check.
  */
-export const WAKE_ARM_MS = 2_000;
+export const WAKE_SCHEDULED_MS = 2_000;
 
 export interface DeliveryQueueOptions {
   /** Shared by every queue of this process: producers never open a connection per agent. */
@@ -28,15 +28,15 @@ export interface DeliveryQueueOptions {
   shards: number;
   logger: Logger;
   /**
-   * Which agents' turn locks are held right now, leaving each holder a recheck note
-   * (TurnLocks.noteIfHeld). A `sent_behind_turn` wake-up (a handoff enrolled BUSY, behind a
-   * turn in flight) for such an agent is not added: its lock holder takes the note when
+   * Which agents' turn locks are held right now, leaving each holder a pending wake-up
+   * (TurnLocks.wakeHolderIfHeld). A `sent_behind_turn` wake-up (a handoff enrolled BUSY, behind a
+   * turn in flight) for such an agent is not added: its lock holder takes the pending wake-up when
    * releasing and looks at Postgres again (after this handoff's commit, since the lock was
    * still held when we looked), and a holder that dies is replaced by the reconciler's sweep.
    * Other wake-ups are added without asking: a recipient with no turn in flight is most likely
    * free, and asking would cost two Redis commands per handoff (docs/performance-history.md,
    * "Redis at 10,000 agents: 16 -> 11 commands per handoff"); if a run
-   * does hold its lock, the woken run finds it held and leaves the same note.
+   * does hold its lock, the woken run finds it held and leaves the same pending wake-up.
    */
   heldLocks?: (agentIds: readonly string[]) => Promise<boolean[]>;
 }
@@ -55,7 +55,7 @@ export const DELIVERY_JOBS_KEPT = {
  * The delivery queues of one deployment. Two kinds of job go on them (libs/queue/README.md,
  * "Wake-ups"):
  * - an immediate wake-up (a commit, a finished turn, the sweep) adds the agent to its queue's
- *   wake-up set; the first one that finds the queue unarmed also adds one wake job, and the
+ *   wake-up set; the first one that finds the queue not scheduled also adds one wake job, and the
  *   worker that takes it drains the set, many agents per job;
  * - a wake-up for later (a resend delay, a back-off) is a delayed job for that agent, with a
  *   deterministic id.
@@ -140,15 +140,15 @@ export class DeliveryQueues {
     if (agents.size > 0) await this.wake(name, route, [...agents]);
   }
 
-  /** Adds the agents to the queue's wake-up set, and a wake job when that armed the queue. */
+  /** Adds the agents to the queue's wake-up set, and a wake job when that marked the queue scheduled. */
   private async wake(name: string, route: WakeJob, agentIds: string[]): Promise<void> {
-    const armed = await this.redis.batonAddWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeArm(name), WAKE_ARM_MS, ...agentIds);
-    if (armed === 1) await this.addWakeJob(name, route);
+    const scheduled = await this.redis.batonAddWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeScheduled(name), WAKE_SCHEDULED_MS, ...agentIds);
+    if (scheduled === 1) await this.addWakeJob(name, route);
   }
 
   /**
-   * Adds a wake job for the queue (its arm is set): a drainer that stops before the set is empty
-   * hands the rest on with this, and add-wake-ups adds one when it armed the queue.
+   * Adds a wake job for the queue (its scheduled flag is set): a drainer that stops before the set is empty
+   * hands the rest on with this, and add-wake-ups adds one when it marked the queue scheduled.
    */
   async addWakeJob(name: string, route: WakeJob): Promise<void> {
     await this.queue(name).add(WAKE_JOB_NAME, route, { jobId: JOB_IDS.wake(randomUUID()) });
@@ -156,11 +156,11 @@ export class DeliveryQueues {
 
   /**
    * Takes up to `count` agents from the queue's wake-up set, oldest first (take-wake-ups.lua),
-   * re-arming the queue. An empty answer means the set was empty; the queue is then disarmed
+   * renewing the queue's scheduled flag. An empty answer means the set was empty; the flag is then cleared
    * unless `lingering` (the drainer looks again soon, and producers need add no job meanwhile).
    */
   async takeWakeUps(name: string, count: number, lingering = false): Promise<string[]> {
-    return this.redis.batonTakeWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeArm(name), count, WAKE_ARM_MS, lingering ? '0' : '1');
+    return this.redis.batonTakeWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeScheduled(name), count, WAKE_SCHEDULED_MS, lingering ? '0' : '1');
   }
 
   /** The agents in the queue's wake-up set, oldest first (for tests and operators). */
@@ -183,10 +183,10 @@ export class DeliveryQueues {
   /**
    * Per route, whether its queue has wake-ups waiting to be taken and kept its keys since this
    * was last asked (DispatchScheduler.backlogged): jobs waiting, or agents in its wake-up set
-   * while the queue is armed (a wake job is queued or draining it; a set whose arm is gone lost
-   * its job, say to a producer that died between arming and adding it, and is not a backlog the
-   * sweep may wait for). One count per distinct queue, plus a mark in the queue's slot
-   * (RedisNames.queueMark): when the mark was missing, the queue's keys may have been lost with
+   * while the queue is scheduled (a wake job is queued or draining it; a set whose flag is gone lost
+   * its job, say to a producer that died between setting the flag and adding the job, and is not a backlog the
+   * sweep may wait for). One count per distinct queue, plus a sentinel key in the queue's slot
+   * (RedisNames.queueSentinel): when the sentinel was missing, the queue's keys may have been lost with
    * wake-ups in them, so the answer is false for that queue this time.
    */
   async backlogged(routes: ReadonlyArray<Pick<DispatchJob, 'agentId' | 'provider' | 'pool'>>): Promise<boolean[]> {
@@ -194,13 +194,13 @@ export class DeliveryQueues {
     const answers = new Map<string, boolean>();
     await Promise.all(
       [...new Set(names)].map(async (name) => {
-        const [counts, woken, armed, fresh] = await Promise.all([
+        const [counts, woken, scheduled, fresh] = await Promise.all([
           this.queue(name).getJobCounts('wait', 'prioritized'),
           this.opts.connection.zcard(this.opts.names.wakeUps(name)),
-          this.opts.connection.exists(this.opts.names.wakeArm(name)),
-          this.opts.connection.set(this.opts.names.queueMark(name), '1', 'NX'),
+          this.opts.connection.exists(this.opts.names.wakeScheduled(name)),
+          this.opts.connection.set(this.opts.names.queueSentinel(name), '1', 'NX'),
         ]);
-        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + (armed === 1 ? woken : 0) > 0);
+        answers.set(name, fresh !== 'OK' && (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0) + (scheduled === 1 ? woken : 0) > 0);
       }),
     );
     return names.map((name) => answers.get(name) ?? false);

@@ -46,17 +46,21 @@ export class RedisNames {
     return `${this.prefix}:${queue}:wake-ups`;
   }
 
-  /** Set while a wake job is queued for, or draining, the queue's wake-up set (take-wake-ups.lua). */
-  wakeArm(queue: string): string {
+  /**
+   * The queue's scheduled flag: set while a wake job is queued for, or draining, the queue's
+   * wake-up set (add-wake-ups.lua, take-wake-ups.lua). The key keeps the older name `wake-arm`
+   * so that processes of two versions, during a rolling upgrade, test and set the same key.
+   */
+  wakeScheduled(queue: string): string {
     return `${this.prefix}:${queue}:wake-arm`;
   }
 
   /**
-   * A mark the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
+   * A sentinel key the reconciler's sweep keeps in a delivery queue's slot: when it is gone, that
    * queue's keys were lost (a wipe, a restarted node), so its waiting list says nothing about
-   * which wake-ups survived.
+   * which wake-ups survived. (The key keeps its older name, like the other keys renamed in code.)
    */
-  queueMark(queue: string): string {
+  queueSentinel(queue: string): string {
     return `${this.prefix}:${queue}:sweep-mark`;
   }
 
@@ -83,9 +87,10 @@ export class RedisNames {
   /**
    * Left for an agent's turn-lock holder by whoever found the lock held after committing work
    * for the agent (a send, a wake-up job): the holder takes it when releasing and looks at
-   * Postgres again (libs/locks/scripts). Same slot as the turn lock.
+   * Postgres again (libs/locks/scripts). Same slot as the turn lock. The key keeps the older
+   * name `turn-recheck` so that processes of two versions, during a rolling upgrade, agree.
    */
-  turnRecheck(agentId: string): string {
+  pendingWakeUp(agentId: string): string {
     return `${this.prefix}:turn-recheck:{${agentId}}`;
   }
 
@@ -149,7 +154,7 @@ export class RedisNames {
  * its own id so no wake-up is swallowed by a job that is already running.
  */
 export const JOB_IDS = {
-  /** A wake job: drain the queue's wake-up set (each has its own id; the arm keeps them few). */
+  /** A wake job: drain the queue's wake-up set (each has its own id; the scheduled flag keeps them few). */
   wake: (id: string) => `wake-${id}`,
   /** The handoff was just committed. */
   sent: (handoffId: string) => `sent-${handoffId}`,

@@ -14,9 +14,14 @@ declare module 'fastify' {
   }
 }
 
-/** What every /v1 route plugin is given. */
-export interface RouteOptions {
-  readonly core: CoreDeps;
+/**
+ * What every /v1 route plugin is given: `core`, the process's bag, typed as what the plugin's
+ * use cases touch (`D`). A plugin of one or two use cases names them (`RouteOptions<LiveViewDeps>`);
+ * one that serves a whole area (agents, handoffs, work) takes the bag, and each use case's own
+ * signature says what it touches.
+ */
+export interface RouteOptions<D = CoreDeps> {
+  readonly core: D;
   readonly defaultProject: string;
 }
 

@@ -1,4 +1,4 @@
-import type { TrustProxy } from '../../libs/config/load-config.ts';
+import type { BatonConfig, TrustProxy } from '../../libs/config/load-config.ts';
 import type { EventStreamLimits } from './routes/events/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
@@ -57,18 +57,18 @@ export interface RunningApi {
 /** Builds the app from real dependencies and listens; a failed listen (EADDRINUSE) closes the app and its queues and rethrows. */
 export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi> {
   const names = new RedisNames(opts.redisPrefix);
-  // The recheck notes get a connection of their own: a pipeline copies every command its
+  // The pending wake-ups get a connection of their own: a pipeline copies every command its
   // connection defines, and the shared one carries BullMQ's 64 scripts (docs/performance-history.md,
   // "Redis at 10,000 agents: 16 -> 11 commands per handoff").
   const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks' });
-  lockRedis.on('error', (err) => opts.logger.debug({ err }, 'recheck-note connection error'));
+  lockRedis.on('error', (err) => opts.logger.debug({ err }, 'pending-wake-up connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: 1, logger: opts.logger });
   const queues = new DeliveryQueues({
     connection: opts.redis,
     names,
     shards: opts.queueShards,
     logger: opts.logger,
-    heldLocks: (ids) => locks.noteIfHeld(ids),
+    heldLocks: (ids) => locks.wakeHolderIfHeld(ids),
   });
   const repos = createRepositories(opts.db);
   const metrics = opts.metrics ?? createBatonMetrics();
@@ -147,4 +147,34 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
       lockRedis.disconnect();
     },
   };
+}
+
+/** What `startConfiguredApi` is given: the process's connections, clock and metrics, and its loaded config. */
+export interface ConfiguredApiParts {
+  readonly config: BatonConfig;
+  readonly db: Database;
+  readonly redis: RedisClient;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: BatonMetrics;
+}
+
+/**
+ * The API as `baton serve`, `api` and `demo` start it (the `baton` entry point hands this to
+ * services/cli's startStack): its settings from the config (BATON_API_*, the rate limit, the
+ * deployment's prefix and shards, the default project).
+ */
+export function startConfiguredApi({ config, ...parts }: ConfiguredApiParts): Promise<RunningApi> {
+  return startApiServer({
+    ...parts,
+    host: config.api.host,
+    port: config.api.port,
+    redisPrefix: config.redisPrefix,
+    queueShards: config.queueShards,
+    defaultProject: config.defaultProject,
+    rateLimit: config.rateLimit,
+    allowedHosts: config.api.allowedHosts,
+    secureCookies: config.api.publicUrl.startsWith('https:'),
+    trustProxy: config.api.trustProxy,
+  });
 }

@@ -18,6 +18,7 @@ import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { batonVersion } from '../../libs/processes/package-files.ts';
+import { NO_LAUNCHERS, type Launchers } from './launchers.ts';
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command was called wrongly. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -40,11 +41,17 @@ function jsonRequested(argv: readonly string[]): boolean {
   return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
 }
 
+/**
+ * The `baton` program. `launchers` start what lives in other services (the API, the benchmark,
+ * the chaos run): the entry point (main/baton.ts) hands in the real ones; without them those
+ * commands are listed but fail when run.
+ */
 export function buildProgram(
   env: Readonly<Record<string, string | undefined>>,
   write: (s: string) => void,
   writeErr: (s: string) => void = write,
   readStdin?: () => Promise<string | null>,
+  launchers: Launchers = NO_LAUNCHERS,
 ): Command {
   const ctx = createCliContext(env, write, writeErr, readStdin);
   const program = new Command('baton')
@@ -53,10 +60,10 @@ export function buildProgram(
     .option('--project <project>', 'project (default BATON_PROJECT or "default")')
     .version(batonVersion(), '-V, --version', "print Baton's version")
     .exitOverride();
-  registerProcessCommands(program, ctx);
-  registerDemoCommand(program, ctx);
-  registerBenchCommand(program, ctx);
-  registerChaosCommand(program, ctx);
+  registerProcessCommands(program, ctx, launchers.startApi);
+  registerDemoCommand(program, ctx, launchers.startApi);
+  registerBenchCommand(program, ctx, launchers.bench);
+  registerChaosCommand(program, ctx, launchers.chaos);
   registerAgentCommands(program, ctx);
   registerSendCommand(program, ctx);
   registerWatchCommand(program, ctx);
@@ -85,11 +92,16 @@ export interface CliIo {
   stdin?: () => Promise<string | null>;
 }
 
-const processIo: CliIo = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdin: readProcessStdin };
+export const PROCESS_IO: CliIo = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdin: readProcessStdin };
 
-/** Runs the CLI and returns the exit code (never throws). */
-export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env, io: CliIo = processIo): Promise<number> {
-  const program = buildProgram(env, io.out, io.err, io.stdin?.bind(io));
+/** Runs the CLI and returns the exit code (never throws); `launchers` as for buildProgram. */
+export async function runCli(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  io: CliIo = PROCESS_IO,
+  launchers: Launchers = NO_LAUNCHERS,
+): Promise<number> {
+  const program = buildProgram(env, io.out, io.err, io.stdin?.bind(io), launchers);
   // With --json, a failure is one JSON line on stderr (below) instead of commander's text.
   const json = jsonRequested(argv);
   const output = json ? { writeOut: io.out, writeErr: () => undefined, outputError: () => undefined } : { writeOut: io.out, writeErr: io.err };

@@ -10,7 +10,7 @@ import { createRepositories } from '../../libs/db/repositories.ts';
 import type { Logger } from '../../libs/logging/create-logger.ts';
 import { misconfiguredCluster, openRedis } from '../../libs/queue/open-redis.ts';
 import { RedisLink } from '../../libs/queue/redis-link.ts';
-import type { RunningApi } from '../api/server.ts';
+import type { ApiLauncher, StartedApi } from './launchers.ts';
 import { bootstrapAdminToken } from './admin-token.ts';
 import { isPostgresFailure, listenStartupError, postgresStartupError, StartupError } from './startup-error.ts';
 import { awaitDependencies } from './start-checks.ts';
@@ -24,6 +24,8 @@ export interface StackOptions {
   readonly logger: Logger;
   readonly api: boolean;
   readonly worker: boolean;
+  /** Starts the API server (services/api), handed in by the `baton` entry point; needed with `api`. */
+  readonly startApi?: ApiLauncher | undefined;
   /** Simulated sessions in this process (the demo); otherwise BATON_DEMO_HOST_URL or a private host. */
   readonly demoHost?: DemoHostPort;
   readonly clock?: Clock;
@@ -34,7 +36,7 @@ export interface StackOptions {
 
 export interface RunningStack {
   readonly db: Database;
-  readonly api: RunningApi | undefined;
+  readonly api: StartedApi | undefined;
   readonly worker: RunningDeliveryWorker | undefined;
   stop(): Promise<void>;
 }
@@ -63,6 +65,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const { config, logger } = opts;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (postgresql://user@host:5432/db)');
   if (!config.redisUrl) throw new Error('REDIS_URL is not set (redis://host:6379)');
+  const startApi = opts.api ? opts.startApi : undefined;
+  if (opts.api && !startApi) throw new Error('startStack: the API needs startApi (services/api; the `baton` entry point hands it in)');
   const databaseUrl = config.databaseUrl;
   const redisUrl = config.redisUrl;
   const clock = opts.clock ?? systemClock;
@@ -87,7 +91,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   const connections: RedisClient[] = [];
   // Every Redis connection of this process reports to it: one line when Redis goes, one when it is back.
   const redisLink = new RedisLink(logger);
-  let api: RunningApi | undefined;
+  let api: StartedApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
   let demoClient: DemoHostClient | undefined;
@@ -101,7 +105,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   };
 
   try {
-    if (opts.api) {
+    if (startApi) {
       if (opts.bootstrapAdmin !== false) {
         try {
           await bootstrapAdminToken({ ...repos, clock, logger }, config);
@@ -112,26 +116,10 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       const redis = openRedis(redisUrl, 'producer', logger, { link: redisLink });
       connections.push(redis);
       // The API's code (Fastify, its plug-ins, the pages) is loaded only by processes that serve
-      // it, and the worker's only by workers: each process holds what it runs (~29 MiB of RSS
-      // for the API's modules, ~10 MiB for the worker's; docs/PERFORMANCE.md, "Memory").
-      const { startApiServer } = await import('../api/server.ts');
+      // it (the launcher imports it when called), and the worker's only by workers: each process
+      // holds only what it runs, which keeps it under its memory target (docs/PERFORMANCE.md, "Memory").
       try {
-        api = await startApiServer({
-          db,
-          redis,
-          clock,
-          logger,
-          host: config.api.host,
-          port: config.api.port,
-          redisPrefix: config.redisPrefix,
-          queueShards: config.queueShards,
-          defaultProject: config.defaultProject,
-          rateLimit: config.rateLimit,
-          metrics,
-          allowedHosts: config.api.allowedHosts,
-          secureCookies: config.api.publicUrl.startsWith('https:'),
-          trustProxy: config.api.trustProxy,
-        });
+        api = await startApi({ config, db, redis, clock, logger, metrics });
       } catch (err) {
         throw listenStartupError(err, config.api.host, config.api.port);
       }

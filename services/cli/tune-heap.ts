@@ -11,8 +11,8 @@ export function heapGrowthFlag(percent: number): string | null {
 
 /**
  * Lets the JavaScript heap of a long-running process grow only `percent` past what the last full
- * collection kept. V8's own factor (up to 4x, by how fast it collects) let an API under load
- * hold ~2.5x its live heap, most of it garbage (docs/PERFORMANCE.md, "Memory").
+ * collection kept. V8's own factor (up to 4x) lets a process under load hold several times its
+ * live heap, most of it garbage (docs/PERFORMANCE.md, "Memory").
  */
 export function tuneHeap(percent: number): void {
   const flag = heapGrowthFlag(percent);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELIVERY_STATES } from '../../libs/domain/delivery-states.ts';
 import { hasErrorCode } from '../../libs/domain/errors.ts';
 import { DELIVERY_EVENTS, transitionEdges, type ActorKind } from '../../libs/domain/transitions.ts';
-import { applyTransition, type Moveable } from '../../libs/handoffs/apply-transition.ts';
+import { applyTransition, type HandoffAtRevision } from '../../libs/handoffs/apply-transition.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { TRANSITIONS } from '../../libs/domain/transitions.ts';
@@ -23,13 +23,13 @@ afterAll(async () => {
 /** A fresh handoff put straight into `state` (test set-up only: bypasses the table on purpose). */
 let recipients = 0;
 
-async function handoffIn(state: string): Promise<Moveable> {
+async function handoffIn(state: string): Promise<HandoffAtRevision> {
   // A fresh recipient each time: no other handoff of it is in flight, so it enrolls WAITING.
   const to = `r${++recipients}`;
   await registerAgent(baton.core, { project: 'default', handle: to, provider: 'manual' });
   const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'a', to, message: `in ${state} ${Math.random()}` });
   await baton.db.pool.query(`UPDATE handoffs SET delivery_state = $2::delivery_state, revision = 7 WHERE id = $1`, [handoff.id, state]);
-  return { id: handoff.id, deliveryState: state as Moveable['deliveryState'], revision: 7, attemptCount: 0, refusals: 0, errorResends: 0, interruptResends: 0 };
+  return { id: handoff.id, deliveryState: state as HandoffAtRevision['deliveryState'], revision: 7, attemptCount: 0, refusals: 0, errorResends: 0, interruptResends: 0 };
 }
 
 async function row(id: string) {

@@ -90,7 +90,7 @@ async function existingSession(handle: string): Promise<{ sessionId: string; set
 }
 
 function adapters() {
-  return createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir: runDir(), baseEnv: inheritedEnv(process.env) } });
+  return createAdapters(['claude_code'], { claudeCode: { runDir: runDir(), baseEnv: inheritedEnv(process.env) } });
 }
 
 async function register(handle: string, settings: Record<string, unknown>, target?: string) {

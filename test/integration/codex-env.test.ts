@@ -120,7 +120,7 @@ describe('the codex env setting, with the real codex app-server', () => {
 
   it('through Baton: a handoff to an agent without the key ends FAILED after one attempt, saying what to set; with the key in env it is RETURNED', async () => {
     const baton = await startTestBaton();
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { codex: { baseEnv: fx.env, pollMs: 100 } }) });
     try {
       expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
       const settings = { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary };

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { DeliveryQueues, WAKE_ARM_MS } from '../../libs/queue/delivery-queues.ts';
+import { DeliveryQueues, WAKE_SCHEDULED_MS } from '../../libs/queue/delivery-queues.ts';
 import { WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
 import { deleteKeys, openRedis, scanKeys, type RedisClient } from '../../libs/queue/open-redis.ts';
 import { JOB_IDS, RedisNames } from '../../libs/queue/redis-names.ts';
@@ -11,8 +11,8 @@ import { silentLogger } from '../support/test-baton.ts';
 
 /**
  * The producer side of the delivery queues, on a single server and on a cluster: immediate
- * wake-ups go to the queue's wake-up set, and only the one that arms the queue adds a wake job;
- * taking the set empty disarms it, so the next wake-up adds a job again. Nothing consumes the
+ * wake-ups go to the queue's wake-up set, and only the one that sets the queue's scheduled flag adds a
+ * wake job; taking the set empty clears it, so the next wake-up adds a job again. Nothing consumes the
  * queue here: the test plays the drainer.
  */
 describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
@@ -40,13 +40,13 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   beforeEach(async () => {
     await inspect.obliterate({ force: true });
     await redis.del(names.wakeUps(name()));
-    await redis.del(names.wakeArm(name()));
+    await redis.del(names.wakeScheduled(name()));
   });
 
   const wakeJobs = async () => (await inspect.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME);
   const sent = (agentId: string) => queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: randomUUID() }, JOB_IDS.sent(randomUUID()));
 
-  it('keeps each woken agent once, in the order first woken, and adds one wake job for them all while the queue is armed', async () => {
+  it('keeps each woken agent once, in the order first woken, and adds one wake job for them all while the queue is scheduled', async () => {
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
     await sent(a);
     await sent(b);
@@ -58,32 +58,32 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     expect((await queues.jobCounts('demo')).waiting).toBe(4);
   });
 
-  it('taking the set empty disarms the queue in the same step: the next wake-up adds a new job, none is left without one', async () => {
+  it('taking the set empty clears the scheduled flag in the same step: the next wake-up adds a new job, none is left without one', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
     await sent(a);
     expect(await wakeJobs()).toHaveLength(1);
     expect(await queues.takeWakeUps(name(), 10)).toEqual([a]);
-    // Still armed: the drainer has not yet found the set empty, so a wake-up now adds no job (it takes it).
+    // Still scheduled: the drainer has not yet found the set empty, so a wake-up now adds no job (it takes it).
     await sent(b);
     expect(await wakeJobs()).toHaveLength(1);
     expect(await queues.takeWakeUps(name(), 10)).toEqual([b]);
     expect(await queues.takeWakeUps(name(), 10)).toEqual([]);
-    expect(await redis.exists(names.wakeArm(name()))).toBe(0);
+    expect(await redis.exists(names.wakeScheduled(name()))).toBe(0);
     await sent(a);
     expect(await wakeJobs()).toHaveLength(2);
   });
 
-  it('a lingering drainer that finds the set empty keeps the queue armed: a wake-up meanwhile adds no job, and its next take gets it', async () => {
+  it('a lingering drainer that finds the set empty keeps the queue scheduled: a wake-up meanwhile adds no job, and its next take gets it', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
     await sent(a);
     expect(await queues.takeWakeUps(name(), 10)).toEqual([a]);
     expect(await queues.takeWakeUps(name(), 10, true)).toEqual([]);
-    expect(await redis.exists(names.wakeArm(name()))).toBe(1);
+    expect(await redis.exists(names.wakeScheduled(name()))).toBe(1);
     await sent(b);
     expect(await wakeJobs()).toHaveLength(1);
     expect(await queues.takeWakeUps(name(), 10, true)).toEqual([b]);
     expect(await queues.takeWakeUps(name(), 10)).toEqual([]);
-    expect(await redis.exists(names.wakeArm(name()))).toBe(0);
+    expect(await redis.exists(names.wakeScheduled(name()))).toBe(0);
   });
 
   it('takes at most the number asked, oldest first', async () => {
@@ -93,13 +93,13 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     expect(await queues.takeWakeUps(name(), 10)).toEqual(agents.slice(2));
   });
 
-  it('a drainer that stops taking lets the arm expire, and the next wake-up adds a job another worker can take', async () => {
+  it('a drainer that stops taking lets the flag expire, and the next wake-up adds a job another worker can take', async () => {
     await sent(randomUUID());
-    // The job is lost (keys deleted one by one), or its drainer is busy: the arm stays for WAKE_ARM_MS.
+    // The job is lost (keys deleted one by one), or its drainer is busy: the flag stays for WAKE_SCHEDULED_MS.
     await inspect.obliterate({ force: true });
     await sent(randomUUID());
     expect(await wakeJobs()).toHaveLength(0);
-    await eventually(async () => expect(await redis.exists(names.wakeArm(name()))).toBe(0), { timeoutMs: WAKE_ARM_MS * 3, what: 'the arm to expire' });
+    await eventually(async () => expect(await redis.exists(names.wakeScheduled(name()))).toBe(0), { timeoutMs: WAKE_SCHEDULED_MS * 3, what: 'the scheduled flag to expire' });
     await sent(randomUUID());
     expect(await wakeJobs()).toHaveLength(1);
     expect(await queues.waitingWakeUps(name())).toHaveLength(3);

@@ -94,7 +94,7 @@ const turnEnd: TransitionWrite = {
   ],
   patch: { resultSummary: 'done', result: { ok: true }, settledAt: at, inProgressKey: null },
   updateAttempt: { id: uuid(2), status: 'returned', finished: true, observed: true, accepted: true },
-  alsoWork: { from: ['open', 'claimed'], to: 'returned', event: { ...system, event: 'returned' }, result: 'succeeded' },
+  moveWork: { from: ['open', 'claimed'], to: 'returned', event: { ...system, event: 'returned' }, result: 'succeeded' },
   thenNextWork: {
     recipientId: uuid(3),
     now: at,

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HandoffRepository } from '../../libs/db/handoff-repository.ts';
 import { applyTransition } from '../../libs/handoffs/apply-transition.ts';
 import { SYSTEM_ACTOR } from '../../libs/handoffs/ports.ts';
-import { getHandoff } from '../../libs/handoffs/query-handoffs.ts';
+import { getHandoff, type HandoffDetailReads } from '../../libs/handoffs/query-handoffs.ts';
 import { EVERYONE } from '../../libs/domain/visibility.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -104,23 +103,20 @@ describe('reading one handoff', () => {
     const before = (await baton.repos.handoffs.findById(id))!;
     // Right before the timeline is read, a move commits on another connection.
     let moved = false;
-    const moveFirst = (repo: HandoffRepository): HandoffRepository =>
-      new Proxy(repo, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver);
-          if (typeof value !== 'function') return value;
-          if (prop === 'snapshot') return (fn: (r: HandoffRepository) => Promise<unknown>) => target.snapshot((inner) => fn(moveFirst(inner)));
-          if (prop !== 'events') return value.bind(target);
-          return async (...args: unknown[]) => {
-            if (!moved) {
-              moved = true;
-              await applyTransition(baton.core, before, 'held', SYSTEM_ACTOR, { reason: 'moved between the reads' });
-            }
-            return value.apply(target, args);
-          };
-        },
-      });
-    const detail = await getHandoff({ ...baton.core, handoffs: moveFirst(baton.core.handoffs) }, 'default', id, EVERYONE);
+    const moveFirst = (inner: HandoffDetailReads): HandoffDetailReads => ({
+      findView: (projectId, handoffId) => inner.findView(projectId, handoffId),
+      attempts: (handoffId) => inner.attempts(handoffId),
+      notificationsFor: (handoffId) => inner.notificationsFor(handoffId),
+      events: async (handoffId) => {
+        if (!moved) {
+          moved = true;
+          await applyTransition(baton.core, before, 'held', SYSTEM_ACTOR, { reason: 'moved between the reads' });
+        }
+        return inner.events(handoffId);
+      },
+    });
+    const handoffs = { snapshot: <T>(read: (reads: HandoffDetailReads) => Promise<T>) => baton.core.handoffs.snapshot((inner) => read(moveFirst(inner))) };
+    const detail = await getHandoff({ agents: baton.core.agents, handoffs }, 'default', id, EVERYONE);
     expect(moved).toBe(true);
     expect(detail.handoff.deliveryState).toBe('WAITING');
     expect(detail.events.at(-1)?.toState).toBe('WAITING');

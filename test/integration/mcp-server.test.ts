@@ -6,7 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { runCli } from '../../services/cli/program.ts';
-import { IDENTITY_ARGUMENTS } from '../../services/mcp/create-mcp-server.ts';
+import { IDENTITY_ARGUMENTS } from '../../libs/mcp/create-mcp-server.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 

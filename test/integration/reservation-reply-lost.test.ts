@@ -137,6 +137,35 @@ describe.each(['with the look-up', 'apart'] as const)('a worker whose attempt re
   });
 });
 
+describe('a worker whose reservation rode on the end of the previous turn, and whose reply was lost', () => {
+  beforeAll(() => {
+    mode.reserve = 'with the look-up';
+  });
+
+  it('reads back what committed (the end and the next reservation, all or nothing) and sends the next turn once: both RETURNED, never UNCERTAIN', async () => {
+    const handle = 'lostend';
+    const session = `session-of-${handle}-${Date.now()}`;
+    // A turn long enough for the second handoff to queue behind it (BUSY), so the statement that
+    // records the first turn's end also reserves the second's attempt.
+    expect((await baton.post('/v1/agents', { id: handle, provider: 'demo', target: session, settings: { thinkMs: 400 } })).status).toBe(201);
+    // The first statement of the worker that records a returned turn is the first turn's end.
+    const cut = proxy.cutAfterReply('turn_returned');
+    const first = await baton.post('/v1/handoffs', { from: 'origin', to: handle, message: 'first, whose end loses its reply', title: 'lost end reply 1' });
+    const second = await baton.post('/v1/handoffs', { from: 'origin', to: handle, message: 'second, reserved with that end', title: 'lost end reply 2' });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    await cut;
+    for (const sent of [first, second]) {
+      const h = await waitForState(baton, sent.body.id, 'RETURNED');
+      const events = h.events.map((e: any) => e.event);
+      expect(events).not.toContain('reply_lost');
+      expect(events.filter((e: string) => e === 'attempt_reserved')).toHaveLength(1);
+      expect(h.attempts).toHaveLength(1);
+      expect(baton.host.writesByHandoff().get(sent.body.id)).toHaveLength(1);
+    }
+    expect(baton.host.history(session).map((t: any) => t.handoffId)).toEqual([first.body.id, second.body.id]);
+  });
+});
+
 describe.each(['with the look-up', 'apart'] as const)('a worker that lost its lock before the write (reserved %s), while Postgres is away', (reserve) => {
   beforeAll(() => {
     mode.reserve = reserve;

@@ -93,7 +93,7 @@ const CLIS: ReadonlyArray<{ name: string; start: () => Promise<RealCli> }> = [
       return {
         provider: 'claude_code',
         settings: () => fx.settings('agent'),
-        adapters: () => createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } }),
+        adapters: () => createAdapters(['claude_code'], { claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } }),
         script: (choose) => fx.script('agent', choose),
         noEgress: () => noEgress(fx.fake, fx.tripwire.attempts),
         close: () => fx.close(),
@@ -107,7 +107,7 @@ const CLIS: ReadonlyArray<{ name: string; start: () => Promise<RealCli> }> = [
       return {
         provider: 'codex',
         settings: () => ({ cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary }),
-        adapters: () => createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }),
+        adapters: () => createAdapters(['codex'], { codex: { baseEnv: fx.env, pollMs: 100 } }),
         script: (choose) => fx.fake.script(choose),
         noEgress: () => noEgress(fx.fake, fx.tripwire.attempts),
         close: () => fx.close(),

@@ -44,7 +44,7 @@ async function agentWithLostWakeUp(): Promise<{ agentId: string; handoffId: stri
   await eventually(async () => (await woken()).includes(agent.id), { what: 'the wake-up' });
   await baton.redis.zrem(names.wakeUps(queue.name), agent.id);
   for (const job of await queue.getJobs(['wait'])) if (job.name === WAKE_JOB_NAME) await job.remove();
-  await baton.redis.del(names.wakeArm(queue.name));
+  await baton.redis.del(names.wakeScheduled(queue.name));
   return { agentId: agent.id, handoffId: handoff.id };
 }
 
@@ -59,8 +59,8 @@ async function backlog(kind: 'wake-up' | 'job' = 'wake-up'): Promise<void> {
   if (kind === 'job') await queue.add('dispatch', { agentId, provider: 'demo', cause: 'due' }, { jobId: `backlog-${n}` });
   else {
     await baton.redis.zadd(names.wakeUps(queue.name), Date.now(), agentId);
-    // Armed: a wake job is queued for the set, or draining it.
-    await baton.redis.set(names.wakeArm(queue.name), '1', 'PX', 60_000);
+    // Scheduled: a wake job is queued for the set, or draining it.
+    await baton.redis.set(names.wakeScheduled(queue.name), '1', 'PX', 60_000);
   }
 }
 
@@ -73,7 +73,7 @@ async function wakeUpsFor(agentId: string): Promise<number> {
 async function fresh(): Promise<void> {
   await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE settled_at IS NULL`);
   await queue.obliterate({ force: true });
-  await baton.redis.del(names.wakeUps(queue.name), names.wakeArm(queue.name));
+  await baton.redis.del(names.wakeUps(queue.name), names.wakeScheduled(queue.name));
   await worker.queues.backlogged([{ agentId: 'x', provider: 'demo' }]);
 }
 
@@ -93,7 +93,7 @@ describe('the sweep during a backlog', () => {
     expect(await wakeUpsFor(agentId)).toBe(1);
   });
 
-  it('queues at once when the queue has nothing waiting, or when its keys were lost (the mark is gone)', async () => {
+  it('queues at once when the queue has nothing waiting, or when its keys were lost (the sentinel key is gone)', async () => {
     await fresh();
     const memory = new SweepMemory();
     const empty = await agentWithLostWakeUp();
@@ -103,7 +103,7 @@ describe('the sweep during a backlog', () => {
     await fresh();
     const wiped = await agentWithLostWakeUp();
     await backlog();
-    await baton.redis.del(names.queueMark(queue.name));
+    await baton.redis.del(names.queueSentinel(queue.name));
     await sweepOpenWork(at(1_000), 1_000, memory);
     expect(await wakeUpsFor(wiped.agentId)).toBe(1);
   });
@@ -126,16 +126,16 @@ describe('the sweep during a backlog', () => {
     expect(await wakeUpsFor(agentId)).toBe(1);
   });
 
-  it('queues at once when the waiting wake-ups have no job to take them (the arm is gone: a producer died between arming and adding the job)', async () => {
+  it('queues at once when the waiting wake-ups have no job to take them (the scheduled flag is gone: a producer died between setting it and adding the job)', async () => {
     await fresh();
     const memory = new SweepMemory();
     const { agentId } = await agentWithLostWakeUp();
     await backlog();
-    await baton.redis.del(names.wakeArm(queue.name));
+    await baton.redis.del(names.wakeScheduled(queue.name));
     await sweepOpenWork(worker.deps, 1_000, memory);
     expect(await wakeUpsFor(agentId)).toBe(1);
-    // The sweep's wake-up armed the queue again and added the job that takes the whole set.
-    expect(await baton.redis.exists(names.wakeArm(queue.name))).toBe(1);
+    // The sweep's wake-up marked the queue scheduled again and added the job that takes the whole set.
+    expect(await baton.redis.exists(names.wakeScheduled(queue.name))).toBe(1);
     expect((await queue.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME)).toHaveLength(1);
   });
 });

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatonError } from '../../libs/domain/errors.ts';
-import type { CoreDeps } from '../../libs/handoffs/ports.ts';
-import { removeAgent, registerAgent } from '../../libs/handoffs/manage-agents.ts';
-import { authenticate, createToken, revokeToken } from '../../libs/handoffs/manage-tokens.ts';
+import { removeAgent, registerAgent, type RemoveAgentDeps } from '../../libs/handoffs/manage-agents.ts';
+import { authenticate, createToken, revokeToken, type AuthDeps, type RevokeDeps } from '../../libs/handoffs/manage-tokens.ts';
 import { TokenCache } from '../../libs/handoffs/token-cache.ts';
 import { AuthChanges } from '../../libs/queue/auth-changes.ts';
 import { duplicateRedis, openRedis, type RedisClient } from '../../libs/queue/open-redis.ts';
@@ -23,7 +22,10 @@ describe.each(REDIS_TARGETS)('token revocation across API processes on a $name',
   const channels: AuthChanges[] = [];
 
   /** One process: its own cache, announcer and subscriber; counts its Postgres look-ups. */
-  async function process(): Promise<{ deps: CoreDeps; lookups: () => number }> {
+  /** What one process's calls below touch: authenticate, revoke, remove an agent. */
+  type ProcessDeps = AuthDeps & RevokeDeps & RemoveAgentDeps;
+
+  async function process(): Promise<{ deps: ProcessDeps; lookups: () => number }> {
     const publisher = openRedis(url, 'producer', silentLogger());
     opened.push(publisher);
     const changes = new AuthChanges({ publisher, subscriber: duplicateRedis(publisher, { connectionName: 'test-auth', maxRetriesPerRequest: null }), names: new RedisNames(baton.prefix), logger: silentLogger() });
@@ -36,15 +38,17 @@ describe.each(REDIS_TARGETS)('token revocation across API processes on a $name',
     });
     await eventually(() => subscribed, { what: 'the subscription is live', timeoutMs: 10_000 });
     let n = 0;
-    const tokens = Object.create(baton.repos.tokens) as typeof baton.repos.tokens;
-    tokens.findBySecretHash = (hash: string) => {
-      n++;
-      return baton.repos.tokens.findBySecretHash(hash);
+    const tokens = {
+      findBySecretHash: (hash: string) => {
+        n++;
+        return baton.repos.tokens.findBySecretHash(hash);
+      },
+      revoke: (id: string, at: Date) => baton.repos.tokens.revoke(id, at),
     };
     return { deps: { ...baton.core, tokens, tokenCache: cache }, lookups: () => n };
   }
 
-  const refused = async (deps: CoreDeps, token: string) => {
+  const refused = async (deps: AuthDeps, token: string) => {
     try {
       await authenticate(deps, `Bearer ${token}`);
       return false;

@@ -135,17 +135,17 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
 
     it('tells the holder on release to look again when someone found its lock held, and only then', async () => {
       const lock = await take('agent-noted');
-      // A job that lost the race for the lock leaves the note (acquire), as does a producer
-      // that committed work and added no job because the turn was held (noteIfHeld).
+      // A job that lost the race for the lock leaves a pending wake-up (acquire), as does a producer
+      // that committed work and added no job because the turn was held (wakeHolderIfHeld).
       expect((await locks.acquire('agent-noted')).acquired).toBe(false);
       expect(await lock.release()).toBe('recheck');
       const quiet = await take('agent-noted');
       expect(await quiet.release()).toBe('released');
       const held = await take('agent-noted');
-      expect(await locks.noteIfHeld(['agent-noted', 'agent-not-held'])).toEqual([true, false]);
+      expect(await locks.wakeHolderIfHeld(['agent-noted', 'agent-not-held'])).toEqual([true, false]);
       expect(await held.release()).toBe('recheck');
       // Nothing is noted for a free agent.
-      expect(await redis.exists(names.turnRecheck('agent-not-held'))).toBe(0);
+      expect(await redis.exists(names.pendingWakeUp('agent-not-held'))).toBe(0);
     });
 
     it('reports which agents are held in one round trip', async () => {
@@ -160,7 +160,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       await Promise.all(ids.filter((_, i) => i % 3 === 1).map((id) => locks.backOff(id, 5 * TTL_MS)));
       expect(await locks.held(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
       expect(await locks.busy(ids)).toEqual(ids.map((_, i) => i % 3 !== 2));
-      expect(await locks.noteIfHeld(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
+      expect(await locks.wakeHolderIfHeld(ids)).toEqual(ids.map((_, i) => i % 3 === 0));
       expect(await Promise.all(taken.map((l) => l.release()))).toEqual(taken.map(() => 'recheck'));
     });
   });
@@ -222,8 +222,8 @@ describe('the turn lock behind a frozen connection', () => {
 });
 
 /** On one server, a producer's check of many agents is one script call (a cluster needs one per agent). */
-describe('noteIfHeld on a single server', () => {
-  it('asks for all the agents of a batch in one command, and leaves notes only for the held ones', async () => {
+describe('wakeHolderIfHeld on a single server', () => {
+  it('asks for all the agents of a batch in one command, and leaves pending wake-ups only for the held ones', async () => {
     const redis = openRedis(TEST_REDIS_URL, 'locks', silentLogger());
     const names = new RedisNames(`t${randomBytes(4).toString('hex')}`);
     const locks = new TurnLocks(redis, names, { ttlMs: 5_000, logger: silentLogger() });
@@ -236,11 +236,11 @@ describe('noteIfHeld on a single server', () => {
         sent.push(command.name);
         return (send as (...a: unknown[]) => unknown)(command, ...rest);
       }) as typeof redis.sendCommand;
-      expect(await locks.noteIfHeld(ids)).toEqual(ids.map((_, i) => i % 4 === 0));
+      expect(await locks.wakeHolderIfHeld(ids)).toEqual(ids.map((_, i) => i % 4 === 0));
       expect(sent.filter((name) => name !== 'script')).toEqual(['evalsha']);
       redis.sendCommand = send;
-      expect(await redis.exists(...ids.filter((_, i) => i % 4 !== 0).map((id) => names.turnRecheck(id)))).toBe(0);
-      expect(await redis.exists(...ids.filter((_, i) => i % 4 === 0).map((id) => names.turnRecheck(id)))).toBe(10);
+      expect(await redis.exists(...ids.filter((_, i) => i % 4 !== 0).map((id) => names.pendingWakeUp(id)))).toBe(0);
+      expect(await redis.exists(...ids.filter((_, i) => i % 4 === 0).map((id) => names.pendingWakeUp(id)))).toBe(10);
       for (const r of held) if (r.acquired) expect(await r.lock.release()).toBe('recheck');
     } finally {
       await scanKeys(redis, `${names.prefix}:*`, deleteKeys);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerAgent } from '../../libs/handoffs/manage-agents.ts';
 import { sendHandoff } from '../../libs/handoffs/send-handoff.ts';
 import { WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
-import { DeliveryQueues, WAKE_ARM_MS } from '../../libs/queue/delivery-queues.ts';
+import { DeliveryQueues, WAKE_SCHEDULED_MS } from '../../libs/queue/delivery-queues.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { REDIS_TARGETS } from '../support/redis-targets.ts';
 import { eventually } from '../support/eventually.ts';
@@ -12,7 +12,7 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 /**
  * One wake job serves many agents: handoffs to 40 agents sent while no worker runs leave one
  * wake job and 40 agents in the queue's wake-up set; a worker with 8 slots then delivers all of
- * them, each exactly once, and leaves the set empty and the queue disarmed.
+ * them, each exactly once, and leaves the set empty and the queue's scheduled flag cleared.
  */
 describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   let baton: TestBaton;
@@ -47,11 +47,11 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     const sendingMs = Date.now() - sendingFrom;
     expect(new Set(await queues.waitingWakeUps(name))).toEqual(new Set(agents));
     const waiting = await queue.getJobs(['wait']);
-    // One wake job per arm of the queue: exactly one when the sends took less than an arm's
+    // One wake job per time the queue is marked scheduled: exactly one when the sends took less than the flag's
     // life (a quiet host), never one per agent on a loaded one.
     const wakeJobs = waiting.filter((j) => j.name === WAKE_JOB_NAME).length;
     expect(wakeJobs).toBeGreaterThanOrEqual(1);
-    expect(wakeJobs).toBeLessThanOrEqual(1 + Math.floor(sendingMs / WAKE_ARM_MS));
+    expect(wakeJobs).toBeLessThanOrEqual(1 + Math.floor(sendingMs / WAKE_SCHEDULED_MS));
     expect(waiting.filter((j) => j.name !== WAKE_JOB_NAME)).toHaveLength(0);
 
     baton.startWorker({ concurrency: 8 });
@@ -65,7 +65,7 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`, [handoffs]);
     expect(rows[0]!.n).toBe(AGENTS);
     for (const id of handoffs) expect(baton.host.writesByHandoff().get(id)).toHaveLength(1);
-    await eventually(async () => expect(await baton.redis.exists(names.wakeArm(name))).toBe(0), { what: 'the queue disarmed' });
+    await eventually(async () => expect(await baton.redis.exists(names.wakeScheduled(name))).toBe(0), { what: 'the scheduled flag cleared' });
     expect(await queues.waitingWakeUps(name)).toEqual([]);
   });
 });

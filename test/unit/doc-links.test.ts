@@ -25,7 +25,7 @@ function relativeLinks(markdown: string): string[] {
 }
 
 /** The top folders of the repository a path written in code font may start with. */
-const REPO_FOLDERS = ['libs', 'services', 'workers', 'test', 'docs', 'prisma', 'scripts', 'bin', 'examples'];
+const REPO_FOLDERS = ['libs', 'services', 'workers', 'main', 'test', 'docs', 'prisma', 'scripts', 'bin', 'examples'];
 
 /**
  * Repository paths written in code font (`libs/db/records.ts`), outside fenced code blocks:

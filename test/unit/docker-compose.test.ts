@@ -121,7 +121,7 @@ describe('the image', () => {
     const pkg = JSON.parse(text('package.json')) as { dependencies: Record<string, string> };
     expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
     expect(Object.keys(pkg.dependencies)).not.toContain('typescript');
-    expect(text('bin/baton.mjs')).toMatch(/dist\/services\/cli\/main\.js/);
+    expect(text('bin/baton.mjs')).toMatch(/dist\/main\/baton\.js/);
   });
 });
 

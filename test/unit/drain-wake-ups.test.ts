@@ -5,7 +5,7 @@ import { silentLogger } from '../support/test-baton.ts';
 /**
  * The wake job's loop over a queue's wake-up set, with the set as a plain list and dispatch runs
  * the test ends by hand: how many run at once, what is taken when, and what a stop and a failed
- * run leave behind. (The set and its arm on a real Redis: test/integration/delivery-queues.test.ts.)
+ * run leave behind. (The set and its scheduled flag on a real Redis: test/integration/delivery-queues.test.ts.)
  */
 function harness(agents: string[], limit: number, opts: { failing?: string[]; working?: number } = {}) {
   const set = [...agents];
@@ -14,7 +14,7 @@ function harness(agents: string[], limit: number, opts: { failing?: string[]; wo
   const finish = new Map<string, () => void>();
   const started: string[] = [];
   const retried: string[] = [];
-  let handedOn = 0;
+  let wakeJobsAdded = 0;
   let maxInFlight = 0;
   const consumer: string[] = [];
   const draining = new AbortController();
@@ -27,8 +27,8 @@ function harness(agents: string[], limit: number, opts: { failing?: string[]; wo
       lingered.push(lingering);
       return set.splice(0, count);
     },
-    handOn: async () => {
-      handedOn++;
+    addWakeJob: async () => {
+      wakeJobsAdded++;
     },
     dispatch: (agentId) => {
       started.push(agentId);
@@ -42,10 +42,10 @@ function harness(agents: string[], limit: number, opts: { failing?: string[]; wo
     draining: draining.signal,
     logger: silentLogger(),
   };
-  return { drain, slots, consumer, set, takes, lingered, finish, started, retried, draining, handedOn: () => handedOn, maxInFlight: () => maxInFlight };
+  return { drain, slots, consumer, set, takes, lingered, finish, started, retried, draining, wakeJobsAdded: () => wakeJobsAdded, maxInFlight: () => maxInFlight };
 }
 
-/** No lingering: the first take that finds the set empty disarms the queue. */
+/** No lingering: the first take that finds the set empty clears the queue's scheduled flag. */
 const NO_LINGER = { totalMs: 0, pollMs: 0 };
 
 /** Waits (real time, bounded) until `cond` holds. */
@@ -65,10 +65,10 @@ describe('draining a wake-up set', () => {
     expect(h.started).toEqual(['a', 'b', 'c']);
     for (const id of ['a', 'b', 'c']) h.finish.get(id)!();
     expect(await done).toBe(3);
-    // The second take found the set empty (which disarms the queue); nothing was handed on.
+    // The second take found the set empty (which clears the queue's scheduled flag); no wake job was added.
     expect(h.takes).toEqual([4, 1]);
     expect(h.lingered).toEqual([false, false]);
-    expect(h.handedOn()).toBe(0);
+    expect(h.wakeJobsAdded()).toBe(0);
     expect(h.consumer).toEqual([]);
     expect(h.slots.running.size).toBe(0);
   });
@@ -108,12 +108,12 @@ describe('draining a wake-up set', () => {
     expect(h.slots.running.size).toBe(0);
   });
 
-  it('with every slot busy, hands the rest on to a new job once, takes no jobs of the queue, and goes on taking as its runs end', async () => {
+  it('with every slot busy, leaves the rest to a new wake job once, takes no jobs of the queue, and goes on taking as its runs end', async () => {
     const h = harness(['a', 'b', 'c', 'd', 'e'], 2);
     const done = drainWakeUps(h.drain, NO_LINGER);
     await settle();
     expect(h.started).toEqual(['a', 'b']);
-    expect(h.handedOn()).toBe(1);
+    expect(h.wakeJobsAdded()).toBe(1);
     expect(h.consumer).toEqual(['pause']);
     expect(h.set).toEqual(['c', 'd', 'e']);
     h.finish.get('a')!();
@@ -122,8 +122,8 @@ describe('draining a wake-up set', () => {
     for (const id of ['b', 'c']) h.finish.get(id)!();
     await until(() => h.started.length === 5);
     expect(h.maxInFlight()).toBe(2);
-    // Full again, but handed on once only; the consumer resumes when it stops taking.
-    expect(h.handedOn()).toBe(1);
+    // Full again, but one wake job added only; the consumer resumes when it stops taking.
+    expect(h.wakeJobsAdded()).toBe(1);
     for (const id of ['d', 'e']) h.finish.get(id)!();
     expect(await done).toBe(5);
     expect(h.consumer).toEqual(['pause', 'resume']);
@@ -165,12 +165,12 @@ describe('draining a wake-up set', () => {
     expect(await done).toBe(4);
   });
 
-  it('on shutdown takes nothing more and hands the rest on to a new job', async () => {
+  it('on shutdown takes nothing more and leaves the rest to a new wake job', async () => {
     const h = harness(['a', 'b', 'c'], 4);
     h.draining.abort();
     expect(await drainWakeUps(h.drain, NO_LINGER)).toBe(0);
     expect(h.takes).toEqual([]);
-    expect(h.handedOn()).toBe(1);
+    expect(h.wakeJobsAdded()).toBe(1);
     expect(h.set).toEqual(['a', 'b', 'c']);
     expect(h.consumer).toEqual([]);
   });
@@ -199,13 +199,13 @@ describe('draining a wake-up set', () => {
     expect(await done).toBe(2);
   });
 
-  it('while its runs go, a drainer that finds the set empty keeps the queue armed and takes what arrives when a run ends: no new job for it', async () => {
+  it('while its runs go, a drainer that finds the set empty keeps the queue scheduled and takes what arrives when a run ends: no new job for it', async () => {
     const h = harness(['a'], 4);
     const done = drainWakeUps(h.drain, { totalMs: 60_000, pollMs: 60_000 });
     await settle();
     expect(h.started).toEqual(['a']);
     await until(() => h.lingered.length === 2);
-    // Found empty while a's run goes: the queue stays armed (a producer adds no job now).
+    // Found empty while a's run goes: the queue stays scheduled (a producer adds no job now).
     expect(h.lingered).toEqual([false, true]);
     h.set.push('b');
     h.finish.get('a')!();
@@ -213,12 +213,12 @@ describe('draining a wake-up set', () => {
     expect(h.started).toEqual(['a', 'b']);
     h.finish.get('b')!();
     expect(await done).toBe(2);
-    // With no run of its own left, its last take disarms the queue.
+    // With no run of its own left, its last take clears the queue's scheduled flag.
     expect(h.lingered.at(-1)).toBe(false);
-    expect(h.handedOn()).toBe(0);
+    expect(h.wakeJobsAdded()).toBe(0);
   });
 
-  it('stops lingering after totalMs even while its runs go, disarming the queue, then waits for them', async () => {
+  it('stops lingering after totalMs even while its runs go, clearing the scheduled flag, then waits for them', async () => {
     const h = harness(['a'], 4);
     let finished = false;
     const done = drainWakeUps(h.drain, { totalMs: 20, pollMs: 5 }).then((n) => {
@@ -226,7 +226,7 @@ describe('draining a wake-up set', () => {
       return n;
     });
     await until(() => h.lingered.at(-1) === false && h.lingered.length > 2);
-    // Looked again every pollMs, then the disarming take.
+    // Looked again every pollMs, then the take that clears the flag.
     expect(h.lingered[0]).toBe(false);
     expect(h.lingered.slice(1, -1).every((l) => l)).toBe(true);
     expect(finished).toBe(false);

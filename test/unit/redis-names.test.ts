@@ -18,10 +18,19 @@ describe('Redis names', () => {
     expect(names.eventStream()).toBe('baton:{events}:stream');
     expect(names.authChanged()).toBe('baton:{auth}:changed');
     expect(names.backoff('a1')).toBe('baton:backoff:{a1}');
-    // The recheck note shares the lock's slot (the release script takes both); the queue mark
-    // shares its queue's.
-    expect(names.turnRecheck('a1')).toBe('baton:turn-recheck:{a1}');
-    expect(names.queueMark(names.deliveryQueue('demo', 2))).toBe('baton:{delivery-demo-2}:sweep-mark');
+    // The pending wake-up shares the lock's slot (the release script takes both); the queue's
+    // sentinel key shares its queue's.
+    expect(names.pendingWakeUp('a1')).toBe('baton:turn-recheck:{a1}');
+    expect(names.queueSentinel(names.deliveryQueue('demo', 2))).toBe('baton:{delivery-demo-2}:sweep-mark');
+  });
+
+  it('keeps the key strings of the older names, so processes of two versions in one rolling upgrade set and read the same keys', () => {
+    // Renamed in the code (arm, recheck note, sweep mark), never on the wire: a producer of one
+    // version testing a flag the drainer of the other never clears would add no wake job.
+    expect(names.wakeUps('{delivery-demo-0}')).toBe('baton:{delivery-demo-0}:wake-ups');
+    expect(names.wakeScheduled('{delivery-demo-0}')).toBe('baton:{delivery-demo-0}:wake-arm');
+    expect(names.pendingWakeUp('a1')).toBe('baton:turn-recheck:{a1}');
+    expect(names.queueSentinel('{delivery-demo-0}')).toBe('baton:{delivery-demo-0}:sweep-mark');
   });
 
   it('names the deployment (agents.deployment) by the prefix itself: one deployment, one set of queues and turn locks', () => {

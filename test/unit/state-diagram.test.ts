@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderStateDiagram, renderWorkStateDiagram } from '../../libs/domain/state-diagram.ts';
-import { workTransitionEdges } from '../../libs/domain/work-states.ts';
+import { moveWorkEdges } from '../../libs/domain/work-states.ts';
 import { transitionEdges } from '../../libs/domain/transitions.ts';
 
 describe('the state diagram in libs/handoffs/README.md', () => {
@@ -30,7 +30,7 @@ describe('the work state diagram in libs/handoffs/README.md', () => {
 
   it('shows every (from, event, to) of the table once, with its actors', () => {
     const seen = new Set<string>();
-    for (const e of workTransitionEdges()) {
+    for (const e of moveWorkEdges()) {
       const line = `    ${e.from} --> ${e.to}: ${e.event} (`;
       if (seen.has(line)) continue;
       seen.add(line);

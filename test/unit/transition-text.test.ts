@@ -73,8 +73,8 @@ function randomWrite(r: () => number, i: number): TransitionWrite {
           },
         }
       : {}),
-    ...(pick() ? { alsoMoveQueued: { recipientId: ID(i + 4), from: 'WAITING' as const, to: 'BUSY' as const, event: event(i) } } : {}),
-    ...(pick() ? { alsoWork: { from: ['open'], to: 'returned', event: event(i), result: results[Math.floor(r() * results.length)] } } : {}),
+    ...(pick() ? { moveOthers: { recipientId: ID(i + 4), from: 'WAITING' as const, to: 'BUSY' as const, event: event(i) } } : {}),
+    ...(pick() ? { moveWork: { from: ['open'], to: 'returned', event: event(i), result: results[Math.floor(r() * results.length)] } } : {}),
     ...(pick()
       ? {
           thenNextWork: {

@@ -13,7 +13,7 @@ import {
   planWorkMove,
   planWorkTransition,
   workMoveWhenDeliverySettles,
-  workTransitionEdges,
+  moveWorkEdges,
 } from '../../libs/domain/work-states.ts';
 
 describe('the work transition table', () => {
@@ -43,17 +43,17 @@ describe('the work transition table', () => {
         }
       }
     }
-    expect(allowed).toBe(new Set(workTransitionEdges().map((e) => `${e.from}|${e.event}|${e.actor}`)).size);
+    expect(allowed).toBe(new Set(moveWorkEdges().map((e) => `${e.from}|${e.event}|${e.actor}`)).size);
     expect(refused).toBeGreaterThan(allowed);
   });
 
   it('gives one target per (from, event, actor), so a move never depends on anything but the table', () => {
-    const keys = workTransitionEdges().map((e) => `${e.from}|${e.event}|${e.actor}`);
+    const keys = moveWorkEdges().map((e) => `${e.from}|${e.event}|${e.actor}`);
     expect(new Set(keys).size).toBe(keys.length);
   });
 
   it('reaches every work state, leaves every active one, and never leaves a settled one', () => {
-    const edges = workTransitionEdges();
+    const edges = moveWorkEdges();
     for (const s of WORK_STATES.filter((x) => x !== 'open')) expect(edges.some((e) => e.to === s), `${s} is reachable`).toBe(true);
     for (const s of ACTIVE_WORK_STATES) expect(edges.some((e) => e.from === s), `${s} can be left`).toBe(true);
     for (const s of SETTLED_WORK_STATES) expect(edges.some((e) => e.from === s), `${s} is final`).toBe(false);

@@ -16,7 +16,7 @@ export const WORKING_RUNS_PER_QUEUE = 32;
  * runs at once, of which at most `working` are at work; a run that follows a turn running in its
  * session (`following`) holds a slot but is not at work. A drainer that finds them full pauses
  * the process's consumer of the queue (BullMQ's local pause: it takes no more jobs of the queue)
- * and hands the rest on to a new wake job, which a process with free slots takes; it goes on
+ * and leaves the rest to a new wake job, which a process with free slots takes; it goes on
  * taking agents itself as its runs end, and resumes the consumer when it stops taking.
  */
 export class QueueSlots {
@@ -116,12 +116,12 @@ export interface WakeDrain {
   /** This process's slots for the queue's dispatch runs. */
   readonly slots: QueueSlots;
   /**
-   * Takes up to `count` agents, oldest first. Empty: the set was empty; the queue is then
-   * disarmed unless `lingering` (it stays armed: this drainer looks again soon).
+   * Takes up to `count` agents, oldest first. Empty: the set was empty; the queue's scheduled
+   * flag is then cleared unless `lingering` (it stays set: this drainer looks again soon).
    */
   take(count: number, lingering: boolean): Promise<string[]>;
   /** Adds a wake job for the queue: another worker (or a later start) takes the rest. */
-  handOn(): Promise<void>;
+  addWakeJob(): Promise<void>;
   /** One agent's dispatch run (dispatchAgent under its turn lock). */
   dispatch(agentId: string): Promise<unknown>;
   /** When a run fails outright: wake the agent again later (a delayed job). */
@@ -134,8 +134,8 @@ export interface WakeDrain {
 /**
  * How a drainer lingers once it finds the set empty while runs it started are still going: it
  * looks again when one of them ends, or every `pollMs`, for up to `totalMs`, keeping the queue
- * armed, so wake-ups that arrive meanwhile need no new job. (Under a backlog of many agents a
- * new job per few agents cost more Redis work than the handoffs themselves.)
+ * scheduled, so wake-ups that arrive meanwhile need no new job: under a backlog, a job per few
+ * agents would cost more Redis work than the handoffs themselves.
  */
 export const WAKE_LINGER = { totalMs: 50, pollMs: 10 } as const;
 
@@ -150,12 +150,12 @@ export const WAKE_REFILL = { batch: 16, waitMs: 20 } as const;
 /**
  * Runs a wake job: takes the agents of the queue's wake-up set, oldest first, as many as the
  * process has free slots, and starts each one's dispatch run. When it finds the set empty it
- * lingers while its runs are going (WAKE_LINGER), then takes once more disarming the queue: a
- * wake-up added after that arms it again and adds a new job, so none is left without one. Then
- * it waits for the runs it started. When the process's slots for the queue are full it hands the
- * rest on to a new wake job, once, which another process takes (this one takes no jobs of the
+ * lingers while its runs are going (WAKE_LINGER), then takes once more clearing the queue's scheduled flag: a
+ * wake-up added after that sets it again and adds a new job, so none is left without one. Then
+ * it waits for the runs it started. When the process's slots for the queue are full it leaves the
+ * rest to a new wake job, once, which another process takes (this one takes no jobs of the
  * queue meanwhile: QueueSlots), and goes on taking as its runs end. On shutdown it takes nothing
- * more and hands the rest on. A run that throws (Postgres unreachable) gets a delayed wake-up
+ * more and leaves the rest to a new wake job. A run that throws (Postgres unreachable) gets a delayed wake-up
  * of its own; one lost with a killed process is re-queued by the reconciler's sweep, as a lost
  * job is.
  * @returns how many runs this job started
@@ -173,14 +173,14 @@ export async function drainWakeUps(
   try {
     for (;;) {
       if (d.draining.aborted) {
-        await d.handOn();
+        await d.addWakeJob();
         break;
       }
       if (d.slots.free <= 0) {
         // Full: let a process with free slots help (once), and take more here as runs end.
         if (d.slots.pause()) {
           paused = true;
-          await d.handOn();
+          await d.addWakeJob();
         }
         await d.slots.runEnded();
         const until = Date.now() + refill.waitMs;

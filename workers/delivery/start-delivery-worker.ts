@@ -12,7 +12,7 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { createProviderStatusCheck, type ProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-reader.ts';
-import { UnsentReservations } from '../../libs/handoffs/unsent-reservations.ts';
+import { UnwrittenReservations } from '../../libs/handoffs/unwritten-reservations.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
 import { parseDispatchJob, parseWakeJob, queueRoute, WAKE_JOB_NAME } from '../../libs/queue/dispatch-job.ts';
@@ -94,7 +94,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
   const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? DELIVERY_WORKER_DEFAULTS.settingsMaxAgeMs);
   const draining = new AbortController();
-  const handBack = new AbortController();
+  const stopFollowing = new AbortController();
   const deps: DispatchDeps & { locks: TurnLocks } = {
     ...opts.repos,
     // The worker acts only on agents of its own deployment: those whose turn locks are ours.
@@ -111,7 +111,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     scope: { providers: opts.adapters.providers(), pools: opts.pools ?? [''] },
     ...(opts.hooks ? { hooks: opts.hooks } : {}),
     windows: opts.windows ?? DEFAULT_DELIVERY_WINDOWS,
-    unsent: new UnsentReservations(),
+    unwritten: new UnwrittenReservations(),
     timing: {
       busyRetryMs: opts.busyRetryMs ?? DELIVERY_WORKER_DEFAULTS.busyRetryMs,
       unreachableRetryMs: opts.unreachableRetryMs ?? DELIVERY_WORKER_DEFAULTS.unreachableRetryMs,
@@ -119,7 +119,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
       recheckMs: opts.recheckMs ?? DELIVERY_WORKER_DEFAULTS.recheckMs,
     },
   };
-  const signals = { draining: draining.signal, handBack: handBack.signal };
+  const signals = { draining: draining.signal, stopFollowing: stopFollowing.signal };
 
   const workers: Worker[] = [];
   const pools = opts.pools ?? [''];
@@ -146,7 +146,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
             queue: queueName,
             slots,
             take: (count, lingering) => queues.takeWakeUps(queueName, count, lingering),
-            handOn: () => queues.addWakeJob(queueName, route),
+            addWakeJob: () => queues.addWakeJob(queueName, route),
             dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals, run),
             retryLater: (agentId) =>
               queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + DELIVERY_WORKER_DEFAULTS.failedRunRetryMs, job.id ?? ''), DELIVERY_WORKER_DEFAULTS.failedRunRetryMs),
@@ -199,7 +199,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     stop() {
       stopping ??= (async () => {
         draining.abort(new Error('shutting down'));
-        const grace = setTimeout(() => handBack.abort(new Error('shutdown grace period over')), opts.shutdownGraceMs);
+        const grace = setTimeout(() => stopFollowing.abort(new Error('shutdown grace period over')), opts.shutdownGraceMs);
         grace.unref();
         // close() waits for active jobs: they finish their turn or hand it back.
         await Promise.all(workers.map((w) => w.close()));
@@ -212,7 +212,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     },
     forceStop() {
       draining.abort(new Error('shutting down'));
-      handBack.abort(new Error('shutdown forced'));
+      stopFollowing.abort(new Error('shutdown forced'));
       const closeFailed = (err: unknown) => opts.logger.debug({ err }, 'closing at a forced stop failed');
       for (const w of workers) void w.close(true).catch(closeFailed);
       void queues.close().catch(closeFailed);

@@ -37,7 +37,7 @@ function logRecovery(logger: Logger, run: FailureRun, fields: Record<string, unk
 }
 
 /** One step's runs: never two at once; its failures in a row. */
-interface Lane extends FailureRun {
+interface StepRuns extends FailureRun {
   running: Promise<void> | null;
 }
 
@@ -47,7 +47,7 @@ const noActions = (): ReconcileReport => ({ liftedHolds: 0, reminders: 0, uncert
  * Runs the reconciler every `intervalMs`, in one process at a time across the deployment's
  * workers of `group` (a lead key that expires after one interval). Each tick this process leads
  * starts every step of libs/handoffs/reconcile-once.ts whose previous run has ended (lift holds,
- * reminders, lease expiry, the sweep: each in its own lane, so none waits on another), and
+ * reminders, lease expiry, the sweep: each runs on its own, so none waits on another), and
  * fills the free observation slots of its `UncertainObserver` (UNCERTAIN handoffs, at most
  * OBSERVATIONS_PER_PROVIDER looks per provider at a time), whose looks run on without holding
  * up any tick. A step that fails (Postgres or Redis down) is logged and tried at the next tick:
@@ -66,16 +66,16 @@ export function startReconciler(
   const stopping = new AbortController();
   const steps = reconcileSteps(deps, intervalMs, new SweepMemory());
   const observer = new UncertainObserver(deps, stopping.signal);
-  const lanes = new Map<string, Lane>();
+  const runs = new Map<string, StepRuns>();
   let done = noActions();
   let leading: Promise<void> | null = null;
   const lead: FailureRun = { failures: 0, warned: false };
 
   const run = (name: string, step: () => Promise<Partial<ReconcileReport>>) => {
-    let lane = lanes.get(name);
-    if (!lane) lanes.set(name, (lane = { running: null, failures: 0, warned: false }));
-    if (lane.running) return;
-    const l = lane;
+    let found = runs.get(name);
+    if (!found) runs.set(name, (found = { running: null, failures: 0, warned: false }));
+    if (found.running) return;
+    const l = found;
     l.running = step()
       .then(
         (report) => {
@@ -128,7 +128,7 @@ export function startReconciler(
       // Looks in flight are cut short: they write nothing, and the handoffs stay due.
       stopping.abort(new Error('the reconciler is stopping'));
       await leading;
-      await Promise.all([...lanes.values()].map((l) => l.running).filter((p) => p !== null));
+      await Promise.all([...runs.values()].map((l) => l.running).filter((p) => p !== null));
       await observer.idle();
     },
   };

@@ -7,8 +7,8 @@ import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
  * this link names, a platform package (`codex-package.json`, `bin/codex`, `codex-resources`,
  * `codex-path`). Codex runs a selected package in place. When the link is missing, the first
  * `daemon start` copies the package of the CLI that ran it into
- * `packages/app-server-daemon/releases/<version>-<target>` and links that: about 424 MB and
- * 10-25 s on the hosts measured.
+ * `packages/app-server-daemon/releases/<version>-<target>` and links that: hundreds of MB, and
+ * tens of seconds.
  */
 export const daemonPackageLink = (codexHome: string): string => join(codexHome, 'packages', 'app-server-daemon', 'current');
 

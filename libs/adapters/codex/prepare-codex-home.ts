@@ -5,7 +5,7 @@ import { ensureDaemonPackage, hasDaemonPackage } from './daemon-package.ts';
 
 /**
  * Readies Codex homes ahead of their first turn, for one adapter. A fresh home's first daemon
- * start copies the Codex package into it (about 424 MB, 10-25 s) unless the home's daemon package
+ * start copies the Codex package into it (hundreds of MB, tens of seconds) unless the home's daemon package
  * names one (daemon-package.ts); Baton links the package of the agent's installed `binary` there
  * instead, which takes milliseconds, and starts the daemon. Where no installed package can be
  * found, the copy happens, but never inside a write's deadline: `beforeWrite` then starts the

@@ -32,12 +32,12 @@ function neverConnected(err: unknown): boolean {
 
 /**
  * DemoHostPort over HTTP: undici pools of keep-alive connections, so each call is one round
- * trip (and half the client CPU of node:http's request: docs/performance-history.md, "Kept
+ * trip at less client CPU than node:http's request (docs/performance-history.md, "Kept
  * statement texts and row templates").
  * Long polls (`waitForChange`, one per followed turn, each holding its connection for up to its
- * window) have a pool of their own without a cap: in the calls' pool of `callConnections`,
- * turns followed beyond the cap held every connection, and a new turn's write waited in
- * undici's queue for a long poll to end (up to 5 s per write with 1,000 long turns followed).
+ * window) have a pool of their own without a cap: in the calls' capped pool they would hold
+ * every connection once many turns are followed, and a new turn's write would wait for a long
+ * poll to end (docs/performance-history.md, "Warm processes, and long polls apart from writes").
  */
 export class DemoHostClient implements DemoHostPort {
   private readonly calls: Pool;

@@ -25,6 +25,20 @@ export async function latestAttemptOf(db: Queryable, handoffId: string): Promise
   return rows[0] ?? null;
 }
 
+/**
+ * The attempt that carries `requestId` (unique), whatever handoff it is of: how a worker whose
+ * reservation's reply was lost finds out whether the reservation committed.
+ */
+export async function attemptByRequestIdOf(db: Queryable, requestId: string): Promise<AttemptRecord | null> {
+  const { rows } = await prepared<AttemptRecord>(
+    db,
+    `SELECT ${ATTEMPT_COLUMNS}
+       FROM delivery_attempts WHERE request_id = $1`,
+    [requestId],
+  );
+  return rows[0] ?? null;
+}
+
 export async function eventsOf(db: Queryable, handoffId: string): Promise<EventRecord[]> {
   const { rows } = await prepared<EventRecord>(
     db,

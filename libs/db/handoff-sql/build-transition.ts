@@ -114,17 +114,17 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
     sets.push(`${column} = ${column} + 1`);
   }
   let workFrom = '';
-  shape.push('work', w.alsoWork?.result ?? !!w.alsoWork);
-  if (w.alsoWork) {
-    workFrom = p(w.alsoWork.from, 'work_state[]');
+  shape.push('work', w.moveWork?.result ?? !!w.moveWork);
+  if (w.moveWork) {
+    workFrom = p(w.moveWork.from, 'work_state[]');
     const hit = `work_state = ANY(${workFrom})`;
     sets.push(
-      `work_state = CASE WHEN ${hit} THEN ${p(w.alsoWork.to, 'work_state')} ELSE work_state END`,
+      `work_state = CASE WHEN ${hit} THEN ${p(w.moveWork.to, 'work_state')} ELSE work_state END`,
       `work_revision = CASE WHEN ${hit} THEN work_revision + 1 ELSE work_revision END`,
       `claim_token = CASE WHEN ${hit} THEN NULL ELSE claim_token END`,
       `lease_expires_at = CASE WHEN ${hit} THEN NULL ELSE lease_expires_at END`,
     );
-    const result = w.alsoWork.result;
+    const result = w.moveWork.result;
     if (result === 'succeeded' || result === 'failed') {
       sets.push(`returned_at = CASE WHEN ${hit} THEN ${at} ELSE returned_at END`, `return_outcome = CASE WHEN ${hit} THEN ${p(result, 'text')} ELSE return_outcome END`);
     } else if (result === 'cleared') {
@@ -141,8 +141,8 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
   );
   // The work's move, when there is one, is logged after the delivery's, in the same INSERT:
   // separate INSERTs in one statement run in no guaranteed order.
-  if (w.alsoWork) {
-    const a = w.alsoWork;
+  if (w.moveWork) {
+    const a = w.moveWork;
     events.push(
       `SELECT moved.id, ${to}, ${to}, before.work_state, ${p(a.to, 'work_state')}, ${p(a.event.event, 'text')},
           ${p(a.event.actorKind, 'actor_kind')}, ${p(a.event.actorId, 'text')}, ${p(a.event.tokenId ?? null, 'uuid')}, ${p(a.event.reason ?? null, 'text')}, NULL::jsonb, moved.revision, NULL::uuid, ${at}
@@ -153,7 +153,7 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
   const fenceParam = fence === undefined ? null : p(fence.toString(), 'bigint');
   const u = w.updateAttempt;
   shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
-  shape.push('more', !!w.alsoMoveQueued, !!w.thenNextWork, !!w.thenNextWork?.reserve);
+  shape.push('more', !!w.moveOthers, !!w.thenNextWork, !!w.thenNextWork?.reserve);
   // A batch's input rows say n >= 0 AND n < TURN_END_MAX_BATCH, which is true, so that the
   // planner expects one of them (a range of unknown selectivity) rather than the 100 it
   // assumes of a set-returning function: it then finds each row's handoff, attempt and queue by
@@ -202,8 +202,8 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
         WHERE delivery_attempts.id = ${attemptId} AND EXISTS (${movedForRow})
       )`;
   }
-  if (w.alsoMoveQueued) {
-    const o = w.alsoMoveQueued;
+  if (w.moveOthers) {
+    const o = w.moveOthers;
     const queuedFrom = p(o.from, 'delivery_state');
     const queuedTo = p(o.to, 'delivery_state');
     const recipient = p(o.recipientId, 'uuid');
@@ -219,7 +219,7 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
         RETURNING id, handoff_id
       )`;
   }
-  const queuedIds = w.alsoMoveQueued ? ` UNION ALL SELECT qe.id FROM queued_ev qe JOIN queued q ON q.id = qe.handoff_id WHERE ${sameRow('q', 'moved')}` : '';
+  const queuedIds = w.moveOthers ? ` UNION ALL SELECT qe.id FROM queued_ev qe JOIN queued q ON q.id = qe.handoff_id WHERE ${sameRow('q', 'moved')}` : '';
   const eventIds = `ARRAY(SELECT e.id::text FROM (SELECT ev.id FROM ev WHERE ev.handoff_id = moved.id${queuedIds}) e ORDER BY e.id)`;
   if (!w.thenNextWork) {
     sql += ` SELECT ${rowN('moved')}moved.revision, ${eventIds} AS "eventIds" FROM moved`;

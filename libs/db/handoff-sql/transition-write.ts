@@ -89,7 +89,7 @@ export interface TransitionWrite {
    * In the same statement, moves the recipient's other handoffs that are in `from` to `to`
    * (each with its own event row): the handoffs queued behind a turn that is starting.
    */
-  alsoMoveQueued?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
+  moveOthers?: { recipientId: string; from: DeliveryState; to: DeliveryState; event: EventWrite };
   /**
    * In the same statement, reads the head of this recipient's queue (what `nextWork` would
    * answer after the move): the end of one turn and the choice of the next in one round trip.
@@ -102,5 +102,5 @@ export interface TransitionWrite {
    * table says the move does to the attempt's result (undefined: left alone). A move out of
    * the claim always ends the claim token and lease.
    */
-  alsoWork?: { from: readonly string[]; to: string; event: EventWrite; result: WorkResultEffect | undefined };
+  moveWork?: { from: readonly string[]; to: string; event: EventWrite; result: WorkResultEffect | undefined };
 }

@@ -3,16 +3,16 @@
 
   KEYS[1]  the turn lock key (RedisNames.turnLock)
   KEYS[2]  the agent's fence key (RedisNames.turnFence), in the same hash slot as KEYS[1]
-  KEYS[3]  the agent's recheck note (RedisNames.turnRecheck), in the same hash slot
+  KEYS[3]  the agent's pending wake-up (RedisNames.pendingWakeUp), in the same hash slot
   ARGV[1]  the caller's token (unique per acquisition)
   ARGV[2]  time to live, milliseconds
-  ARGV[3]  how long a recheck note lives, milliseconds
+  ARGV[3]  how long a pending wake-up lives, milliseconds
 
   The fencing number only grows per agent, even across a wiped Redis: it is the larger of the
   last number + 1 and the server clock in microseconds, so a number drawn after a FLUSHALL is
   still above every number drawn before it (Postgres refuses a reservation with an older one).
 
-  The recheck note: a caller that finds the lock held leaves it, so the holder looks at
+  The pending wake-up: a caller that finds the lock held leaves it, so the holder looks at
   Postgres again after releasing (whatever the caller was woken for was committed before this
   call, possibly after the holder's last look). The holder takes it with its release; one
   still there at an acquisition was left for a holder that lost its lock, and only costs the
@@ -20,7 +20,7 @@
 
   Returns:
     {1, token, fence}   acquired
-    {0, holder, pttl}   held by `holder` for `pttl` more milliseconds (a note is left)
+    {0, holder, pttl}   held by `holder` for `pttl` more milliseconds (a pending wake-up is left)
 ]]
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')

@@ -1,18 +1,18 @@
 --[[
-  Add agents to a delivery queue's wake-up set, and arm the queue if nobody is draining it.
+  Add agents to a delivery queue's wake-up set, and mark the queue scheduled if nobody is draining it.
 
   KEYS[1]  the queue's wake-up set (RedisNames.wakeUps): agent id -> when it was first woken
            (the server clock in microseconds, so calls from different processes order right)
-  KEYS[2]  the queue's arm (RedisNames.wakeArm), in the same hash slot
-  ARGV[1]  how long the arm lives, milliseconds
+  KEYS[2]  the queue's scheduled flag (RedisNames.wakeScheduled), in the same hash slot
+  ARGV[1]  how long the scheduled flag lives, milliseconds
   ARGV[2..] agent ids
 
   An agent already in the set keeps its place (NX): it needs one look at its queue in Postgres,
   however many wake-ups it got, and the run that takes it delivers whatever is next.
 
-  Returns 1 when this call armed the queue (the caller adds one wake job: nobody was going to
-  take these agents), 0 when the queue was already armed (a wake job is queued or draining, and
-  takes them before it finishes: take-wake-ups.lua disarms only on finding the set empty).
+  Returns 1 when this call marked the queue scheduled (the caller adds one wake job: nobody was going to
+  take these agents), 0 when the queue was already scheduled (a wake job is queued or draining, and
+  takes them before it finishes: take-wake-ups.lua clears the flag only on finding the set empty).
 ]]
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))

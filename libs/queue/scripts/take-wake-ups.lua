@@ -3,19 +3,19 @@
   drains it (workers/delivery/drain-wake-ups.ts).
 
   KEYS[1]  the queue's wake-up set (RedisNames.wakeUps)
-  KEYS[2]  the queue's arm (RedisNames.wakeArm), in the same hash slot
+  KEYS[2]  the queue's scheduled flag (RedisNames.wakeScheduled), in the same hash slot
   ARGV[1]  at most this many agents
-  ARGV[2]  how long the arm lives, milliseconds
-  ARGV[3]  '1': on finding the set empty, disarm the queue (the drainer is about to finish);
-           '0': keep it armed (the drainer looks again soon: its runs are ending)
+  ARGV[2]  how long the scheduled flag lives, milliseconds
+  ARGV[3]  '1': on finding the set empty, clear the flag (the drainer is about to finish);
+           '0': keep it set (the drainer looks again soon: its runs are ending)
 
-  Finding the set empty with ARGV[3] = '1' disarms the queue in the same atomic step, so a
-  producer adding an agent after this call arms it again and adds a wake job (add-wake-ups.lua):
-  no wake-up is left without a job to take it. Taking agents re-arms it for another ARGV[2] ms: while the drainer
+  Finding the set empty with ARGV[3] = '1' clears the flag in the same atomic step, so a
+  producer adding an agent after this call sets it again and adds a wake job (add-wake-ups.lua):
+  no wake-up is left without a job to take it. Taking agents renews it for another ARGV[2] ms: while the drainer
   keeps taking, producers add no job. A drainer that stops taking (all its slots busy, or it
-  died) lets the arm expire, and the next wake-up adds a job another worker can take.
+  died) lets the flag expire, and the next wake-up adds a job another worker can take.
 
-  Returns the agent ids taken, oldest first (empty: the set was empty; disarmed if asked).
+  Returns the agent ids taken, oldest first (empty: the set was empty; the flag cleared if asked).
 ]]
 local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
 if #popped == 0 then

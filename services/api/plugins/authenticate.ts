@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate } from '../../../libs/handoffs/manage-tokens.ts';
+import { authenticate, type AuthDeps } from '../../../libs/handoffs/manage-tokens.ts';
 import type { Caller } from '../../../libs/handoffs/caller.ts';
 import { getAgent } from '../../../libs/handoffs/manage-agents.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import { projectOf } from '../route-context.ts';
 import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
+import type { TokenRepository } from '../../../libs/db/token-repository.ts';
 import type { RequestLimiter } from './rate-limit.ts';
 import { sessionCookieOf, type BrowserSessions } from './browser-session.ts';
 import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
@@ -13,12 +14,19 @@ import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 const TOUCH_EVERY_MS = API_DEFAULTS.tokenTouchEveryMs;
 
 /**
+ * What the authentication hooks touch: proving the caller (AuthDeps), the agent an
+ * `X-Baton-Agent` header names, the token's last use, and the audit rows.
+ */
+export type AuthenticationDeps = AuthDeps &
+  Pick<CoreDeps, 'agents' | 'audit' | 'clock'> & { readonly tokens: Pick<TokenRepository, 'findBySecretHash' | 'touch'> };
+
+/**
  * Proves the request's caller, no budget spent: its bearer token, else its browser session
  * cookie. A response that stays open (an event stream) calls it again now and then, and ends
  * once its token is revoked, its agent removed or its browser session over.
  * @throws BatonError unauthenticated, invalid_token (and a browser session's refusals)
  */
-export async function proveCaller(request: FastifyRequest, core: CoreDeps, browser: BrowserSessions | undefined): Promise<Caller> {
+export async function proveCaller(request: FastifyRequest, core: AuthDeps, browser: BrowserSessions | undefined): Promise<Caller> {
   // A bearer token wins; without one, a browser's session cookie stands for the token it was opened with.
   return !request.headers.authorization && browser && sessionCookieOf(request) !== undefined
     ? (await browser.resolve(request, core)).caller
@@ -37,7 +45,7 @@ export async function proveCaller(request: FastifyRequest, core: CoreDeps, brows
 export async function authenticateRequest(
   request: FastifyRequest,
   reply: FastifyReply,
-  core: CoreDeps,
+  core: AuthDeps,
   limiter: RequestLimiter | undefined,
   opts: { readonly browser?: BrowserSessions | undefined; readonly limitAccepted?: boolean } = {},
 ): Promise<Caller> {
@@ -59,7 +67,7 @@ export async function authenticateRequest(
  * any other is refused.
  * @throws BatonError agent_not_found, identity_mismatch
  */
-async function viewingAs(request: FastifyRequest, core: CoreDeps, caller: Caller, named: string, defaultProject: string): Promise<{ id: string; handle: string } | undefined> {
+async function viewingAs(request: FastifyRequest, core: Pick<CoreDeps, 'agents'>, caller: Caller, named: string, defaultProject: string): Promise<{ id: string; handle: string } | undefined> {
   if (caller.agent) {
     if (named.toLowerCase() !== caller.agent.handle) throw new BatonError('identity_mismatch', `this token belongs to ${caller.agent.handle}; it cannot act as ${named.toLowerCase()}`);
     return undefined;
@@ -77,7 +85,7 @@ async function viewingAs(request: FastifyRequest, core: CoreDeps, caller: Caller
  * private, no-store` (no-store.ts runs first). Successful changes outside the handoff event log
  * are audited by token id.
  */
-export function installAuthentication(app: FastifyInstance, core: CoreDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions, defaultProject = 'default'): void {
+export function installAuthentication(app: FastifyInstance, core: AuthenticationDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions, defaultProject = 'default'): void {
   const touched = new Map<string, number>();
 
   app.addHook('onRequest', async (request, reply) => {

@@ -2,9 +2,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '../../../libs/queue/open-redis.ts';
 import { BatonError } from '../../../libs/domain/errors.ts';
-import { authenticateSecretHash } from '../../../libs/handoffs/manage-tokens.ts';
+import { authenticateSecretHash, type AuthDeps } from '../../../libs/handoffs/manage-tokens.ts';
 import type { Caller } from '../../../libs/handoffs/caller.ts';
-import type { CoreDeps } from '../../../libs/handoffs/ports.ts';
 import type { RedisNames } from '../../../libs/queue/redis-names.ts';
 import { API_DEFAULTS } from '../../../libs/config/component-defaults.ts';
 
@@ -146,7 +145,7 @@ export class BrowserSessions {
    * @throws BatonError host_not_allowed, unauthenticated (no cookie, or an unknown or expired
    *   session), invalid_token (its token was revoked), csrf_failed
    */
-  async resolve(request: FastifyRequest, core: Pick<CoreDeps, 'tokens'>): Promise<BrowserSession> {
+  async resolve(request: FastifyRequest, core: AuthDeps): Promise<BrowserSession> {
     this.requireAllowedHost(request);
     const id = sessionCookieOf(request);
     const raw = id ? await this.opts.redis.get(this.opts.names.browserSession(sha256(id))) : null;

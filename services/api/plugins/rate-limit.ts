@@ -17,7 +17,7 @@ export type RequestLimiter = (request: FastifyRequest, reply: FastifyReply) => P
  * How the two variables map onto @fastify/rate-limit's fixed window: `burst` calls per window
  * of `burst / perSecond` seconds, so the long-run average is `perSecond` and a caller may spend
  * the whole burst at once. A fixed window lets up to twice the burst through around a window's
- * edge; the old per-process token bucket did not, but it was not shared between processes.
+ * edge: the price of one budget per caller shared by every API process through Redis.
  */
 export function rateLimitWindow(limit: RateLimit): { max: number; timeWindowMs: number } {
   return { max: limit.burst, timeWindowMs: Math.max(1, Math.ceil((limit.burst / limit.perSecond) * 1000)) };

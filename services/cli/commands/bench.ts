@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
-import { UsageError, type CliContext } from '../cli-context.ts';
+import type { CliContext } from '../cli-context.ts';
+import type { BenchLauncher } from '../launchers.ts';
 
 /**
  * `baton bench [--quick] [--json]` (also `npm run bench`): measures Baton beside the ceilings
- * of its parts on this machine. The implementation (services/bench) starts its own processes,
- * so it is loaded only when the command runs.
+ * of its parts on this machine. The implementation (services/bench) starts its own processes;
+ * `bench` (handed in by the entry point) loads it only when the command runs.
  */
-export function registerBenchCommand(program: Command, ctx: CliContext): void {
+export function registerBenchCommand(program: Command, ctx: CliContext, bench: BenchLauncher): void {
   program
     .command('bench')
     .description('measure send, end-to-end delivery, busy agents, recovery and cost beside raw Postgres/BullMQ ceilings')
@@ -15,23 +16,16 @@ export function registerBenchCommand(program: Command, ctx: CliContext): void {
     .option('--no-progress', 'no progress bar')
     .option('--only <scenarios>', 'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns)')
     .action(async (opts: { quick?: boolean; json?: boolean; progress: boolean; only?: string }) => {
-      const { runBench, renderReport, parseScenarios } = await import('../../bench/run-bench.ts');
-      let only: ReturnType<typeof parseScenarios> | undefined;
-      try {
-        only = opts.only !== undefined ? parseScenarios(opts.only) : undefined;
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-      const result = await runBench(
+      const { result, report } = await bench(
         ctx.config(),
-        { quick: opts.quick === true, json: opts.json === true, progress: opts.progress, tty: process.stderr.isTTY === true, ...(only ? { only } : {}) },
+        { quick: opts.quick === true, json: opts.json === true, progress: opts.progress, tty: process.stderr.isTTY === true, only: opts.only },
         (s) => void process.stderr.write(s),
       );
       if (opts.json) {
         ctx.json(result);
-        process.stderr.write(`${renderReport(result)}\n`);
+        process.stderr.write(`${report}\n`);
       } else {
-        ctx.out(renderReport(result));
+        ctx.out(report);
       }
     });
 }

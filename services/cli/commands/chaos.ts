@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Command } from 'commander';
 import { nonNegativeInt, positiveInt, type CliContext } from '../cli-context.ts';
 import { OutcomeExit } from '../follow-events.ts';
+import type { ChaosLauncher } from '../launchers.ts';
 
 interface ChaosFlags {
   short?: boolean;
@@ -19,11 +20,12 @@ interface ChaosFlags {
 /**
  * `baton chaos` (also `npm run chaos`): a bounded chaos run on 127.0.0.1 with its own Postgres,
  * Redis and Baton processes (DATABASE_URL and REDIS_URL are not used: the run restarts its
- * servers). The implementation (services/chaos) is loaded only when the command runs. Prints
- * what was injected and the invariants table; exits 1 when an invariant broke (or a fault kind
- * was never injected), 130 when interrupted (after cleaning up).
+ * servers). The implementation (services/chaos) is loaded by `chaos` (handed in by the entry
+ * point) only when the command runs. Prints what was injected and the invariants table; exits 1
+ * when an invariant broke (or a fault kind was never injected), 130 when interrupted (after
+ * cleaning up).
  */
-export function registerChaosCommand(program: Command, ctx: CliContext): void {
+export function registerChaosCommand(program: Command, ctx: CliContext, chaos: ChaosLauncher): void {
   program
     .command('chaos')
     .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls ' +
@@ -39,15 +41,15 @@ export function registerChaosCommand(program: Command, ctx: CliContext): void {
     .option('--starved [per-cpu]', 'starve Baton of CPU: busy processes spinning beside it, one per CPU (or per-cpu each), until every handoff is final', positiveInt('--starved', 16))
     .option('--json', 'print the result as JSON (the tables go to stderr)')
     .action(async (flags: ChaosFlags) => {
-      const { chaosDefaults, runChaos, renderChaosReport, ChaosInterrupted } = await import('../../chaos/run-chaos.ts');
-      const base = chaosDefaults(flags.short === true);
-      const opts = {
-        ...base,
-        ...(flags.agents !== undefined ? { agents: flags.agents } : {}),
-        ...(flags.manualAgents !== undefined ? { manualAgents: flags.manualAgents } : {}),
-        ...(flags.handoffs !== undefined ? { handoffs: flags.handoffs } : {}),
-        ...(flags.duration !== undefined ? { durationSec: flags.duration } : {}),
-        ...(flags.deadline !== undefined ? { deadlineSec: flags.deadline } : {}),
+      const request = {
+        short: flags.short === true,
+        sizes: {
+          ...(flags.agents !== undefined ? { agents: flags.agents } : {}),
+          ...(flags.manualAgents !== undefined ? { manualAgents: flags.manualAgents } : {}),
+          ...(flags.handoffs !== undefined ? { handoffs: flags.handoffs } : {}),
+          ...(flags.duration !== undefined ? { durationSec: flags.duration } : {}),
+          ...(flags.deadline !== undefined ? { deadlineSec: flags.deadline } : {}),
+        },
         seed: flags.seed ?? randomInt(2 ** 31 - 1),
         keepLogs: flags.keepLogs === true,
         starved: flags.starved === true ? 1 : typeof flags.starved === 'number' ? flags.starved : 0,
@@ -62,18 +64,18 @@ export function registerChaosCommand(program: Command, ctx: CliContext): void {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       try {
-        const result = await runChaos(opts, (line) => void process.stderr.write(`${line}\n`), interrupt.signal);
-        const report = renderChaosReport(result);
+        const { ok, result, report } = await chaos(request, (line) => void process.stderr.write(`${line}\n`), interrupt.signal);
         if (flags.json) {
           ctx.json(result);
           process.stderr.write(`${report}\n`);
         } else {
           ctx.out(report);
         }
-        if (!result.ok) throw new OutcomeExit(1, 'an invariant broke');
+        if (!ok) throw new OutcomeExit(1, 'an invariant broke');
       } catch (err) {
-        // Interrupted: whatever failed meanwhile (a process stopped by the same Ctrl+C) is no finding.
-        if (err instanceof ChaosInterrupted || interrupt.signal.aborted) throw new OutcomeExit(130, 'chaos run interrupted');
+        // Interrupted (the run rejects with ChaosInterrupted): whatever failed meanwhile (a process
+        // stopped by the same Ctrl+C) is no finding.
+        if (interrupt.signal.aborted) throw new OutcomeExit(130, 'chaos run interrupted');
         throw err;
       } finally {
         process.off('SIGINT', onSignal);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { positiveInt, type CliContext } from '../cli-context.ts';
+import type { ApiLauncher } from '../launchers.ts';
 
 /**
  * `baton demo`: see Baton work on embedded defaults. The implementation (demo/run-demo.ts)
@@ -7,7 +8,7 @@ import { positiveInt, type CliContext } from '../cli-context.ts';
  * prerequisite (no redis-server, no postgres user when root) throws a DemoSetupError, which
  * the CLI prints with what to install and exits 1.
  */
-export function registerDemoCommand(program: Command, ctx: CliContext): void {
+export function registerDemoCommand(program: Command, ctx: CliContext, startApi: ApiLauncher): void {
   program
     .command('demo')
     .description('see Baton work: four simulated agents hand work to each other (Ctrl+C stops and cleans up)')
@@ -18,6 +19,6 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
     .option('--json', 'one JSON object per line: started (API URL, token, live page, show command), agent_registered, transition, settled, summary, stopping, stopped')
     .action(async (opts: { thinkMs: number; chains: number; duration?: number; json?: boolean; verbose?: boolean }) => {
       const { runDemo } = await import('../demo/run-demo.ts');
-      await runDemo(ctx, opts);
+      await runDemo(ctx, opts, startApi);
     });
 }

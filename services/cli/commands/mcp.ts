@@ -3,8 +3,8 @@ import { Option, type Command } from 'commander';
 import { BatonError } from '../../../libs/domain/errors.ts';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { BATON_BIN } from '../../../libs/processes/package-files.ts';
-import type { McpIdentity } from '../../mcp/tool-context.ts';
-import type { TokenOwner } from '../../mcp/resolve-identity.ts';
+import type { McpIdentity } from '../../../libs/mcp/tool-context.ts';
+import type { TokenOwner } from '../../../libs/mcp/resolve-identity.ts';
 
 /**
  * The identity a `baton mcp` session is fixed to, from the token the CLI would use (BATON_TOKEN
@@ -13,7 +13,7 @@ import type { TokenOwner } from '../../mcp/resolve-identity.ts';
  * another agent, is a usage error (exit 2); a refused token exits 1 with its code.
  */
 async function sessionIdentity(ctx: CliContext, cmd: Command, named: string | undefined): Promise<McpIdentity> {
-  const { resolveIdentity } = await import('../../mcp/resolve-identity.ts');
+  const { resolveIdentity } = await import('../../../libs/mcp/resolve-identity.ts');
   const client = ctx.client(cmd);
   const owner = await client.get<TokenOwner>('/v1/whoami');
   let identity: McpIdentity;
@@ -36,11 +36,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option('--as <agent>', 'admin token only: the agent the session acts as (default BATON_AGENT); an agent token is its own agent')
     .action(async (opts: { as?: string }, cmd: Command) => {
       const identity = await sessionIdentity(ctx, cmd, opts.as);
-      const { serveStdio } = await import('../../mcp/serve-stdio.ts');
+      const { serveStdio } = await import('../../../libs/mcp/serve-stdio.ts');
       const conn = ctx.connection(cmd);
       // stdout is the MCP channel: people's lines go to stderr.
       ctx.note(`baton mcp: serving as ${identity.agent} in project ${identity.project} (Baton at ${conn.url})`);
-      const { toolContext } = await import('../../mcp/tool-context.ts');
+      const { toolContext } = await import('../../../libs/mcp/tool-context.ts');
       await serveStdio(toolContext(ctx.client(cmd), identity));
     });
 
@@ -54,7 +54,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON: { client, transport, agent, project, file, snippet } (the snippet as text)')
     .action(async (opts: { client: 'claude' | 'codex' | 'cursor'; http?: boolean; as?: string; name: string; json?: boolean }, cmd: Command) => {
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) throw new UsageError('--name must be 1 to 64 letters, digits, _ or -');
-      const { mcpClientConfig, CONFIG_HOME } = await import('../../mcp/client-config.ts');
+      const { mcpClientConfig, CONFIG_HOME } = await import('../../../libs/mcp/client-config.ts');
       // `mcp --as` and `mcp config --as` are one option: commander hands it to the parent.
       const identity = await sessionIdentity(ctx, cmd, opts.as ?? cmd.optsWithGlobals<{ as?: string }>().as);
       const conn = ctx.connection(cmd);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError, nonNegativeInt, positiveInt, type CliContext } from '../cli-context.ts';
 import { checkPorts } from '../check-ports.ts';
+import type { ApiLauncher } from '../launchers.ts';
 
 // The process commands load the server side (Prisma, BullMQ, Fastify) only when they run, so
 // client commands such as `baton status` start fast.
@@ -15,8 +16,11 @@ const serverSide = async () => ({
   ...(await import('../tune-heap.ts')),
 });
 
-/** `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. */
-export function registerProcessCommands(program: Command, ctx: CliContext): void {
+/**
+ * `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. The API
+ * server is started through `startApi` (services/api, handed in by the entry point).
+ */
+export function registerProcessCommands(program: Command, ctx: CliContext, startApi: ApiLauncher): void {
   const requireUrls = () => {
     const config = ctx.config();
     if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set, e.g. postgresql://postgres@127.0.0.1:5432/baton (or try `baton demo`)');
@@ -54,7 +58,7 @@ export function registerProcessCommands(program: Command, ctx: CliContext): void
         const { createLogger, startStack, runUntilSignal, tuneHeap } = await serverSide();
         tuneHeap(config.heapGrowthPercent);
         const logger = createLogger({ level: config.logLevel, name: `baton-${name}`, json: opts.json === true });
-        const stack = await startStack({ config, logger, ...roles });
+        const stack = await startStack({ config, logger, ...roles, startApi });
         if (opts.json) ctx.json({ api: stack.api?.url ?? null, worker: stack.worker !== undefined });
         else if (stack.api) ctx.out(`Baton API on ${stack.api.url}`);
         await runUntilSignal(() => stack.stop(), logger, config.shutdownGraceMs);

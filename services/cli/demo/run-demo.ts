@@ -16,6 +16,7 @@ import { DemoReport } from './demo-report.ts';
 import { BATON_BIN } from '../../../libs/processes/package-files.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis, type Started } from '../../../libs/processes/embedded-infra.ts';
 import { startStack, type RunningStack } from '../start-stack.ts';
+import type { ApiLauncher } from '../launchers.ts';
 
 const DEFAULT_PORT = 8787;
 
@@ -38,7 +39,11 @@ const SUMMARY_EVERY_MS = 5_000;
  * how to look a handoff up, then one line per handoff as it settles (every transition with
  * `verbose`), a summary line every few seconds, and a last summary when it stops (demo-report.ts).
  */
-export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: number; duration?: number; json?: boolean; verbose?: boolean }): Promise<void> {
+export async function runDemo(
+  ctx: CliContext,
+  opts: { thinkMs: number; chains: number; duration?: number; json?: boolean; verbose?: boolean },
+  startApi: ApiLauncher,
+): Promise<void> {
   // With --json every line is one JSON object (`type` says which); the text lines are not printed.
   const emit = opts.json ? (record: Record<string, unknown>) => ctx.out(JSON.stringify(record)) : undefined;
   const out = (line: string) => {
@@ -97,7 +102,7 @@ export async function runDemo(ctx: CliContext, opts: { thinkMs: number; chains: 
     const logger = createLogger({ level: config.logLevel, name: 'baton-demo' }, pino.destination(2));
     const demoHost = new DemoAgentHost({ defaultThinkMs: opts.thinkMs });
     // The demo writes nothing to BATON_HOME: it makes its own admin token, revoked at the end.
-    stack = await startStack({ config, logger, api: true, worker: true, demoHost, bootstrapAdmin: false });
+    stack = await startStack({ config, logger, api: true, worker: true, demoHost, bootstrapAdmin: false, startApi });
     const running = stack;
     if (base.databaseUrl) {
       const agents = new AgentRepository(running.db.prisma);

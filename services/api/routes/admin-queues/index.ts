@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '../../../../libs/queue/open-redis.ts';
 import { BatonError, ERROR_CATALOG } from '../../../../libs/domain/errors.ts';
-import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import type { AuthDeps } from '../../../../libs/handoffs/manage-tokens.ts';
 import type { RedisNames } from '../../../../libs/queue/redis-names.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
@@ -61,7 +61,8 @@ export function adaptBoardPage(html: string): string {
 const QUEUE_LIST_TTL_MS = API_DEFAULTS.queueListTtlMs;
 
 export interface AdminQueuesOptions {
-  readonly core: CoreDeps;
+  /** Only to prove the caller. */
+  readonly core: AuthDeps;
   readonly browser: BrowserSessions | undefined;
   readonly limiter: RequestLimiter | undefined;
   /** The Redis the delivery queues live in (the API's producer connection). */

@@ -5,6 +5,8 @@ import { BatonError, ERROR_CATALOG } from '../../../../libs/domain/errors.ts';
 import { isSettled } from '../../../../libs/domain/delivery-states.ts';
 import type { LoggedEvent } from '../../../../libs/db/event-log-repository.ts';
 import { followEvents, type EventFeed, type Following } from '../../../../libs/handoffs/event-feed.ts';
+import type { LoadDeps } from '../../../../libs/handoffs/load-handoff.ts';
+import type { AuthDeps } from '../../../../libs/handoffs/manage-tokens.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
 import { proveCaller } from '../../plugins/authenticate.ts';
 import type { BrowserSessions } from '../../plugins/browser-session.ts';
@@ -66,7 +68,8 @@ export interface EventStreamLimits {
 
 export const DEFAULT_EVENT_STREAM_LIMITS: EventStreamLimits = Object.freeze({ maxBufferBytes: EVENT_STREAM_DEFAULTS.maxBufferBytes, slowReaderMs: EVENT_STREAM_DEFAULTS.slowReaderMs, recheckMs: EVENT_STREAM_DEFAULTS.recheckMs });
 
-export interface EventRouteOptions extends RouteOptions {
+/** The stream loads the handoff it follows (`followEvents`) and proves its caller again now and then. */
+export interface EventRouteOptions extends RouteOptions<LoadDeps & AuthDeps> {
   readonly feed: EventFeed | undefined;
   /** Browser sessions (the live page's stream rides on its cookie): proven again like a token. */
   readonly browser?: BrowserSessions | undefined;

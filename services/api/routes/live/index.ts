@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { HandoffView } from '../../../../libs/db/records.ts';
-import { CHART_MINUTES, DELIVERY_TIME_SAMPLE, getLiveView } from '../../../../libs/handoffs/live-view.ts';
+import { CHART_MINUTES, DELIVERY_TIME_SAMPLE, getLiveView, type LiveViewDeps } from '../../../../libs/handoffs/live-view.ts';
 import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
@@ -84,7 +84,7 @@ function presentLiveHandoff(h: HandoffView) {
  * handoffs, what needs attention, delivery times), all of it through the visibility rule, and
  * the event id to follow `GET /v1/events` from.
  */
-const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions<LiveViewDeps>> = async (app, opts) => {
   tagRoutes(app, 'views');
   app.get(
     '/live',

@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest,
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import type { AuthDeps } from '../../../../libs/handoffs/manage-tokens.ts';
 import { ApiClient } from '../../../../libs/api-client/api-client.ts';
-import { resolveIdentity } from '../../../mcp/resolve-identity.ts';
-import { toolContext } from '../../../mcp/tool-context.ts';
+import { resolveIdentity } from '../../../../libs/mcp/resolve-identity.ts';
+import { toolContext } from '../../../../libs/mcp/tool-context.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
@@ -26,7 +27,8 @@ const McpPostSchema = {
 const McpRefusedSchema = { description: 'No server-sent stream and no session: always 405 method_not_allowed.', response: { 405: ErrorBody } };
 
 export interface McpRouteOptions {
-  readonly core: CoreDeps;
+  /** Proves the caller, and checks the agent an admin names (the tools' work goes through /v1). */
+  readonly core: AuthDeps & Pick<CoreDeps, 'agents'>;
   readonly defaultProject: string;
   /** The root app's inject: the tools call the API's own /v1 routes through it, in process. */
   readonly inject: FastifyInstance['inject'];
@@ -60,12 +62,12 @@ export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
 }
 
 /**
- * The MCP SDK and Baton's tool definitions (~12 MiB of RSS), loaded by the first `POST /mcp`
- * rather than at start: an API that never serves MCP never holds them.
+ * The MCP SDK and Baton's tool definitions, loaded by the first `POST /mcp` rather than at
+ * start: an API that never serves MCP never holds them (docs/PERFORMANCE.md, "Memory").
  */
-let mcpModules: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport; createMcpServer: typeof import('../../../mcp/create-mcp-server.ts').createMcpServer }> | undefined;
+let mcpModules: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport; createMcpServer: typeof import('../../../../libs/mcp/create-mcp-server.ts').createMcpServer }> | undefined;
 function loadMcp() {
-  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../../../mcp/create-mcp-server.ts')]).then(
+  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../../../../libs/mcp/create-mcp-server.ts')]).then(
     ([sdk, tools]) => ({ Transport: sdk.StreamableHTTPServerTransport, createMcpServer: tools.createMcpServer }),
     (err: unknown) => {
       mcpModules = undefined;

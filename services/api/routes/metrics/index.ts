@@ -1,15 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { BatonMetrics } from '../../../../libs/metrics/baton-metrics.ts';
-import { installAuthentication } from '../../plugins/authenticate.ts';
+import { installAuthentication, type AuthenticationDeps } from '../../plugins/authenticate.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { requireAdmin } from '../../route-context.ts';
 import { ErrorBody } from '../../schemas/common.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 export interface MetricsRouteOptions {
-  readonly core: CoreDeps;
+  readonly core: AuthenticationDeps;
   readonly metrics: BatonMetrics;
   readonly limiter: RequestLimiter | undefined;
 }

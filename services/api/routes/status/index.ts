@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { getStatus } from '../../../../libs/handoffs/query-handoffs.ts';
+import { getStatus, type StatusDeps } from '../../../../libs/handoffs/query-handoffs.ts';
 import { callerOf, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { StatusJson } from '../../schemas/views.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
-const statusRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
+const statusRoutes: FastifyPluginAsyncTypebox<RouteOptions<StatusDeps>> = async (app, opts) => {
   tagRoutes(app, 'views');
   app.get(
     '/status',

@@ -3,9 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { BatonError } from '../../../../libs/domain/errors.ts';
-import { authenticate, hashToken } from '../../../../libs/handoffs/manage-tokens.ts';
+import { authenticate, hashToken, type AuthDeps } from '../../../../libs/handoffs/manage-tokens.ts';
 import type { Caller } from '../../../../libs/handoffs/caller.ts';
-import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { BrowserSession, BrowserSessions } from '../../plugins/browser-session.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { ErrorBody } from '../../schemas/common.ts';
@@ -34,7 +33,8 @@ const FILES: Record<string, { file: string; type: string }> = {
 const contents = new Map(Object.entries(FILES).map(([path, f]) => [path, readFileSync(new URL(`../../ui/${f.file}`, import.meta.url))]));
 
 export interface UiRouteOptions {
-  readonly core: CoreDeps;
+  /** Only to prove the caller (sign-in, and the session routes). */
+  readonly core: AuthDeps;
   /** Absent (an app built without Redis): the pages are served, the session routes are not. */
   readonly browser: BrowserSessions | undefined;
   readonly limiter: RequestLimiter | undefined;

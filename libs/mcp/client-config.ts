@@ -12,7 +12,7 @@
  *   `{url, headers}`.
  */
 
-import { assertNever } from '../../libs/domain/errors.ts';
+import { assertNever } from '../domain/errors.ts';
 
 export const MCP_CLIENTS = ['claude', 'codex', 'cursor'] as const;
 export type McpClientName = (typeof MCP_CLIENTS)[number];

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { FACT_KINDS } from '../../libs/domain/context-packet.ts';
-import { DELIVERY_STATES } from '../../libs/domain/delivery-states.ts';
-import { HANDLE_PATTERN } from '../../libs/domain/ids.ts';
-import { LIMITS } from '../../libs/domain/limits.ts';
+import { FACT_KINDS } from '../domain/context-packet.ts';
+import { DELIVERY_STATES } from '../domain/delivery-states.ts';
+import { HANDLE_PATTERN } from '../domain/ids.ts';
+import { LIMITS } from '../domain/limits.ts';
 
 /**
  * Zod pieces the tools share. Limits come from libs/domain/limits.ts, as the API's own schemas'

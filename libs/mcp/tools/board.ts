@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LANES } from '../../../libs/domain/board.ts';
+import { LANES } from '../../domain/board.ts';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { Handle, HandoffOut } from '../schemas.ts';
 import { } from '../tool-context.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { SEND_RETRY } from '../../../libs/api-client/api-client.ts';
-import { LIMITS } from '../../../libs/domain/limits.ts';
+import { SEND_RETRY } from '../../api-client/api-client.ts';
+import { LIMITS } from '../../domain/limits.ts';
 import { CHANGE, defineTool } from '../define-tool.ts';
 import { Handle, HandoffOut, SessionId, Text } from '../schemas.ts';
 import { actor, type ToolContext } from '../tool-context.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS } from '../../../libs/domain/limits.ts';
+import { LIMITS } from '../../domain/limits.ts';
 import { defineTool, IDEMPOTENT_CHANGE } from '../define-tool.ts';
 import { ownClaim } from '../own-claim.ts';
 import { FactId, HandoffId, HandoffOut, Text } from '../schemas.ts';

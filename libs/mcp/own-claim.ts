@@ -1,4 +1,4 @@
-import { ApiError } from '../../libs/api-client/api-client.ts';
+import { ApiError } from '../api-client/api-client.ts';
 import type { HandoffJson } from './schemas.ts';
 import { actor, handoffPath, type ToolContext } from './tool-context.ts';
 

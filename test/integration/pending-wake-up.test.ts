@@ -15,16 +15,16 @@ import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 /**
  * After its turns, a dispatch run asks Postgres again only when it must: when someone committed
- * work for the agent while its turn lock was held and found the lock taken (the recheck note
+ * work for the agent while its turn lock was held and found the lock taken (the pending wake-up
  * the holder takes on release), when it lost the lock, or when it was stopped. A run that
- * released cleanly with no note queues nothing and asks nothing. The worker here serves another
+ * released cleanly with no pending wake-up queues nothing and asks nothing. The worker here serves another
  * pool, so only the runs the test starts touch the agent, and no reconciler runs: whatever is
  * delivered, the run's own follow-up delivered it.
  */
 let baton: TestBaton;
 let worker: RunningDeliveryWorker;
 let names: RedisNames;
-/** As the API adds wake-ups: none for an agent whose turn is held, which gets a note instead. */
+/** As the API adds wake-ups: none for an agent whose turn is held, which gets a pending wake-up instead. */
 let apiQueues: DeliveryQueues;
 let n = 0;
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
   baton = await startTestBaton({ queueShards: 1 });
   names = new RedisNames(baton.prefix);
   worker = baton.startWorker({ pools: ['elsewhere'] });
-  apiQueues = new DeliveryQueues({ connection: baton.redis, names, shards: 1, logger: baton.logger, heldLocks: (ids) => worker.locks.noteIfHeld(ids) });
+  apiQueues = new DeliveryQueues({ connection: baton.redis, names, shards: 1, logger: baton.logger, heldLocks: (ids) => worker.locks.wakeHolderIfHeld(ids) });
   await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
 });
 
@@ -41,7 +41,7 @@ afterAll(async () => {
   await baton?.stop();
 });
 
-const signals = () => ({ draining: new AbortController().signal, handBack: new AbortController().signal });
+const signals = () => ({ draining: new AbortController().signal, stopFollowing: new AbortController().signal });
 
 async function recipient(): Promise<{ handle: string; agentId: string }> {
   const handle = `r${++n}`;
@@ -136,13 +136,13 @@ describe('after a dispatch run', () => {
       // The send answers before its wake-up goes out; the turn is held until that happened.
       await eventually(async () => (await woken()).includes(r.agentId), { what: 'the wake-up of the second send' });
       wokenWhileHeld = await woken();
-      notedWhileHeld = await baton.redis.exists(names.turnRecheck(r.agentId));
+      notedWhileHeld = await baton.redis.exists(names.pendingWakeUp(r.agentId));
     }, releases);
     const summary = await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
     expect(summary).toEqual({ outcome: 'idle', moved: 1 });
     expect(await stateOf(first.id)).toBe('RETURNED');
     // Committed after the run's last look: not delivered by it; its own wake-up went out while
-    // the lock was held, and no note was left for the holder.
+    // the lock was held, and no pending wake-up was left for the holder.
     expect(await stateOf(second)).toBe('WAITING');
     expect(wokenWhileHeld).toContain(r.agentId);
     expect(notedWhileHeld).toBe(0);
@@ -152,7 +152,7 @@ describe('after a dispatch run', () => {
     expect(await stateOf(second)).toBe('RETURNED');
   });
 
-  it('a handoff enrolled BUSY behind a turn in flight gets its wake-up too: the holder a note while its lock is held, else a job', async () => {
+  it('a handoff enrolled BUSY behind a turn in flight gets its wake-up too: the holder a pending wake-up while its lock is held, else a job', async () => {
     const r = await recipient();
     const live = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'live' })).handoff;
     await takeWakeUp(r.agentId);
@@ -162,7 +162,7 @@ describe('after a dispatch run', () => {
     if (!held.acquired) throw new Error('the test could not take the lock');
     const behind = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind the held turn' })).handoff;
     expect(await stateOf(behind.id)).toBe('BUSY');
-    await eventually(async () => (await baton.redis.exists(names.turnRecheck(r.agentId))) === 1, { what: 'the recheck note' });
+    await eventually(async () => (await baton.redis.exists(names.pendingWakeUp(r.agentId))) === 1, { what: 'the pending wake-up' });
     expect(await woken()).not.toContain(r.agentId);
     expect(await held.lock.release()).toBe('recheck');
     const after = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind a turn whose lock is gone' })).handoff;
@@ -171,7 +171,7 @@ describe('after a dispatch run', () => {
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE recipient_id = $1`, [r.agentId]);
   });
 
-  it('a wake-up that finds the lock held leaves the note too, so its work is looked at after the release', async () => {
+  it('a wake-up that finds the lock held leaves the pending wake-up too, so its work is looked at after the release', async () => {
     const r = await recipient();
     await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'one' });
     const releases: LockRelease[] = [];
@@ -280,7 +280,7 @@ describe('after a dispatch run', () => {
     const draining = new AbortController();
     const deps = withLockHook(async () => undefined, []);
     const stopping: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => draining.abort()) };
-    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, handBack: new AbortController().signal });
+    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, stopFollowing: new AbortController().signal });
     expect(summary.outcome).toBe('stopped');
     expect([await stateOf(ids[0]!), await stateOf(ids[1]!), await stateOf(ids[2]!)]).toEqual(['RETURNED', 'RETURNED', 'BUSY']);
     expect(baton.host.writesByHandoff().get(ids[1]!)).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { fenceAsData } from '../../libs/domain/context-packet.ts';
+import { fenceAsData } from '../domain/context-packet.ts';
 import type { ToolContext } from './tool-context.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { ApiClient } from '../../libs/api-client/api-client.ts';
+import type { ApiClient } from '../api-client/api-client.ts';
 
 /**
  * Who an MCP session is, fixed before its first tool call: from the token at `baton mcp`

@@ -8,7 +8,7 @@
  * is called, so "present" always means "never written". Bounded: when full, the oldest entries
  * are forgotten, which only sends those attempts down the conservative UNCERTAIN path.
  */
-export class UnsentReservations {
+export class UnwrittenReservations {
   private readonly ids = new Set<string>();
 
   constructor(private readonly max = 10_000) {}
@@ -29,7 +29,7 @@ export class UnsentReservations {
   }
 
   /** Right before the adapter is called with `requestId`: from here on it may have been written. */
-  handOver(requestId: string): void {
+  delete(requestId: string): void {
     this.ids.delete(requestId);
   }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS } from '../../../libs/domain/limits.ts';
+import { LIMITS } from '../../domain/limits.ts';
 import { CHANGE, defineTool } from '../define-tool.ts';
 import { HandoffId, HandoffOut, Text } from '../schemas.ts';
 import { actor, handoffPath } from '../tool-context.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { ApiError, ApiUnreachable } from '../../libs/api-client/api-client.ts';
+import { ApiError, ApiUnreachable } from '../api-client/api-client.ts';
 import { RefusalOut, refusalResult, toolResult, type ToolDefinition } from './define-tool.ts';
 import type { ToolContext } from './tool-context.ts';
 import { BATON_TOOLS } from './tools/index.ts';

@@ -1,4 +1,4 @@
-import { BatonError } from '../../libs/domain/errors.ts';
+import { BatonError } from '../domain/errors.ts';
 import type { McpIdentity } from './tool-context.ts';
 
 /** Who a token is, as `GET /v1/whoami` (or the API's own authentication) says. */

@@ -92,7 +92,7 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     provider: 'codex',
     lostWriteDeadlineMs: 5,
     adapters(deadlines) {
-      const r = createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 }, deadlines: { codex: deadlines } });
+      const r = createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 }, deadlines: { codex: deadlines } });
       registries.push(r);
       return r;
     },

@@ -220,7 +220,7 @@ export class ApiClient {
     // a signal that lives as long as this stream, so the link goes with it.
     if (res.status >= 400) {
       const text = await res.text();
-      let parsed: unknown = null;
+      let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {

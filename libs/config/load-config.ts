@@ -256,7 +256,7 @@ function adapterDeadlines(env: Env): Record<string, Partial<Record<(typeof DEADL
   for (const [provider, value] of Object.entries(parsed)) {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider} must be an object`);
     const d: Partial<Record<(typeof DEADLINE_KEYS)[number], number>> = {};
-    for (const [key, ms] of Object.entries(value)) {
+    for (const [key, ms] of Object.entries(value as Record<string, unknown>)) {
       if (!(DEADLINE_KEYS as readonly string[]).includes(key)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} is unknown; use ${DEADLINE_KEYS.join(', ')}`);
       if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > 3_600_000) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} must be a whole number of ms between 1 and 3600000`);
       d[key as (typeof DEADLINE_KEYS)[number]] = ms;

@@ -29,8 +29,8 @@ interface Call<I, O> {
   readonly deadline: number;
   stage: Stage;
   timer: NodeJS.Timeout | null;
-  resolve(o: O): void;
-  reject(err: unknown): void;
+  resolve: (o: O) => void;
+  reject: (err: unknown) => void;
 }
 
 /** The error of a call whose deadline passed: `database_unavailable` (503), as for a statement past its timeout. */

@@ -123,7 +123,9 @@ export class LiveViewRepository {
     const ms = (v: number | null) => (v === null ? null : Math.max(0, Math.round(Number(v))));
     const out = Array.from({ length: minutes }, (_, i) => ({
       at: new Date((firstMinute + i) * 60_000),
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- the assertions type the slots Array.from infers
       settled: {} as Partial<Record<DeliveryState, number>>,
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- as above
       returned: { count: 0, p50Ms: null, p90Ms: null } as DeliveryTimeFigures,
     }));
     let sampleFull = false;

@@ -81,6 +81,7 @@ export async function migrate(connectionString: string, dir: string = MIGRATIONS
     }
     return done;
   } finally {
+    // Ending the connection next releases the lock too.
     await client.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     await client.end();
   }

@@ -43,6 +43,7 @@ class BoundedClient extends pg.Client {
   }
 
   // `any`: pg's query() is a set of overloads (promise or callback); this passes each through.
+  /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/prefer-promise-reject-errors -- as above */
   override query(...args: unknown[]): any {
     const run = (a: unknown[]): unknown => (super.query as (...q: unknown[]) => unknown).apply(this, a);
     const first = args[0] as Partial<pg.QueryConfig> & { submit?: unknown };
@@ -70,6 +71,7 @@ class BoundedClient extends pg.Client {
     if (result instanceof Promise) result.catch((err: unknown) => this.endIfTimedOut(err));
     return result;
   }
+  /* eslint-enable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return, @typescript-eslint/prefer-promise-reject-errors */
 
   private endIfTimedOut(err: unknown): void {
     if (err instanceof Error && err.message === READ_TIMEOUT) this.connection.stream.destroy();
@@ -134,6 +136,7 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
     async close() {
       if (closed) return;
       closed = true;
+      // Closing: pool.end() below ends the connections Prisma's adapter used.
       await prisma.$disconnect().catch(() => undefined);
       await pool.end();
     },
@@ -153,6 +156,7 @@ export async function pingPostgres(url: string, timeoutMs: number): Promise<void
     await client.connect();
     await client.query('SELECT 1');
   } finally {
+    // A probe: its answer is above; ending a connection that never opened can fail too.
     await client.end().catch(() => undefined);
   }
 }

@@ -73,7 +73,7 @@ function templateFor(name: string, fields: FieldDescription[], types: ResultFiel
   const source = types ?? pg.types;
   const parsers = fields.map((f) => source.getTypeParser(f.dataTypeID, (f.format ?? 'text') as 'text') as (value: string) => unknown);
   // As pg makes it: keys from a prototype-less object, so a column named like an Object.prototype member is a plain key.
-  const keys: Record<string, null> = Object.create(null);
+  const keys = Object.create(null) as Record<string, null>;
   for (const f of fields) keys[f.name] = null;
   const template: RowTemplate = { fields, parsers, row: { ...keys } };
   if (kept || templates.size < STATEMENT_CACHE_DEFAULTS.rowTemplates) templates.set(name, template);

@@ -55,8 +55,20 @@ export const ERROR_CATALOG = {
   invalid_transition: { status: 409, retryable: false, summary: 'The handoff is not in a state that allows this move.' },
   transition_not_permitted: { status: 403, retryable: false, summary: 'The caller may not cause this move.' },
   stale_revision: { status: 409, retryable: true, summary: 'The handoff changed since the caller read it; read it again.' },
-  database_unavailable: { status: 503, retryable: true, summary: 'Postgres did not answer in time. A read changed nothing; a write may or may not have been recorded (its commit can land after this answer): retry a send with the same Idempotency-Key, or read before acting again.' },
-  events_unavailable: { status: 503, retryable: true, summary: 'This API process serves no event stream (it was built without one, e.g. an embedded app); nothing was done. Retry against a process started by `baton api` or `baton serve`.' },
+  database_unavailable: {
+    status: 503,
+    retryable: true,
+    summary:
+      'Postgres did not answer in time. A read changed nothing; a write may or may not have been recorded (its commit can ' +
+      'land after this answer): retry a send with the same Idempotency-Key, or read before acting again.',
+  },
+  events_unavailable: {
+    status: 503,
+    retryable: true,
+    summary:
+      'This API process serves no event stream (it was built without one, e.g. an embedded app); nothing was done. ' +
+      'Retry against a process started by `baton api` or `baton serve`.',
+  },
   shutting_down: { status: 503, retryable: true, summary: 'This API process is shutting down and takes no new requests; nothing was done. Retry (another process, or this one once restarted, answers).' },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;

@@ -32,7 +32,7 @@ export const DEFAULT_SETTINGS: RuntimeSettings = Object.freeze({
   enabledAfter: null,
   connections: 'open',
   outageGuard: {},
-}) as RuntimeSettings;
+});
 
 export const SETTING_KEYS = ['enabled', 'enabledAfter', 'connections', 'outageGuard'] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];

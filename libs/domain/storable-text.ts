@@ -26,7 +26,7 @@ export function unstorableTextAt(value: unknown): string | null {
       for (let i = v.length - 1; i >= 0; i--) pending.push({ value: v[i], path: `${path}/${i}` });
       continue;
     }
-    const entries = Object.entries(v);
+    const entries = Object.entries(v as Record<string, unknown>);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [k, child] = entries[i]!;
       pending.push({ value: child, path: `${path}/${pointerSegment(k)}`, key: k });

@@ -32,7 +32,7 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
     const reserved = AttemptReservations.reservedHead({ ...item, reserved: item.reserved });
     return sendReserved(deps, item, reserved, item.reserved.attemptId, item.reserved.requestId, adapter, targetOf(item), stop, lock);
   }
-  let h = atRevision(record);
+  const h = atRevision(record);
   if (!item.recipient?.current) {
     await move(deps, h, [['recipient_gone', { reason: 'the recipient (or the session it had when the handoff was sent) no longer exists', patch: { deliveryDetail: 'recipient gone; not redirected' } }]]);
     return { kind: 'next' };

@@ -1,6 +1,6 @@
 import { BatonError } from '../domain/errors.ts';
 import { LIMITS } from '../domain/limits.ts';
-import { DELIVERY_STATES, OPEN_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';

@@ -33,7 +33,7 @@ export const REDACT_PATHS = [
  * Errors are logged as type, message, code, stack and cause only: driver errors carry their
  * whole client (connection settings, buffers) as enumerable fields, which must not reach logs.
  */
-export function serializeError(err: unknown, depth = 0): Record<string, unknown> | unknown {
+export function serializeError(err: unknown, depth = 0): unknown {
   if (!(err instanceof Error) || depth > 3) return err;
   const e = err as Error & { code?: unknown; cause?: unknown };
   const out: Record<string, unknown> = { type: e.name, message: e.message };

@@ -37,7 +37,7 @@ export function describeTool(tool: ToolDefinition): Tool {
     title: tool.title,
     description: tool.description,
     inputSchema: jsonSchema(tool.input, 'input'),
-    outputSchema: { type: 'object', anyOf: [jsonSchema(tool.output, 'output'), jsonSchema(RefusalOut, 'output')] } as Tool['outputSchema'],
+    outputSchema: { type: 'object', anyOf: [jsonSchema(tool.output, 'output'), jsonSchema(RefusalOut, 'output')] },
     annotations: { title: tool.title, ...tool.annotations },
   };
 }
@@ -61,14 +61,14 @@ export function parseArguments(tool: ToolDefinition, args: Record<string, unknow
   }
   const parsed = tool.input.safeParse(given);
   if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `invalid arguments for ${tool.name}: ${issuesText(parsed.error)}`);
-  return parsed.data as Record<string, unknown>;
+  return parsed.data;
 }
 
 /** Runs a tool with checked arguments: its structured result, or Baton's refusal as a tool error. */
 export async function callTool(tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolContext): Promise<CallToolResult> {
   try {
-    const result = (await tool.run(args as never, ctx)) as Record<string, unknown>;
-    return toolResult(tool.headline(result as never, ctx), result);
+    const result = (await tool.run(args, ctx));
+    return toolResult(tool.headline(result, ctx), result);
   } catch (err) {
     if (err instanceof ApiError) return refusalResult(err.code, err.message, err.status);
     if (err instanceof ApiUnreachable) return refusalResult('api_unreachable', err.message);

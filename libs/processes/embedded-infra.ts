@@ -19,7 +19,7 @@ export interface Started {
   readonly url: string;
   /** The server's (postmaster's) process id: the benchmark reads its CPU time from /proc. */
   readonly pid: number;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -225,7 +225,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
       user = postgresUser();
     } catch {
       throw new DemoSetupError(
-        'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
+        'running as root: Postgres will not run as root and there is no `postgres` user to run it as. Create ' +
+          'one (`useradd postgres`), run as a normal user, or set DATABASE_URL',
       );
     }
   }

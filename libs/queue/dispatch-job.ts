@@ -49,7 +49,7 @@ export type DispatchJob = Static<typeof DispatchJobSchema>;
 function parserFor<T extends TSchema>(schema: T, what: string): (data: unknown) => Static<T> {
   const checker = Compile(schema);
   return (data) => {
-    if (checker.Check(data)) return data as Static<T>;
+    if (checker.Check(data)) return data;
     const first = [...checker.Errors(data)][0];
     throw new Error(`invalid ${what}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'unknown'}`);
   };

@@ -85,7 +85,7 @@ export function createEventStreamReader(connection: RedisClient, names: RedisNam
         }
         while (!closed) {
           try {
-            const res = (await connection.xread('COUNT', REDIS_EVENT_STREAM_DEFAULTS.readCount, 'BLOCK', blockMs, 'STREAMS', key, last)) as Array<[string, Array<[string, string[]]>]> | null;
+            const res = (await connection.xread('COUNT', REDIS_EVENT_STREAM_DEFAULTS.readCount, 'BLOCK', blockMs, 'STREAMS', key, last));
             if (failed) {
               failed = false;
               onWake(0n);

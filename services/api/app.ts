@@ -79,6 +79,7 @@ export interface AppDeps {
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it fixes Fastify's logger type parameter
     loggerInstance: deps.logger as FastifyBaseLogger,
     trustProxy: typeof deps.trustProxy === 'object' ? [...deps.trustProxy] : (deps.trustProxy ?? false),
     bodyLimit: LIMITS.bodyBytes,

@@ -266,11 +266,13 @@ export class BenchEnvironment {
 
   async close(): Promise<void> {
     this.client?.close();
+    // Teardown is best effort: each step runs whatever the one before did.
     await this.stopWorkers('SIGKILL').catch(() => undefined);
     await this.stopApi().catch(() => undefined);
     await this.demoHost?.stop('SIGKILL').catch(() => undefined);
     if (!this.embedded.redis) await this.clearRedis().catch(() => undefined);
     this.redis.disconnect();
+    // Best effort, as above.
     await this.pool.end().catch(() => undefined);
     for (const c of this.cleanups) await c().catch(() => undefined);
     rmSync(this.home, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { Pool, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
 import { percentile, round } from './measure.ts';
 
 export interface LoadResult {
@@ -30,7 +30,7 @@ export class JsonClient {
     const payload = body === undefined ? null : JSON.stringify(body);
     const res = await this.pool.request({
       path,
-      method: method as Dispatcher.HttpMethod,
+      method: method,
       headers: { ...this.headers, ...headers, ...(payload === null ? {} : { 'content-type': 'application/json' }) },
       body: payload,
     });
@@ -39,6 +39,7 @@ export class JsonClient {
   }
 
   close(): void {
+    // Closing: a pool that fails to close has no request left to answer.
     void this.pool.destroy().catch(() => undefined);
   }
 }

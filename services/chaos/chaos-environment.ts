@@ -340,9 +340,11 @@ export class ChaosEnvironment {
       slot.postgresProxy.resume();
       slot.redisProxy.resume();
     }
-    await Promise.all(this.slots.map((s) => s.process?.stop('SIGTERM', 5_000).catch(() => undefined)));
+    // Teardown is best effort: each step runs whatever the one before did.
+    await Promise.all(this.slots.flatMap((s) => (s.process ? [s.process.stop('SIGTERM', 5_000).catch(() => undefined)] : [])));
     await this.demoHost?.stop('SIGKILL').catch(() => undefined);
     await Promise.all(this.slots.flatMap((s) => [s.postgresProxy.close(), s.redisProxy.close()]));
+    // Teardown is best effort, as above.
     await this.pool.end().catch(() => undefined);
     await this.redis.stop().catch(() => undefined);
     await this.postgres.stop().catch(() => undefined);

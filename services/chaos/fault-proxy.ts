@@ -5,7 +5,7 @@ export interface ProxyLink {
   readonly client: net.Socket;
   readonly upstream: net.Socket;
   /** Breaks both sides at once (the client sees its connection reset or closed). */
-  drop(): void;
+  drop: () => void;
 }
 
 /**

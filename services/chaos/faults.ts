@@ -188,6 +188,7 @@ export class FaultInjector {
     }
     this.records.push(record);
     const ending = (async () => {
+      // An abort (healing) only ends the wait early.
       await sleep(lasts, undefined, { signal: this.healing.signal }).catch(() => undefined);
       for (const p of proxies) {
         if (this.latencyOwner.get(p) !== record) continue;

@@ -56,7 +56,7 @@ export function summarizeFaults(records: readonly FaultRecord[]): FaultSummary[]
   return FAULT_KINDS.map((kind) => {
     const of = records.filter((r) => r.kind === kind);
     const onServer = (s: string) => of.filter((r) => r.server === s).length;
-    let detail = '';
+    let detail: string;
     switch (kind) {
       case 'worker_kill':
       case 'api_kill': {

@@ -134,6 +134,7 @@ export class Sender {
       queues.map(async (queue) => {
         for (const s of queue) {
           const due = t0 + (s.index * 1000) / perSecond;
+          // An abort only ends the wait early; the loop checks the signal.
           if (due > Date.now()) await sleep(due - Date.now(), undefined, { signal }).catch(() => undefined);
           if (signal.aborted) return;
           await this.send(s, signal);
@@ -161,6 +162,7 @@ export class Sender {
         rec.status = null;
         return;
       }
+      // An abort only ends the wait early; the loop checks the signal.
       await sleep(Math.min(2_000, 100 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random() / 2), undefined, { signal }).catch(() => undefined);
     }
   }
@@ -227,6 +229,7 @@ export class Claimers {
     while (!signal.aborted) {
       const mine = [...this.board].filter(([, item]) => item.open && (item.owner === agent || item.owner === null));
       if (mine.length === 0) {
+        // An abort only ends the wait early; the loop checks the signal.
         await sleep(150, undefined, { signal }).catch(() => undefined);
         continue;
       }
@@ -244,6 +247,7 @@ export class Claimers {
     const claim = await timed(`/v1/handoffs/${id}/accept`, { as: agent, leaseSeconds: 2 });
     if (claim.a.status !== 200 || !('body' in claim.a)) {
       if (claim.a.status === 409) item.open = false;
+      // An abort only ends the wait early; the loop checks the signal.
       await sleep(50, undefined, { signal }).catch(() => undefined);
       return;
     }
@@ -255,6 +259,7 @@ export class Claimers {
     if (packet.status === 200) this.counts.packets++;
     const beats = this.rng.int(0, 3);
     for (let b = 0; b < beats; b++) {
+      // An abort only ends the wait early; the loop checks the signal.
       await sleep(this.rng.int(300, 800), undefined, { signal }).catch(() => undefined);
       const hb = await timed(`/v1/handoffs/${id}/heartbeat`, { as: agent, claimToken: token, leaseSeconds: 2 });
       if (hb.a.status === 200) {
@@ -284,6 +289,7 @@ export class Claimers {
         this.counts.lost++;
         return;
       }
+      // An abort only ends the wait early; the loop checks the signal.
       await sleep(200 * (attempt + 1), undefined, { signal }).catch(() => undefined);
     }
   }
@@ -310,6 +316,7 @@ export class Readers {
     await Promise.all(
       Array.from({ length: lanes }, async (_, lane) => {
         for (let api = lane; !signal.aborted; api++) {
+          // An abort only ends the wait early; the loop checks the signal.
           await sleep(this.rng.int(100, 300), undefined, { signal }).catch(() => undefined);
           const ids = this.ids();
           if (signal.aborted || ids.length === 0) continue;

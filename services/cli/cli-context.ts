@@ -35,9 +35,9 @@ export interface CliContext {
   allOwners(cmd: Command, given: boolean | undefined): Promise<boolean>;
   /** Whether output for people may carry colour (a terminal, NO_COLOR unset). */
   colour(): boolean;
-  out(line: string): void;
+  out: (line: string) => void;
   /** A line for people, on stderr, so stdout stays machine-readable (e.g. a token alone). */
-  note(line: string): void;
+  note: (line: string) => void;
   json(value: unknown): void;
   /** What was piped to the CLI (read once, at first use), or null when stdin is a terminal or absent. */
   stdin(): Promise<string | null>;

@@ -77,7 +77,7 @@ export interface FollowOptions {
   /** Each event once, in order; return true to stop following. */
   onEvent(e: FeedEventJson): boolean | void;
   /** Told when the stream broke and is being reopened (with Last-Event-ID). */
-  onReconnect?(reason: string): void;
+  onReconnect?: (reason: string) => void;
   /** Wait before reopening (default CLI_DEFAULTS.streamReconnectMs, 1 s). */
   readonly reconnectMs?: number;
   /**

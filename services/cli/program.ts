@@ -86,10 +86,10 @@ export function buildProgram(
 }
 
 export interface CliIo {
-  out(s: string): void;
-  err(s: string): void;
+  out: (s: string) => void;
+  err: (s: string) => void;
   /** What is piped in (null: a terminal, nothing piped); absent means nothing is piped. */
-  stdin?(): Promise<string | null>;
+  stdin?: () => Promise<string | null>;
 }
 
 export const PROCESS_IO: CliIo = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdin: readProcessStdin };

@@ -101,7 +101,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     worker?.forceStop();
     demoClient?.close();
     for (const c of connections) c.disconnect();
-    void db.close().catch(() => undefined);
+    void db.close().catch((err: unknown) => logger.debug({ err }, 'closing the database at a forced stop failed'));
   };
 
   try {
@@ -183,7 +183,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     }
   } catch (err) {
     await reconciler?.stop();
-    await api?.close().catch(() => undefined);
+    await api?.close().catch((err: unknown) => logger.debug({ err }, 'closing the API after a failed start failed'));
     await metricsServer?.close();
     forceClose();
     throw err;

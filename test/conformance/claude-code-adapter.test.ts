@@ -78,7 +78,11 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
         return { kind: 'error', status: 500, message: 'the model broke' };
       case 'slow':
         return { kind: 'reply', text: `finished the slow turn ${requestId}`, until: agent.hold };
-      default:
+      case 'ok':
+      case 'busy':
+      case 'hang_write':
+      case 'lose_reply':
+      case 'refuse':
         return { kind: 'reply', text: `done: ${exchange.prompt.split('\n')[0] ?? ''}` };
     }
   });
@@ -122,7 +126,7 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
     // Starting claude (a detached supervisor, then the CLI) takes far longer than 5 ms.
     lostWriteDeadlineMs: 5,
     adapters(deadlines) {
-      const registry = createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { claude_code: deadlines } });
+      const registry = createAdapters(['claude_code'], { demoHost: undefined, claudeCode: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { claude_code: deadlines } });
       return new AdapterRegistry([withBusySetup(registry.get('claude_code') as ProviderAdapter)]);
     },
     async agent(handle, script) {

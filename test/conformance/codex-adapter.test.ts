@@ -68,6 +68,7 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     const run = fx.execThread(prompt, threadId, (e) => {
       if (e.type === 'turn.completed' || e.type === 'turn.failed') ended();
     });
+    // How the outside turn ends is not what this test checks, only when (below).
     run.catch(() => undefined);
     // The outside turn is live once its model request arrived (and is held).
     while (!closed && !fx.fake.exchanges.slice(previous).some((x) => x.prompt.includes(prompt))) await new Promise((r) => setTimeout(r, 20));
@@ -81,6 +82,7 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
         await new Promise((r) => setTimeout(r, 50));
       }
       held.release();
+      // As above: only that the outside turn is over matters here.
       await run.catch(() => undefined);
       ended();
     })();
@@ -90,7 +92,7 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     provider: 'codex',
     lostWriteDeadlineMs: 5,
     adapters(deadlines) {
-      const r = createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 }, deadlines: { codex: deadlines } });
+      const r = createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 }, deadlines: { codex: deadlines } });
       registries.push(r);
       return r;
     },

@@ -48,7 +48,7 @@ async function commandHarness(): Promise<ConformanceHarness> {
     // Starting a program (a detached supervisor, then the program) takes far longer than 5 ms:
     // a real write that outlives its deadline, and a reply that never reaches the engine.
     lostWriteDeadlineMs: 5,
-    adapters: (deadlines) => createAdapters(['command'], { demoHost: undefined as never, command: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { command: deadlines } }),
+    adapters: (deadlines) => createAdapters(['command'], { demoHost: undefined, command: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { command: deadlines } }),
     async agent(handle, script) {
       const dir = dirOf(handle);
       mkdirSync(dir, { recursive: true });

@@ -81,7 +81,7 @@ async function webhookHarness(baton: Parameters<Parameters<typeof conformanceSui
   const { port } = server.address() as AddressInfo;
   return {
     provider: 'webhook',
-    adapters: (deadlines) => createAdapters(['webhook'], { demoHost: undefined as never, turnReports: baton.repos.turnReports, deadlines: { webhook: deadlines } }),
+    adapters: (deadlines) => createAdapters(['webhook'], { demoHost: undefined, turnReports: baton.repos.turnReports, deadlines: { webhook: deadlines } }),
     async agent(handle, script) {
       scripts.set(handle, [...script]);
       ledger.set(handle, []);

@@ -61,7 +61,7 @@ const modelCallsFor = (requestId: string) => fx.fake.exchanges.filter((x) => x.p
 
 describe('Codex scenarios through Baton, with the real codex app-server', () => {
   it('lands handoffs as one new turn each in the existing thread, RETURNED with the final answer; a second one waits as BUSY and goes after, in order', async () => {
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }) });
     try {
       const threadId = await codexAgent('eng');
       const held = fx.hold('the first answer');
@@ -89,7 +89,7 @@ describe('Codex scenarios through Baton, with the real codex app-server', () => 
   }, 60_000);
 
   it('ends a handoff whose model fails as FAILED, with the model error in its timeline', async () => {
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }) });
     try {
       await codexAgent('broken');
       fx.fake.script((x) => (x.prompt.includes('please: doomed') ? { kind: 'stream_error', message: 'the model is on fire' } : { kind: 'reply', text: 'ok' }));
@@ -103,7 +103,7 @@ describe('Codex scenarios through Baton, with the real codex app-server', () => 
   }, 60_000);
 
   it('shares the thread with its user: Baton lets go of it after each turn, the user resumes it with codex exec between handoffs, a handoff waits as BUSY while the user\'s turn runs, and Baton writes the next turns after', async () => {
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }) });
     try {
       const threadId = await codexAgent('shared');
       fx.fake.script(() => ({ kind: 'reply', text: 'ok' }));

@@ -76,6 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([...workers].map((w) => w.stop('SIGKILL')));
   await served?.close();
+  // Teardown is best effort.
   await baton?.stop().catch(() => undefined);
   await redis?.stop();
 });

@@ -337,7 +337,7 @@ describe('the live page in a browser', () => {
       expect(token, demo.output()).toBeDefined();
       const context = await browser.newContext();
       const tab = await context.newPage();
-      await signIn(tab, token as string, '/ui/', page as string);
+      await signIn(tab, token as string, '/ui/', page);
       await tab.waitForSelector('#connection[data-connection="live"]', { timeout: 15_000 });
       for (const name of ['Planner', 'Engineer', 'Reviewer', 'Writer']) await tab.waitForSelector(`#agents li >> text=${name}`, { timeout: 15_000 });
       // Working: some agent is seen in a turn, and handoffs move on the page as they happen.

@@ -127,6 +127,7 @@ describe('Baton on a Redis Cluster', () => {
     let sampling = true;
     const sampled = (async () => {
       while (sampling) {
+        // A sample that meets a failing-over node is skipped; the next one reads again.
         await scanKeys(sampler, `${prefix}:*`, async (keys) => void keys.forEach((k) => keysSeen.add(k))).catch(() => undefined);
         await new Promise((r) => setTimeout(r, 100));
       }

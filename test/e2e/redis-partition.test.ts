@@ -64,6 +64,7 @@ afterAll(async () => {
   proxy?.thaw();
   await Promise.all(workers.map((w) => w.stop('SIGKILL')));
   await served?.close();
+  // Teardown is best effort.
   await baton?.stop().catch(() => undefined);
   await proxy?.close();
   await redis?.stop();

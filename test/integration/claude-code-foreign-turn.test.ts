@@ -26,7 +26,7 @@ let fx: ClaudeCodeFixture;
 let baton: TestBaton;
 const never = new AbortController().signal;
 
-const adapters = () => createAdapters(['claude_code'], { demoHost: undefined as never, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } });
+const adapters = () => createAdapters(['claude_code'], { demoHost: undefined, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } });
 
 /**
  * The worker's adapter, counting its busy answers: the engine writes (sendTurn) for a fresh

@@ -114,6 +114,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   await new Promise<void>((resolve) => (webhookServer ? webhookServer.close(() => resolve()) : resolve()));
   await baton?.stop();
@@ -220,7 +221,7 @@ describe('baton doctor', () => {
     try {
       redis = await startPrivateRedis();
     } catch (err) {
-      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`);
+      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`, { cause: err });
     }
     cleanups.push(() => redis.stop());
     const port = Number(new URL(redis.url).port);

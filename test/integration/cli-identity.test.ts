@@ -189,7 +189,7 @@ describe('baton token', () => {
     const summary = created.err.trim();
     secrets.push(secret);
     expect(secret).toMatch(/^baton_[A-Za-z0-9_-]{43}$/);
-    const id = /^token ([0-9a-f-]{36}) for carol in project default: shown only this once$/.exec(summary!)?.[1];
+    const id = /^token ([0-9a-f-]{36}) for carol in project default: shown only this once$/.exec(summary)?.[1];
     expect(id, summary).toBeDefined();
 
     const listed = await cli(adminEnv, 'token', 'list');

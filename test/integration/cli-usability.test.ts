@@ -170,7 +170,8 @@ describe('output to a closed pipe', () => {
 async function faultyFront(fault: 'lose-reply' | 'unavailable') {
   const seen: Array<string | undefined> = [];
   let spoiled = false;
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer((req, res) => void relay(req, res).catch((err: unknown) => res.destroy(err as Error)));
+  const relay = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -193,7 +194,7 @@ async function faultyFront(fault: 'lose-reply' | 'unavailable') {
     }
     res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' });
     res.end(text);
-  });
+  };
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const { port } = server.address() as import('node:net').AddressInfo;
   return { url: `http://127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };

@@ -101,7 +101,7 @@ describe('preparing a Codex home ahead of the first turn, with the real codex CL
     const settings = (codexHome: string) => ({ cwd: fx.cwd, codexHome, binary: fx.binary });
     expect((await baton.post('/v1/agents', { id: 'served', provider: 'codex', settings: settings(served) })).status).toBe(201);
     expect((await baton.post('/v1/agents', { id: 'other-pool', provider: 'codex', pool: 'elsewhere', settings: settings(elsewhere) })).status).toBe(201);
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined as never, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }) });
     try {
       const report = await worker.prepared;
       expect(report.map((r) => [r.handle, r.ready])).toEqual([['served', true]]);

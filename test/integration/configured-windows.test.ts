@@ -30,6 +30,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  // Teardown is best effort.
   await stack?.stop().catch(() => undefined);
   await baton?.stop();
 });

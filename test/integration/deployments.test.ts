@@ -29,9 +29,11 @@ import { waitForState } from '../support/wait-for-state.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 afterAll(async () => {
+  // Teardown is best effort: each cleanup runs whatever the one before did.
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
 
@@ -91,7 +93,7 @@ async function registerAgentsOfA(a: TestBaton): Promise<InFlight['agents']> {
     ids[handle] = (await a.db.pool.query<{ id: string }>(`SELECT id FROM agents WHERE handle = $1`, [handle])).rows[0]!.id;
   }
   a.host.script('uncertain', ['lose_reply']);
-  return ids as InFlight['agents'];
+  return ids;
 }
 
 async function send(a: TestBaton, to: string, title: string): Promise<string> {
@@ -248,9 +250,9 @@ describe('baton demo started with DATABASE_URL (a private Redis of its own)', ()
     try {
       redis = await startPrivateRedis();
     } catch (err) {
-      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`);
+      throw new Error(`this test needs redis-server on PATH: ${(err as Error).message}`, { cause: err });
     }
-    cleanups.push(() => redis!.stop());
+    cleanups.push(() => redis.stop());
     const a = await startTestBaton({ redisUrl: redis.url, prefix: 'baton' });
     cleanups.push(() => a.stop());
     const agents = await registerAgentsOfA(a);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HandoffRepository, type Queryable, type TransitionWrite } from '../../libs/db/handoff-repository.ts';
 import { NEXT_WORK_MANY_SQL } from '../../libs/db/handoff-sql/head-reservation.ts';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES } from '../../libs/domain/delivery-states.ts';
@@ -42,9 +42,10 @@ async function captured(call: (repo: HandoffRepository) => Promise<unknown>): Pr
   const recorder: Queryable = {
     query: async (config) => {
       sent.push(config);
-      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] } as never;
+      return { rows: [], rowCount: 0, command: '', oid: 0, fields: [] };
     },
   };
+  // The recorder answers every statement with no rows, which the call may refuse: only what it sent matters.
   await call(new HandoffRepository(recorder)).catch(() => undefined);
   return sent;
 }

@@ -514,7 +514,8 @@ describe('nesting depth', () => {
     return route.url(fx.handoffs[1]!);
   };
 
-  // Protects: deep nesting is refused by a documented limit before any recursive code (schema, text check, JSON.stringify, jsonb) sees it: a 400, never a stack overflow.
+  // Protects: deep nesting is refused by a documented limit before any recursive code (schema,
+  // text check, JSON.stringify, jsonb) sees it: a 400, never a stack overflow.
   it('a body nested 10,000 levels deep is refused with 400 too_deeply_nested on every write route, and writes nothing', async () => {
     for (const route of ROUTES) {
       for (const kind of ['object', 'array'] as const) {

@@ -72,7 +72,8 @@ describe('bodies that are not JSON', () => {
   ] as const;
   const mediaTypes = ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'text/json'];
 
-  // Protects: docs/ERRORS.md's promise: a body of another media type is 415 unsupported_media_type (text/plain used to be parsed as a string and refused as validation_failed).
+  // Protects: docs/ERRORS.md's promise: a body of another media type is 415 unsupported_media_type
+  // (text/plain used to be parsed as a string and refused as validation_failed).
   it('are refused with 415 unsupported_media_type on every route that takes a body, and change nothing', async () => {
     for (const [method, path] of routes) {
       for (const type of mediaTypes) {

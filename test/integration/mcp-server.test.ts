@@ -87,6 +87,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // Teardown is best effort.
   await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
   await baton?.stop();
 });

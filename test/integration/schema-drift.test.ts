@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as prismaSchema from '@prisma/prisma-schema-wasm';
 import { useTestDatabaseClient } from '../support/test-database.ts';
 

@@ -238,7 +238,7 @@ process.stdout.write('done at last');
       waits.forEach((w: number, i: number) => {
         expect(w, `wait after busy answer ${i + 1}`).toBeGreaterThanOrEqual(Math.floor(BUSY_RETRY_MS * 2 ** i * (1 - JITTER)));
         expect(w, `wait after busy answer ${i + 1}`).toBeLessThanOrEqual(Math.ceil(BUSY_RETRY_MS * 2 ** i * (1 + JITTER)));
-        if (i > 0) expect(w, `wait ${i + 1} longer than wait ${i}`).toBeGreaterThan(waits[i - 1]!);
+        if (i > 0) expect(w, `wait ${i + 1} longer than wait ${i}`).toBeGreaterThan(waits[i - 1]);
       });
       // And the program really was left alone that long each time.
       busy.forEach((e: any, i: number) => {

@@ -33,6 +33,7 @@ function ensureTemplate(): Promise<string> {
       }
       return template;
     } finally {
+      // Ending the connection next releases the lock too.
       await admin.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     }
   });

@@ -51,7 +51,7 @@ describe('command provider settings', () => {
     ['an exit code above 255', { argv: ['a'], refusedExitCode: 256 }],
     ['the same code for busy and refused', { argv: ['a'], busyExitCode: 9, refusedExitCode: 9 }],
   ])('refuses %s with invalid_settings', (_what, settings) => {
-    const r = refusal(settings as Record<string, unknown>);
+    const r = refusal(settings);
     expect(r?.code).toBe('invalid_settings');
     expect(parseCommandSettings(settings as Record<string, unknown>).ok).toBe(false);
   });

@@ -101,7 +101,7 @@ describe('loadConfig', () => {
 
   it('lists in CONFIG_VARIABLES exactly the variables it reads (the docs and docker-compose.yml are checked against that list)', () => {
     const read = new Set<string>();
-    const env = new Proxy({} as Record<string, string | undefined>, {
+    const env = new Proxy({}, {
       get: (_t, name) => {
         if (typeof name === 'string') read.add(name);
         return undefined;

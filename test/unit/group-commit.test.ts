@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GroupCommit, type InFlightAtDeadline } from '../../libs/db/group-commit.ts';
 import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
-import { batchesInFlight } from '../../libs/db/batched-statements.ts';
 
 /**
  * Client-side group commit with a statement the test answers by hand: which calls share a
@@ -9,7 +8,7 @@ import { batchesInFlight } from '../../libs/db/batched-statements.ts';
  * (The batched enrollment on a real Postgres: test/integration/batched-enrollment.test.ts.)
  */
 function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: unknown) => boolean; deadlineMs?: number; inFlightAtDeadline?: InFlightAtDeadline }) {
-  const batches: Array<{ items: number[]; answer: (fail?: unknown) => void }> = [];
+  const batches: Array<{ items: number[]; answer: (fail?: Error) => void }> = [];
   const commit = new GroupCommit<number, string>(
     (items) =>
       new Promise<string[]>((resolve, reject) => {

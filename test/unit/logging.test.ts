@@ -49,9 +49,9 @@ describe('logging', () => {
     logger.info({ url: 'http://127.0.0.1:8787', token: 'tok_123' }, 'api listening');
     logger.error({ err: new Error('boom') }, 'turn failed');
     const [first, second] = text.split('\n');
-    expect(first).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  baton-serve: api listening url=http:\/\/127\.0\.0\.1:8787 token=\[redacted\]$/);
+    expect(first).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}baton-serve: api listening url=http:\/\/127\.0\.0\.1:8787 token=\[redacted\]$/);
     expect(second).toMatch(/ERROR baton-serve: turn failed err="Error: boom"$/);
-    expect(text).toMatch(/\n    at /);
+    expect(text).toMatch(/\n {4}at /);
     expect(text).not.toContain('tok_123');
     expect(text).not.toContain('{"level"');
   });

@@ -131,7 +131,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     const slots = new QueueSlots(
       opts.concurrency,
       {
-        pause: () => void worker.pause(true).catch(() => undefined),
+        pause: () => void worker.pause(true).catch((err: unknown) => opts.logger.warn({ err, queue: queueName }, 'pausing a delivery queue failed')),
         resume: () => void worker.resume(),
       },
       Math.min(opts.concurrency, DELIVERY_WORKER_DEFAULTS.workingRunsPerQueue),
@@ -213,8 +213,9 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     forceStop() {
       draining.abort(new Error('shutting down'));
       stopFollowing.abort(new Error('shutdown forced'));
-      for (const w of workers) void w.close(true).catch(() => undefined);
-      void queues.close().catch(() => undefined);
+      const closeFailed = (err: unknown) => opts.logger.debug({ err }, 'closing at a forced stop failed');
+      for (const w of workers) void w.close(true).catch(closeFailed);
+      void queues.close().catch(closeFailed);
       lockRedis.disconnect();
     },
   };

@@ -128,7 +128,7 @@ export function startReconciler(
       // Looks in flight are cut short: they write nothing, and the handoffs stay due.
       stopping.abort(new Error('the reconciler is stopping'));
       await leading;
-      await Promise.all([...runs.values()].map((l) => l.running));
+      await Promise.all([...runs.values()].map((l) => l.running).filter((p) => p !== null));
       await observer.idle();
     },
   };

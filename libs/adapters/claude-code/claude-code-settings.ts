@@ -132,7 +132,7 @@ export function parseClaudeCodeSettings(settings: Readonly<Record<string, unknow
   }
   const problems = checkClaudeCodeSettings(settings);
   if (problems.length > 0) return { ok: false, problems };
-  const s = settings as RawSettings;
+  const s = settings;
   const env = envValues(s.env);
   return {
     ok: true,

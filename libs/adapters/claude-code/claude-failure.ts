@@ -25,7 +25,10 @@ export interface ClaudeErrorReport {
   readonly subtype?: string;
   /** Why claude's loop ended: `completed`, `prompt_too_long`, `image_error`, `blocking_limit`, `model_error`, ... */
   readonly terminalReason?: string;
-  /** `retry_delay_ms` of the last `system/api_retry` event of the failed request: claude's wait before its own last retry (the server's `retry-after` when it sent one). */
+  /**
+   * `retry_delay_ms` of the last `system/api_retry` event of the failed request: claude's wait
+   * before its own last retry (the server's `retry-after` when it sent one).
+   */
   readonly retryDelayMs?: number;
 }
 
@@ -60,6 +63,7 @@ function kindOf(r: ClaudeErrorReport): FailureKind {
     case 'unknown':
     case 'unknown_error':
       return 'transient';
+    case undefined:
     default:
       break;
   }
@@ -76,6 +80,7 @@ function kindOf(r: ClaudeErrorReport): FailureKind {
       return 'limit';
     case 400:
       return TOO_LARGE.test(r.text) ? 'limit' : 'transient';
+    case undefined:
     default:
       return 'transient';
   }

@@ -81,13 +81,14 @@ export class AppServerPool {
     if (!req.needsEnv || daemonEnvServes(client.daemon?.envFingerprint ?? null, envFingerprint(req.env))) return client;
     // One restart at a time per home in this process; the next request finds the new daemon.
     const switched = entry.switching.then(() => this.switchEnv(entry, req));
+    // The chain only orders the restarts; `switched` brings the error to this caller.
     entry.switching = switched.catch(() => undefined);
     return switched;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.entries.values()].map((e) => e.client?.close()));
+    await Promise.all([...this.entries.values()].flatMap((e) => (e.client ? [e.client.close()] : [])));
   }
 
   private entryOf(req: DaemonRequest): Entry {
@@ -109,6 +110,7 @@ export class AppServerPool {
       const gone = new Promise<void>((resolve) => (client.alive ? client.once('exit', () => resolve()) : resolve()));
       await stopAppServerDaemon({ binary: req.binary, codexHome: req.codexHome, env: this.baseEnv }, signal);
       await Promise.race([gone, new Promise<void>((resolve) => setTimeout(resolve, CODEX_ADAPTER_DEFAULTS.daemonExitWaitMs).unref())]);
+      // The daemon was just stopped: a close that fails has nothing left to close.
       await client.close().catch(() => undefined);
     } finally {
       entry.restarting = false;
@@ -147,6 +149,7 @@ export class AppServerPool {
       })
       .catch((err: unknown) => {
         backOff();
+        // The connect error thrown below is what to report; closing the half-made client is best effort.
         void client.close().catch(() => undefined);
         throw err instanceof AppServerUnavailable || isSpawnError(err) ? err : new AppServerUnavailable(`could not reach the codex app-server daemon of ${req.codexHome}: ${(err as Error).message}`);
       })

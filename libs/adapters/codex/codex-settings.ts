@@ -73,7 +73,7 @@ export function parseCodexSettings(settings: Readonly<Record<string, unknown>>):
     return { ok: false, error: [...check.Errors(settings)].slice(0, 3).map((e) => `${e.instancePath || '/'}: ${e.message}`).join('; ') };
   }
   const extra = problems(settings);
-  return extra.length > 0 ? { ok: false, error: extra.join('; ') } : { ok: true, settings: settings as CodexSettings };
+  return extra.length > 0 ? { ok: false, error: extra.join('; ') } : { ok: true, settings: settings };
 }
 
 /** The agent's `env` as the daemon gets it (secrets in clear; only the adapter sees these). */

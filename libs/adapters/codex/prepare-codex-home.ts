@@ -40,6 +40,7 @@ export class CodexHomePreparation {
     const binary = s.binary ?? CODEX_DEFAULTS.binary;
     const linked = await ensureDaemonPackage(codexHome, binary, codexEnvOf(s)['PATH'] ?? this.baseEnv['PATH']);
     if (linked.state !== 'unresolved') return null;
+    // A failed preparation leaves the home unprepared: the next write starts it again and meets the error.
     void this.prepare(s, codexHome).catch(() => undefined);
     return `the Codex home ${codexHome} is being prepared: ${linked.reason}, so its daemon's first start copies the Codex package (about 424 MB)`;
   }

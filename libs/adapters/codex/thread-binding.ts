@@ -44,6 +44,7 @@ export class ThreadBindings {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       return (await this.find(codexHome, agentId)) ?? threadId;
     } finally {
+      // A temporary file left behind holds only a thread id, and nothing reads `.tmp` files.
       await unlink(tmp).catch(() => undefined);
     }
   }

@@ -37,7 +37,7 @@ export class ThreadHolds {
 
   private holdOf(client: AppServerClient, threadId: string): Hold {
     let holds = this.byClient.get(client);
-    if (!holds) this.byClient.set(client, (holds = new Map()));
+    if (!holds) this.byClient.set(client, (holds = new Map<string, Hold>()));
     let h = holds.get(threadId);
     if (!h) holds.set(threadId, (h = { loaded: false, users: 0, chain: Promise.resolve() }));
     return h;
@@ -55,6 +55,7 @@ export class ThreadHolds {
       await resume();
       h.loaded = true;
     });
+    // The chain only orders the loads; `loading` brings the error to this caller.
     h.chain = loading.catch(() => undefined);
     try {
       await loading;

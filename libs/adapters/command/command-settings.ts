@@ -96,7 +96,7 @@ export function parseCommandSettings(settings: Readonly<Record<string, unknown>>
   }
   const problems = checkCommandSettings(settings);
   if (problems.length > 0) return { ok: false, problems };
-  const s = settings as RawCommandSettings;
+  const s = settings;
   const env = envValues(s.env);
   return {
     ok: true,

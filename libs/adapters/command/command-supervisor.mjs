@@ -72,7 +72,7 @@ function spawnFailed(code, message) {
 }
 
 if (job.cwd) {
-  let isDir = false;
+  let isDir;
   try {
     isDir = statSync(job.cwd).isDirectory();
   } catch {

@@ -27,7 +27,7 @@ const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTU
 
 function neverConnected(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  const causeCode = ((err as { cause?: { code?: unknown } } | null)?.cause as { code?: unknown } | undefined)?.code;
+  const causeCode = ((err as { cause?: { code?: unknown } } | null)?.cause)?.code;
   return NOT_CONNECTED.has(String(code)) || NOT_CONNECTED.has(String(causeCode));
 }
 
@@ -110,6 +110,7 @@ export class DemoHostClient implements DemoHostPort {
   }
 
   close(): void {
+    // Closing: a pool that fails to close has no request left to answer.
     void this.calls.destroy().catch(() => undefined);
     void this.watches.destroy().catch(() => undefined);
   }

@@ -70,7 +70,7 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   if (root !== 'sessions' || !session) return send(res, 404, { error: 'not found' });
   if (req.method === 'POST' && sub === 'turns' && !rid) {
     const body = await readJson(req);
-    const outcome = await host.receiveTurn(session, body['turn'] as never, (body['settings'] ?? {}) as never);
+    const outcome = await host.receiveTurn(session, body['turn'] as never, (body['settings'] ?? {}));
     if (outcome.status === 'accepted' && outcome.replyDelayMs) {
       await new Promise((r) => setTimeout(r, outcome.replyDelayMs));
     }

@@ -8,9 +8,10 @@ import { nextWorkSql, toWorkItem, type ReservedRow, type WorkItem, type WorkRow 
  * with the turn lock's fence, what waits behind it made BUSY), but only for a head that needs no
  * check in between: not live, addressed to the recipient's current registration, of
  * `provider`, whose connection rule is one of `passing`,
- * with no other handoff of the recipient UNCERTAIN (its turn may still be running), and WAITING, or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no
- * `not_before`: it never got a busy answer). The caller vouches for the rest: delivery is not paused, the provider is
- * not down, and its adapter answers "busy" on the write itself.
+ * with no other handoff of the recipient UNCERTAIN (its turn may still be running), and WAITING,
+ * or (with `queuedBusy`) BUSY only because it queued behind an earlier turn (no `not_before`: it
+ * never got a busy answer). The caller vouches for the rest: delivery is not paused, the provider
+ * is not down, and its adapter answers "busy" on the write itself.
  */
 export interface HeadReservation {
   attemptId: string;

@@ -50,7 +50,7 @@ export async function transitionBatch(db: Queryable, items: TransitionWrite[]): 
       for (const x of ids) group.taken.add(x);
     } else groups.push({ key, built: [built], at: [i], taken: new Set(ids) });
   });
-  const out: Array<TransitionWritten | null> = new Array(items.length).fill(null);
+  const out: Array<TransitionWritten | null> = new Array<TransitionWritten | null>(items.length).fill(null);
   await Promise.all(
     groups.map(async (g) => {
       if (g.built.length === 1) {

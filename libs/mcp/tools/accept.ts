@@ -10,7 +10,8 @@ import { actor, handoffPath } from '../tool-context.ts';
 export const acceptTool = defineTool({
   name: 'accept',
   title: 'Accept (claim) work',
-  description: 'Claim work sent to you (or to @project). Returns the claim token, the attempt, the lease end and the context packet. Heartbeat while you work; return when done.',
+  description: 'Claim work sent to you (or to @project). Returns the claim token, the attempt, the lease end and the ' +
+    'context packet. Heartbeat while you work; return when done.',
   input: z.strictObject({ id: HandoffId, leaseSeconds: LeaseSeconds.optional() }),
   output: z.strictObject({
     handoff: HandoffOut,

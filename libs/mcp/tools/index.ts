@@ -32,4 +32,4 @@ export const BATON_TOOLS: readonly ToolDefinition[] = [
   sessionShowTool,
   factAddTool,
   listAgentsTool,
-] as unknown as readonly ToolDefinition[];
+];

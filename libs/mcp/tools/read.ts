@@ -25,6 +25,6 @@ export const readTool = defineTool({
   async run({ id }, ctx) {
     const { attempts, events, notifications, ...handoff } = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: never[]; events: never[]; notifications: never[] }>(handoffPath(id));
     const packet = await ctx.api.get<z.infer<typeof PacketOut>>(handoffPath(id, 'packet'));
-    return { handoff: handoff as z.infer<typeof HandoffOut>, attempts, events, notifications, packet };
+    return { handoff: handoff, attempts, events, notifications, packet };
   },
 });

@@ -109,7 +109,7 @@ export class BrowserSessions {
     const origin = request.headers.origin;
     // The scheme and host the browser used: a trusted proxy's X-Forwarded-Proto/-Host (BATON_TRUST_PROXY), else the connection's.
     const host = request.host;
-    let same = false;
+    let same: boolean;
     try {
       // Both through URL, so a default port (":80") written on one side only still matches.
       same = typeof origin === 'string' && typeof host === 'string' && new URL(origin).origin === new URL(`${request.protocol}://${host}`).origin;

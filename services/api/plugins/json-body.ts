@@ -14,7 +14,8 @@ import { LIMITS } from '../../../libs/domain/limits.ts';
 export function boundedJsonParser(app: FastifyInstance): FastifyBodyParser<string> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   return (request, body, done) => {
-    parseJson(request, body, (err: Error | null, value?: unknown) => {
+    // Fastify's default JSON parser answers through `done`; its type also admits a promise-returning parser.
+    void parseJson(request, body, (err: Error | null, value?: unknown) => {
       if (err) return done(err, undefined);
       const at = nestedTooDeepAt(value, LIMITS.jsonDepth);
       if (at !== null) {

@@ -67,7 +67,8 @@ export function tagRoutes(app: FastifyInstance, tag: OpenApiTag): void {
 
 /** Only the UI's own files: no CDN, no validator badge, no inline script. */
 const DOCS_CSP =
-  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+    "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
 
 /** Baton's version for the document; a build that moved this file away from package.json says "unknown". */
 function packageVersion(): string {
@@ -97,14 +98,16 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         title: 'Baton API',
         version,
         description:
-          'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } }` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: docs/API.md.',
+          'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } ' +
+            '}` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: ' +
+            'docs/API.md.',
       },
       tags: OPENAPI_TAGS.map((t) => ({ ...t })),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an agent or admin token, `baton_…`' } } },
       security: [{ bearer: [] }],
     },
     // Routes a plugin registers (Bull Board's, the pages') are hidden by where they live.
-    transform: ({ schema, url }) => ({ schema: (undocumented(url) ? { ...(schema ?? {}), hide: true } : schema) as typeof schema, url }),
+    transform: ({ schema, url }) => ({ schema: (undocumented(url) ? { ...(schema ?? {}), hide: true } : schema), url }),
   });
 }
 
@@ -122,6 +125,7 @@ export async function installOpenApiRoutes(app: FastifyInstance, limiter: Reques
     uiConfig: { deepLinking: true },
     validatorUrl: false,
     staticCSP: DOCS_CSP,
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- swagger-ui adds it with addHook, which takes an async hook
     ...(limiter ? { uiHooks: { onRequest: limiter } } : {}),
   });
 }

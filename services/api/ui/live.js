@@ -141,6 +141,7 @@ async function refresh() {
 
 /** Counts, lists and times are re-read at most twice a second while events arrive. */
 function scheduleRefresh() {
+  // A failed refresh keeps what the page shows; the next event schedules another.
   if (refreshTimer === null) refreshTimer = setTimeout(() => refresh().catch(() => undefined), 500);
 }
 

@@ -155,7 +155,7 @@ export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOpt
           .sort((x, y) => y.perSecPerTurn - x.perSecPerTurn)
           .slice(0, 6)
       : null;
-  const workerRssLiveMiB = rssA.map((a, i) => (a === null || rssB[i] == null ? null : round((a + rssB[i]!) / 2)));
+  const workerRssLiveMiB = rssA.map((a, i) => (a === null || rssB[i] == null ? null : round((a + rssB[i]) / 2)));
   const idleSum = sumOrNull(workerRssIdleMiB);
   const liveSum = sumOrNull(workerRssLiveMiB);
 

@@ -55,7 +55,7 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
   // 2. Wipe Redis while a run is under way.
   await replacement;
   const sending = sendMany(client, project, wipeHandoffs, 32, (i) => ({ from: 'rec-sender', to: wipeAgents[i % wipeAgents.length], title: `wipe ${i}`, message: `wipe ${i}` }));
-  let openAtWipe = 0;
+  let openAtWipe: number;
   for (;;) {
     const { rows } = await env.pool.query<{ open: number; settled: number }>(
       `SELECT count(*) FILTER (WHERE settled_at IS NULL)::int AS open, count(*) FILTER (WHERE settled_at IS NOT NULL)::int AS settled

@@ -28,7 +28,8 @@ interface ChaosFlags {
 export function registerChaosCommand(program: Command, ctx: CliContext, chaos: ChaosLauncher): void {
   program
     .command('chaos')
-    .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls and drops (--starved: on a CPU-starved machine); prints the invariants')
+    .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls ' +
+      'and drops (--starved: on a CPU-starved machine); prints the invariants')
     .option('--short', 'the short run the test suite uses (60 agents, 400 handoffs, 30 s of faults)')
     .option('--agents <n>', 'demo agents (default 500; --short 60)', positiveInt('--agents', 5_000))
     .option('--manual-agents <n>', 'pull-only agents with claimer loops (default 8; --short 4)', nonNegativeInt('--manual-agents', 100))

@@ -33,7 +33,8 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .option('--due-minutes <n>', 'due in this many minutes', positiveInt('--due-minutes', LIMITS.dueMinutesMax))
     .option('--idempotency-key <key>', 'sending again with the same key returns the first handoff (default: a new random key per invocation)')
     .option('--key <key>', 'same as --idempotency-key')
-    .option('--wait', 'then wait for the outcome on the event stream; the exit code tells the final state (0 RETURNED or ACKNOWLEDGED, 3 FAILED, 4 CANCELLED, 5 UNAVAILABLE, 6 DUPLICATE, 7 timeout)')
+    .option('--wait', 'then wait for the outcome on the event stream; the exit code tells the final state (0 RETURNED or ' +
+      'ACKNOWLEDGED, 3 FAILED, 4 CANCELLED, 5 UNAVAILABLE, 6 DUPLICATE, 7 timeout)')
     .option('--timeout <s>', 'with --wait: give up after this many seconds (exit 7; the handoff goes on)', positiveInt('--timeout', 86_400))
     .option('--json', 'print JSON (with --wait: the final handoff)')
     .action(async (first: string, second: string | undefined, third: string | undefined, opts: {

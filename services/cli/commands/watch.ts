@@ -16,7 +16,7 @@ export type Outcome = { state: string } | { state: 'timeout' };
 export async function untilSettled(
   client: ApiClient,
   handoffId: string,
-  opts: { timeoutMs?: number | undefined; allOwners?: boolean; onEvent(e: FeedEventJson): void; onReconnect?(reason: string): void },
+  opts: { timeoutMs?: number | undefined; allOwners?: boolean; onEvent: (e: FeedEventJson) => void; onReconnect?: (reason: string) => void },
 ): Promise<Outcome> {
   const abort = new AbortController();
   let timedOut = false;

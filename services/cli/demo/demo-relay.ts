@@ -114,7 +114,7 @@ export class DemoRelay {
       await this.hand(from.id, topic);
     }
     // One extra handoff to an agent that is already busy, to show BUSY right away.
-    const busyTarget = DEMO_AGENTS[0]!;
+    const busyTarget = DEMO_AGENTS[0];
     await this.hand(DEMO_AGENTS[DEMO_AGENTS.length - 1]!.id, TOPICS[this.topicIndex++ % TOPICS.length]!, busyTarget.next);
   }
 

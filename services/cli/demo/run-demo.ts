@@ -156,6 +156,7 @@ export async function runDemo(
     }
     report.final(relay.counts(), Date.now() - startedAt);
   } finally {
+    // Teardown is best effort: each step runs whatever the one before did.
     await revokeDemoToken?.().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);

@@ -67,6 +67,7 @@ export async function checkPostgres(url: string, deployment: string, timeoutMs: 
   try {
     await within(client.connect(), timeoutMs + 500, 'Postgres');
   } catch (err) {
+    // The connect failure is the result; ending a connection that never opened can fail too.
     void client.end().catch(() => undefined);
     return { checks: [connectFailure(err, url, timeoutMs)], agents: null };
   }
@@ -86,6 +87,7 @@ export async function checkPostgres(url: string, deployment: string, timeoutMs: 
   } catch (err) {
     return { checks: [fail('postgres', `a query on ${describeUrl(url)} failed: ${reasonOf(err)}`, 'check the Postgres log; is the database the one Baton migrated?')], agents: null };
   } finally {
+    // The checks above are the result; a failed end has nothing left to close.
     await client.end().catch(() => undefined);
   }
 }

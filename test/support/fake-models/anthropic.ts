@@ -20,7 +20,7 @@ interface Message {
   readonly content?: string | readonly Block[];
 }
 
-function textsOf(content: Message['content'] | unknown): string[] {
+function textsOf(content: unknown): string[] {
   if (typeof content === 'string') return [content];
   if (!Array.isArray(content)) return [];
   const out: string[] = [];

@@ -42,7 +42,7 @@ export const responsesProtocol: ProtocolHandler = {
     const items = Array.isArray(input) ? input : [];
     // The first user message is Codex's <environment_context>; the prompt is the LAST user message.
     const users = items.filter((i) => i.type === 'message' && i.role === 'user');
-    return { prompt: users.length > 0 ? textOf(users[users.length - 1]!) : '', allText: items.map(textOf).join('\n') };
+    return { prompt: users.length > 0 ? textOf(users[users.length - 1]) : '', allText: items.map(textOf).join('\n') };
   },
   answer(res: ServerResponse, body: unknown, behaviour: Exclude<FakeBehaviour, { kind: 'hang' }>) {
     const model = String((body as { model?: unknown } | null)?.model ?? 'fake');

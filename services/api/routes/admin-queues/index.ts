@@ -21,7 +21,9 @@ export const ADMIN_QUEUES_PREFIX = '/admin/queues';
  * components), its fonts and images from itself, and talks only to its own API.
  */
 const BOARD_CSP =
-  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'";
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+    "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' " +
+    "'unsafe-inline'";
 
 /**
  * Bull Board's settings: Baton's title, a link back to the live page (in its header's menu),
@@ -46,7 +48,9 @@ const GOOGLE_FONTS_LINK = /<link\b[^>]*fonts\.googleapis\.com[^>]*>\s*/gi;
  * it), in the middle of its header bar. Its CSP allows inline styles (Bull Board's need them).
  */
 const BACK_LINK =
-  '<a id="baton-live-link" href="/ui/" style="position:fixed;top:22px;left:50%;transform:translateX(-50%);z-index:1000;font:600 14px system-ui,sans-serif;color:#2563eb;text-decoration:none">← Baton live page</a>';
+  '<a id="baton-live-link" href="/ui/" ' +
+    'style="position:fixed;top:22px;left:50%;transform:translateX(-50%);z-index:1000;font:600 14px ' +
+    'system-ui,sans-serif;color:#2563eb;text-decoration:none">← Baton live page</a>';
 
 /** Bull Board's page as Baton serves it: no Google Fonts, a link back to the live page. */
 export function adaptBoardPage(html: string): string {
@@ -132,6 +136,7 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
     await scope.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PREFIX });
   });
   app.addHook('onClose', async () => {
+    // Closing at shutdown: a queue whose connection is gone has nothing left to close.
     await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
   });
 }

@@ -91,7 +91,9 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
     {
       schema: {
         description:
-          'Server-sent events (text/event-stream) of the delivery and work transitions the caller may see. Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff; ?project= names the project as X-Baton-Project does (for a browser\'s EventSource, which sends no headers).',
+          'Server-sent events (text/event-stream) of the delivery and work transitions the caller may see. ' +
+            'Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff; ?project= names ' +
+            'the project as X-Baton-Project does (for a browser\'s EventSource, which sends no headers).',
         headers: EventsHeaders,
         querystring: EventsQuery,
         response: { 200: Type.String({ description: 'text/event-stream: `id:` the event id, `event:` delivery or work, `data:` JSON' }), '4xx': ErrorBody, 503: ErrorBody },

@@ -91,7 +91,9 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions<LiveViewDeps>> = async 
     '/live',
     {
       schema: {
-        description: 'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, attention), open handoffs, what needs attention, delivery times p50/p90, and the last hour per minute (settled by outcome, send → returned p50/p90).',
+        description: 'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, ' +
+          'attention), open handoffs, what needs attention, delivery times p50/p90, and the last hour per ' +
+          'minute (settled by outcome, send → returned p50/p90).',
         headers: ProjectHeader,
         querystring: AllOwnersQuery,
         response: { 200: LiveJson, '4xx': ErrorBody },

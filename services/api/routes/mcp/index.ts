@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
-import type { Response as InjectResponse } from 'light-my-request';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
@@ -53,13 +52,13 @@ export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
       url: `${url.pathname}${url.search}`,
       headers: Object.fromEntries(new Headers(init?.headers).entries()),
       ...(typeof init?.body === 'string' ? { payload: init.body } : {}),
-    })) as InjectResponse;
+    }));
     const headers = new Headers();
     for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
     const empty = res.statusCode === 204 || res.statusCode === 304 || res.rawPayload.length === 0;
     return new Response(empty ? null : res.rawPayload, { status: res.statusCode, headers });
   };
-  return f as typeof fetch;
+  return f;
 }
 
 /**
@@ -105,7 +104,7 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
     );
     if (identity.admin) await getAgent(core, project, identity.agent);
     const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-    const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project'] as string | undefined) : undefined, token, undefined, injectFetch(inject));
+    const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project']) : undefined, token, undefined, injectFetch(inject));
     const { Transport, createMcpServer } = await loadMcp();
     const server = createMcpServer(toolContext(api, identity));
     const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -62,7 +62,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         project: projectOf(request, defaultProject),
         sessionId: request.params.id,
         as: actingAs(request, request.body.as),
-        kind: request.body.kind as FactRecord['kind'],
+        kind: request.body.kind,
         text: request.body.text,
         supersedes: request.body.supersedes,
       });

@@ -17,7 +17,8 @@ export const UI_PREFIX = '/ui';
  * style, no other origin, no framing); data comes only from this API (`connect-src 'self'`).
  */
 export const UI_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The pages and the files they load, served from services/api/ui/ (copied beside the build). */
 const FILES: Record<string, { file: string; type: string }> = {

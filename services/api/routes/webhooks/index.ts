@@ -45,7 +45,8 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: TurnReportDeps }> = async
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
     rawBodies.set(request, body);
-    parseJson(request, body, (err: Error | null, value?: unknown) => {
+    // Fastify's default JSON parser answers through `done`; its type also admits a promise-returning parser.
+    void parseJson(request, body, (err: Error | null, value?: unknown) => {
       if (err) return done(err, undefined);
       if (nestedTooDeepAt(value, LIMITS.jsonDepth) !== null) {
         return done(new BatonError('too_deeply_nested', `body nests objects and arrays more than ${LIMITS.jsonDepth} levels deep`), undefined);

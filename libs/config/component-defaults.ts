@@ -100,7 +100,7 @@ export const DELIVERY_WORKER_DEFAULTS = componentDefaults('delivery worker', {
   earlierTurnsLookBack: 50,
   /** Reads of what committed that settling a reservation in doubt tries while Postgres is away, before it pauses the run. */
   settleTries: 30,
-  /** Request ids reserved but not yet handed to an adapter that a process remembers, at most (the oldest are forgotten: those attempts go the UNCERTAIN way). */
+  /** Request ids reserved but not yet handed to an adapter that a process remembers at most (the oldest are forgotten: those go the UNCERTAIN way). */
   unwrittenKept: 10_000,
 });
 

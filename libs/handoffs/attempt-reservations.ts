@@ -18,6 +18,7 @@
  * statement was lost or the run lost its lock before the write.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DELIVERY_WORKER_DEFAULTS } from '../config/component-defaults.ts';
 import { newId } from '../domain/ids.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
 import { planTransition } from '../domain/transitions.ts';
@@ -32,7 +33,7 @@ import type { Move } from './turn-end-moves.ts';
 import { move, atRevision, type MoveDeps, type Step } from './turn-step.ts';
 
 /** Reads back a statement whose outcome is in doubt at most this many times (spaced by `timing.unreachableRetryMs`). */
-export const SETTLE_TRIES = 30;
+const SETTLE_TRIES = DELIVERY_WORKER_DEFAULTS.settleTries;
 
 /** The reason the handoffs queued behind a starting turn are given. */
 export const QUEUED_BEHIND_REASON = 'another turn of the recipient is in progress';

@@ -1,3 +1,5 @@
+import { DELIVERY_WORKER_DEFAULTS } from '../config/component-defaults.ts';
+
 /**
  * What one worker process knows and nobody else can: the request ids it reserved (SENDING
  * committed, or possibly committed) and has NOT handed to an adapter. Only the reserving worker
@@ -11,7 +13,7 @@
 export class UnwrittenReservations {
   private readonly ids = new Set<string>();
 
-  constructor(private readonly max = 10_000) {}
+  constructor(private readonly max = DELIVERY_WORKER_DEFAULTS.unwrittenKept) {}
 
   /** Before the reservation is written. */
   add(requestId: string): void {

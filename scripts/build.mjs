@@ -80,7 +80,10 @@ for (const dir of CODE_DIRS) copyAssets(dir, staging);
 cpSync(path.join(root, 'prisma', 'migrations'), path.join(staging, 'prisma', 'migrations'), { recursive: true });
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 // The package scope of the compiled files (ES modules) and the version `baton --version` prints.
-writeFileSync(path.join(staging, 'package.json'), `${JSON.stringify({ name: pkg.name, version: pkg.version, private: true, type: 'module' }, null, 2)}\n`);
+writeFileSync(
+  path.join(staging, 'package.json'),
+  `${JSON.stringify({ name: pkg.name, version: pkg.version, private: true, type: 'module' }, null, 2)}\n`,
+);
 writeFileSync(path.join(staging, FINGERPRINT), wanted);
 
 const old = path.join(root, `.dist-old-${process.pid}`);

@@ -5,5 +5,7 @@ import { COMPONENT_DEFAULTS } from '../libs/config/component-defaults.ts';
 export const COMPONENT_DEFAULTS_HEADER = '| defaults object | key | value |\n| --- | --- | --- |';
 
 export function componentDefaultsRows(): string[] {
-  return Object.entries(COMPONENT_DEFAULTS).flatMap(([object, values]) => Object.entries(values).map(([key, value]) => `| \`${object}\` | \`${key}\` | ${value} |`));
+  return Object.entries(COMPONENT_DEFAULTS).flatMap(([object, values]) =>
+    Object.entries(values).map(([key, value]) => `| \`${object}\` | \`${key}\` | ${value} |`),
+  );
 }

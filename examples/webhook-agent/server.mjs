@@ -70,7 +70,8 @@ const server = http.createServer((req, res) => {
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     const raw = Buffer.concat(chunks).toString('utf8');
-    const answer = (status, json, headers = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(json));
+    const answer = (status, json, headers = {}) =>
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(json));
     if (!verified(req.headers, raw)) return answer(401, { error: 'bad signature' });
     const url = new URL(req.url, 'http://agent');
     if (req.method === 'GET' && url.pathname.startsWith('/turns/')) {

@@ -43,7 +43,9 @@ export interface AdapterFactoryDeps {
  */
 export function createAdapters(providers: readonly string[], deps: AdapterFactoryDeps): AdapterRegistry {
   // Every adapter call gets its provider's deadlines here, once, so no adapter can forget them.
-  const adapters: ProviderAdapter[] = providers.map((p) => withDeadlines(createAdapter(p, deps), { ...providerSpec(p).deadlines, ...deps.deadlines?.[p] }));
+  const adapters: ProviderAdapter[] = providers.map((p) =>
+    withDeadlines(createAdapter(p, deps), { ...providerSpec(p).deadlines, ...deps.deadlines?.[p] }),
+  );
   return new AdapterRegistry(adapters);
 }
 

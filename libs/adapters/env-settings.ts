@@ -9,7 +9,10 @@ export function envSetting(description: string) {
   return Type.Optional(
     Type.Record(
       Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
-      Type.Union([Type.String({ maxLength: 4096 }), Type.Object({ value: Type.String({ maxLength: 4096 }), secret: Type.Boolean() }, { additionalProperties: false })]),
+      Type.Union([
+        Type.String({ maxLength: 4096 }),
+        Type.Object({ value: Type.String({ maxLength: 4096 }), secret: Type.Boolean() }, { additionalProperties: false }),
+      ]),
       { additionalProperties: false, description },
     ),
   );

@@ -86,13 +86,17 @@ export function earlierRequestsText(turn: Pick<TurnRequest, 'earlier'>): string 
     );
   }
   if (e.withdrawn.length > 0) {
-    lines.push('[Baton] Baton gave up on these earlier requests in this session. Their senders were told so: they are withdrawn, and must not be acted on:');
+    lines.push(
+      '[Baton] Baton gave up on these earlier requests in this session. Their senders were told so: they are withdrawn, and must not be acted on:',
+    );
     for (const w of e.withdrawn) {
       lines.push(`- baton-request-id ${w.requestId} (handoff ${w.handoffId}${w.title ? `, "${w.title}"` : ''}): ${w.reason}`);
     }
   }
   if (e.pending.length > 0) {
-    lines.push('[Baton] These earlier requests in this session got no answer; Baton will send each again later as a request of its own. Do not act on them now:');
+    lines.push(
+      '[Baton] These earlier requests in this session got no answer; Baton will send each again later as a request of its own. Do not act on them now:',
+    );
     for (const w of e.pending) {
       lines.push(`- baton-request-id ${w.requestId} (handoff ${w.handoffId}${w.title ? `, "${w.title}"` : ''}): ${w.reason}`);
     }

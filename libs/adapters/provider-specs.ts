@@ -15,7 +15,12 @@ const demo: ProviderSpec = {
   settingsSchema: Type.Object(
     {
       thinkMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: 'how long a turn "works"' })),
-      behavior: Type.Optional(Type.Union(DEMO_BEHAVIORS.map((b) => Type.Literal(b)), { description: 'how the session answers every turn' })),
+      behavior: Type.Optional(
+        Type.Union(
+          DEMO_BEHAVIORS.map((b) => Type.Literal(b)),
+          { description: 'how the session answers every turn' },
+        ),
+      ),
       replyDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'delay of the answer to the write' })),
     },
     { additionalProperties: false },
@@ -37,14 +42,20 @@ const manual: ProviderSpec = {
  * Every provider Baton can register an agent for, by name. Adding a provider means adding its
  * spec here and its adapter to create-adapters.ts; nothing in the engine changes.
  */
-export const PROVIDER_SPECS: ReadonlyMap<string, ProviderSpec> = new Map([demo, manual, WEBHOOK_SPEC, COMMAND_SPEC, CODEX_SPEC, CLAUDE_CODE_SPEC].map((s) => [s.provider, s]));
+export const PROVIDER_SPECS: ReadonlyMap<string, ProviderSpec> = new Map(
+  [demo, manual, WEBHOOK_SPEC, COMMAND_SPEC, CODEX_SPEC, CLAUDE_CODE_SPEC].map((s) => [s.provider, s]),
+);
 
 const checkers = new Map([...PROVIDER_SPECS.values()].map((s) => [s.provider, Compile(s.settingsSchema)]));
 
 /** The spec of a provider. @throws BatonError unknown_provider */
 export function providerSpec(provider: string): ProviderSpec {
   const spec = PROVIDER_SPECS.get(provider);
-  if (!spec) throw new BatonError('unknown_provider', `no adapter for provider ${JSON.stringify(provider)}; use one of ${[...PROVIDER_SPECS.keys()].join(', ')}`);
+  if (!spec)
+    throw new BatonError(
+      'unknown_provider',
+      `no adapter for provider ${JSON.stringify(provider)}; use one of ${[...PROVIDER_SPECS.keys()].join(', ')}`,
+    );
   return spec;
 }
 
@@ -57,11 +68,17 @@ export function validateProviderSettings(provider: string, settings: Readonly<Re
   const checker = checkers.get(spec.provider);
   if (checker && !checker.Check(settings)) {
     const problems = [...checker.Errors(settings)].slice(0, 3).map((e) => `${e.instancePath || '/'}: ${e.message}`);
-    throw new BatonError('invalid_settings', `settings for provider ${provider} are not valid: ${problems.join('; ')}`, { provider, problems });
+    throw new BatonError('invalid_settings', `settings for provider ${provider} are not valid: ${problems.join('; ')}`, {
+      provider,
+      problems,
+    });
   }
   const extra = spec.check?.(settings) ?? [];
   if (extra.length > 0) {
-    throw new BatonError('invalid_settings', `settings for provider ${provider} are not valid: ${extra.slice(0, 3).join('; ')}`, { provider, problems: extra.slice(0, 3) });
+    throw new BatonError('invalid_settings', `settings for provider ${provider} are not valid: ${extra.slice(0, 3).join('; ')}`, {
+      provider,
+      problems: extra.slice(0, 3),
+    });
   }
 }
 

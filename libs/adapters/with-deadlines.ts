@@ -18,7 +18,13 @@ export class AdapterDeadlineExceeded extends Error {
  * deadline the returned promise settles with `onDeadline()` whatever the adapter still does:
  * the engine never waits on a provider longer than it was told to.
  */
-async function withDeadline<T>(kind: AdapterDeadlineExceeded['call'], ms: number, outer: AbortSignal, call: (signal: AbortSignal) => Promise<T>, onDeadline: () => T | Promise<T>): Promise<T> {
+async function withDeadline<T>(
+  kind: AdapterDeadlineExceeded['call'],
+  ms: number,
+  outer: AbortSignal,
+  call: (signal: AbortSignal) => Promise<T>,
+  onDeadline: () => T | Promise<T>,
+): Promise<T> {
   if (ms <= 0) return call(outer);
   // One controller for the adapter, aborted at the deadline or by `outer` (followed until the
   // call is over: by then it settled, or the deadline aborted the signal already).
@@ -69,18 +75,33 @@ export function withDeadlines(adapter: ProviderAdapter, deadlines: AdapterDeadli
         deadlines.writeMs,
         signal,
         (s) => adapter.sendTurn(target, turn, s),
-        (): SendResult => ({ outcome: 'lost', error: `the write got no answer within its deadline (${deadlines.writeMs} ms); it may have landed` }),
+        (): SendResult => ({
+          outcome: 'lost',
+          error: `the write got no answer within its deadline (${deadlines.writeMs} ms); it may have landed`,
+        }),
       );
     },
     observeTurn(target: DeliveryTarget, requestId: string, signal: AbortSignal): Promise<TurnObservation> {
-      return withDeadline('observe', deadlines.observeMs, signal, (s) => adapter.observeTurn(target, requestId, s), () => {
-        throw new AdapterDeadlineExceeded('observe', deadlines.observeMs);
-      });
+      return withDeadline(
+        'observe',
+        deadlines.observeMs,
+        signal,
+        (s) => adapter.observeTurn(target, requestId, s),
+        () => {
+          throw new AdapterDeadlineExceeded('observe', deadlines.observeMs);
+        },
+      );
     },
     isBusy(target: DeliveryTarget, signal: AbortSignal): Promise<boolean> {
-      return withDeadline('busy', deadlines.busyMs, signal, (s) => adapter.isBusy(target, s), () => {
-        throw new AdapterDeadlineExceeded('busy', deadlines.busyMs);
-      });
+      return withDeadline(
+        'busy',
+        deadlines.busyMs,
+        signal,
+        (s) => adapter.isBusy(target, s),
+        () => {
+          throw new AdapterDeadlineExceeded('busy', deadlines.busyMs);
+        },
+      );
     },
     waitForTurn: (target, requestId, hooks, signal) => adapter.waitForTurn(target, requestId, hooks, signal),
     ...(adapter.prepare ? { prepare: adapter.prepare.bind(adapter) } : {}),

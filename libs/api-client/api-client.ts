@@ -29,7 +29,11 @@ export interface RetryPolicy {
 }
 
 /** A send's retries (the CLI's `send`, the MCP `send` tool). */
-export const SEND_RETRY: RetryPolicy = { attempts: API_CLIENT_DEFAULTS.sendAttempts, baseDelayMs: API_CLIENT_DEFAULTS.sendRetryFirstMs, maxDelayMs: API_CLIENT_DEFAULTS.sendRetryMaxMs };
+export const SEND_RETRY: RetryPolicy = {
+  attempts: API_CLIENT_DEFAULTS.sendAttempts,
+  baseDelayMs: API_CLIENT_DEFAULTS.sendRetryFirstMs,
+  maxDelayMs: API_CLIENT_DEFAULTS.sendRetryMaxMs,
+};
 
 /**
  * Whether a failed call may be repeated with the same idempotency key: the database was
@@ -42,7 +46,10 @@ export function retryableWithKey(err: unknown): boolean {
 }
 
 export class ApiUnreachable extends Error {
-  constructor(readonly url: string, cause: unknown) {
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
     super(
       cause instanceof ApiTimeout
         ? `Baton at ${url} gave no answer within ${cause.timeoutMs} ms (BATON_CLIENT_TIMEOUT_MS); the call may or may not have taken effect: check with \`baton status\` or \`baton show\``
@@ -81,7 +88,11 @@ export class ApiTimeout extends Error {
  * (services/cli/README.md, "Start-up time"). Server-sent event streams (openStream) still use
  * fetch, for its web stream body.
  */
-async function httpRequest(url: URL, init: { method: string; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<Answer> {
+async function httpRequest(
+  url: URL,
+  init: { method: string; headers: Record<string, string>; body?: string },
+  timeoutMs: number,
+): Promise<Answer> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise<Answer>((resolve, reject) => {
     // The whole call is bounded (a stalled API, a half-open socket, a proxy that drops the answer).
@@ -141,7 +152,12 @@ export class ApiClient {
     return c;
   }
 
-  async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: T }> {
     const url = new URL(path, this.baseUrl);
     const init = {
       method,
@@ -156,7 +172,9 @@ export class ApiClient {
     };
     let res: Answer;
     try {
-      res = this.fetchImpl ? await fromResponse(await this.fetchImpl(url, { ...init, signal: AbortSignal.timeout(this.timeoutMs) })) : await httpRequest(url, init, this.timeoutMs);
+      res = this.fetchImpl
+        ? await fromResponse(await this.fetchImpl(url, { ...init, signal: AbortSignal.timeout(this.timeoutMs) }))
+        : await httpRequest(url, init, this.timeoutMs);
     } catch (err) {
       throw new ApiUnreachable(this.baseUrl, (err as Error).cause ?? err);
     }
@@ -182,7 +200,12 @@ export class ApiClient {
         : ` (no token: set BATON_TOKEN, or write a profile at ${this.profilePath ?? 'BATON_PROFILE'} with \`baton init\` or \`baton token create --profile\`)`;
     }
     const retryAfter = Number(res.headers.get('retry-after'));
-    return new ApiError(e?.code ?? 'http_error', message, res.status, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined);
+    return new ApiError(
+      e?.code ?? 'http_error',
+      message,
+      res.status,
+      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+    );
   }
 
   /**
@@ -212,7 +235,10 @@ export class ApiClient {
     } catch (err) {
       signal.removeEventListener('abort', onAbort);
       if (signal.aborted) throw err;
-      throw new ApiUnreachable(this.baseUrl, opening.signal.reason instanceof ApiTimeout ? opening.signal.reason : ((err as Error).cause ?? err));
+      throw new ApiUnreachable(
+        this.baseUrl,
+        opening.signal.reason instanceof ApiTimeout ? opening.signal.reason : ((err as Error).cause ?? err),
+      );
     } finally {
       clearTimeout(headersDue);
     }
@@ -244,7 +270,12 @@ export class ApiClient {
    * `database_unavailable` or a network error, up to `policy.attempts` tries in all. The
    * server answers a repeat of a stored key with the first result (200), so at most one is kept.
    */
-  async postIdempotent<T>(path: string, body: unknown, policy: RetryPolicy, onRetry: (err: Error, waitMs: number) => void = () => undefined) {
+  async postIdempotent<T>(
+    path: string,
+    body: unknown,
+    policy: RetryPolicy,
+    onRetry: (err: Error, waitMs: number) => void = () => undefined,
+  ) {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.post<T>(path, body);

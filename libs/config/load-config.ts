@@ -24,7 +24,13 @@ export interface BatonConfig {
    * `allowedHosts`: the hostnames (lower case, no port; IPv6 in brackets) a browser may reach the
    * API by. Browser pages, sign-in and cookie sessions refuse any other Host (DNS rebinding).
    */
-  readonly api: { readonly host: string; readonly port: number; readonly publicUrl: string; readonly allowedHosts: readonly string[]; readonly trustProxy: TrustProxy };
+  readonly api: {
+    readonly host: string;
+    readonly port: number;
+    readonly publicUrl: string;
+    readonly allowedHosts: readonly string[];
+    readonly trustProxy: TrustProxy;
+  };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Prefix of every Redis key and BullMQ queue Baton owns (no ':' allowed). */
   readonly redisPrefix: string;
@@ -233,7 +239,9 @@ function pools(env: Env): string[] {
     // "default" (or an empty item) names the unnamed pool.
     const pool = name === '' || name === 'default' ? '' : name;
     if (pool !== '' && !new RegExp(POOL_PATTERN).test(pool)) {
-      throw new ConfigError(`BATON_WORKER_POOLS: ${JSON.stringify(name)} is not a pool name (lower-case letters, digits, "_" and "-", at most 32)`);
+      throw new ConfigError(
+        `BATON_WORKER_POOLS: ${JSON.stringify(name)} is not a pool name (lower-case letters, digits, "_" and "-", at most 32)`,
+      );
     }
     if (!out.includes(pool)) out.push(pool);
   }
@@ -251,14 +259,18 @@ function adapterDeadlines(env: Env): Record<string, Partial<Record<(typeof DEADL
   } catch {
     throw new ConfigError('BATON_ADAPTER_DEADLINES must be JSON, e.g. {"webhook":{"writeMs":5000}}');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError('BATON_ADAPTER_DEADLINES must be a JSON object of provider -> deadlines');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError('BATON_ADAPTER_DEADLINES must be a JSON object of provider -> deadlines');
   const out: Record<string, Partial<Record<(typeof DEADLINE_KEYS)[number], number>>> = {};
   for (const [provider, value] of Object.entries(parsed)) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider} must be an object`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider} must be an object`);
     const d: Partial<Record<(typeof DEADLINE_KEYS)[number], number>> = {};
     for (const [key, ms] of Object.entries(value as Record<string, unknown>)) {
-      if (!(DEADLINE_KEYS as readonly string[]).includes(key)) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} is unknown; use ${DEADLINE_KEYS.join(', ')}`);
-      if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > 3_600_000) throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} must be a whole number of ms between 1 and 3600000`);
+      if (!(DEADLINE_KEYS as readonly string[]).includes(key))
+        throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} is unknown; use ${DEADLINE_KEYS.join(', ')}`);
+      if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > 3_600_000)
+        throw new ConfigError(`BATON_ADAPTER_DEADLINES.${provider}.${key} must be a whole number of ms between 1 and 3600000`);
       d[key as (typeof DEADLINE_KEYS)[number]] = ms;
     }
     out[provider] = Object.freeze(d);
@@ -285,7 +297,10 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     .filter((p) => p !== '');
   const defaultProject = str(env, 'BATON_PROJECT', 'default').toLowerCase();
   const home = str(env, 'BATON_HOME', join(env['HOME'] || homedir(), '.baton'));
-  const publicUrl = (url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const publicUrl = (url(env, 'BATON_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
+    /\/+$/,
+    '',
+  );
   const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS');
   const allowedHosts = allowedHostsOf(env, host, publicUrl);
   const config: BatonConfig = {
@@ -347,7 +362,11 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       burst: int(env, 'BATON_RATE_LIMIT_BURST'),
     },
     metricsPort: optionalInt(env, 'BATON_METRICS_PORT'),
-    setVariables: Object.freeze(Object.keys(env).filter((k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '')),
+    setVariables: Object.freeze(
+      Object.keys(env).filter(
+        (k) => (k.startsWith('BATON_') || k === 'DATABASE_URL' || k === 'REDIS_URL') && env[k] !== undefined && env[k] !== '',
+      ),
+    ),
   };
   return Object.freeze(config);
 }
@@ -356,14 +375,19 @@ function trustProxyOf(env: NodeJS.ProcessEnv): TrustProxy {
   const raw = (env['BATON_TRUST_PROXY'] ?? '').trim();
   if (raw === '' || raw === 'false' || raw === '0') return false;
   if (raw === 'true' || raw === '1') return true;
-  const list = raw.split(',').map((a) => a.trim()).filter((a) => a !== '');
+  const list = raw
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
   for (const a of list) {
     const [address, bits, extra] = a.split('/');
     const family = isIP(address ?? '');
     const maxBits = family === 6 ? 128 : 32;
     const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
     if (family === 0 || !okBits || extra !== undefined) {
-      throw new ConfigError(`BATON_TRUST_PROXY holds ${JSON.stringify(a)}: give true, false, or the proxy's addresses or CIDR ranges, comma-separated (e.g. 10.0.0.5,172.16.0.0/12)`);
+      throw new ConfigError(
+        `BATON_TRUST_PROXY holds ${JSON.stringify(a)}: give true, false, or the proxy's addresses or CIDR ranges, comma-separated (e.g. 10.0.0.5,172.16.0.0/12)`,
+      );
     }
   }
   return Object.freeze(list);
@@ -377,10 +401,15 @@ function trustProxyOf(env: NodeJS.ProcessEnv): TrustProxy {
 function allowedHostsOf(env: NodeJS.ProcessEnv, listenHost: string, publicUrl: string): readonly string[] {
   const raw = env['BATON_ALLOWED_HOSTS'];
   if (raw !== undefined && raw.trim() !== '') {
-    const hosts = raw.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    const hosts = raw
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter((h) => h !== '');
     for (const h of hosts) {
       if (!/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?)$/.test(h)) {
-        throw new ConfigError(`BATON_ALLOWED_HOSTS holds ${JSON.stringify(h)}: give hostnames without scheme or port (IPv6 in brackets), comma-separated`);
+        throw new ConfigError(
+          `BATON_ALLOWED_HOSTS holds ${JSON.stringify(h)}: give hostnames without scheme or port (IPv6 in brackets), comma-separated`,
+        );
       }
     }
     return Object.freeze(hosts);

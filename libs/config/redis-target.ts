@@ -42,7 +42,8 @@ export function parseRedisTarget(raw: string): RedisTarget {
   const slash = rest.indexOf('/');
   if (slash >= 0) {
     const path = rest.slice(slash);
-    if (path !== '/' && path !== '') throw new RedisTargetError('a redis+cluster:// URL takes no database or path (a cluster has only database 0)');
+    if (path !== '/' && path !== '')
+      throw new RedisTargetError('a redis+cluster:// URL takes no database or path (a cluster has only database 0)');
     rest = rest.slice(0, slash);
   }
   const at = rest.lastIndexOf('@');

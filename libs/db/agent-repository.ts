@@ -5,7 +5,10 @@ import type { WorkState } from '../domain/work-states.ts';
 import type { AgentRecord, ProjectRecord, ProviderName } from './records.ts';
 
 /** What registration writes: the agent's own fields and the time. */
-export type AgentInput = Pick<AgentRecord, 'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool' | 'deployment'> & { at: Date };
+export type AgentInput = Pick<
+  AgentRecord,
+  'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool' | 'deployment'
+> & { at: Date };
 
 type AgentRow = {
   id: string;
@@ -33,7 +36,8 @@ function toRecord(row: AgentRow): AgentRecord {
     handle: row.handle,
     displayName: row.displayName,
     provider: row.provider,
-    providerSettings: typeof settings === 'object' && settings !== null && !Array.isArray(settings) ? (settings as Record<string, unknown>) : {},
+    providerSettings:
+      typeof settings === 'object' && settings !== null && !Array.isArray(settings) ? (settings as Record<string, unknown>) : {},
     deliveryTarget: row.deliveryTarget,
     generation: row.generation,
     pool: row.pool,

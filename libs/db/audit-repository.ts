@@ -19,15 +19,11 @@ export class AuditRepository {
   constructor(private readonly pool: Queryable) {}
 
   async record(a: AuditWrite): Promise<void> {
-    await prepared(this.pool, `INSERT INTO audit_events (token_id, project, method, route, params, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
-      a.tokenId,
-      a.project,
-      a.method,
-      a.route,
-      JSON.stringify(a.params),
-      a.status,
-      a.at,
-    ]);
+    await prepared(
+      this.pool,
+      `INSERT INTO audit_events (token_id, project, method, route, params, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [a.tokenId, a.project, a.method, a.route, JSON.stringify(a.params), a.status, a.at],
+    );
   }
 
   /** Newest first; optionally only one token's. */

@@ -35,7 +35,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   for (const e of causes(err)) {
     const code = e['code'];
     if (code === 'database_unavailable') return true;
-    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_PRISMA_CODES.has(code))) {
+    if (
+      typeof code === 'string' &&
+      (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_PRISMA_CODES.has(code))
+    ) {
       return true;
     }
     const original = e['originalCode'];
@@ -68,7 +71,12 @@ export function sqlState(err: unknown): string | undefined {
 export function classifyDatabaseError(err: unknown): unknown {
   if (err instanceof BatonError) return err;
   if (isDatabaseUnavailable(err)) {
-    return new BatonError('database_unavailable', 'the database did not answer in time; a write may or may not have been recorded', undefined, { cause: err });
+    return new BatonError(
+      'database_unavailable',
+      'the database did not answer in time; a write may or may not have been recorded',
+      undefined,
+      { cause: err },
+    );
   }
   return err;
 }

@@ -81,10 +81,11 @@ export class EventLogRepository {
 
   /** Every event with `after` < id <= `upTo`, of every project, in id order (at most `limit`). */
   async between(after: bigint, upTo: bigint, limit: number): Promise<LoggedEvent[]> {
-    const { rows } = await this.q<LoggedEvent>(
-      `SELECT ${COLUMNS} FROM ${FROM} WHERE e.id > $1 AND e.id <= $2 ORDER BY e.id LIMIT $3`,
-      [after, upTo, limit],
-    );
+    const { rows } = await this.q<LoggedEvent>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.id > $1 AND e.id <= $2 ORDER BY e.id LIMIT $3`, [
+      after,
+      upTo,
+      limit,
+    ]);
     return rows;
   }
 
@@ -92,7 +93,14 @@ export class EventLogRepository {
    * The events of the project's handoffs the viewer may see (the visibility rule in SQL,
    * libs/db/visible-sql.ts), optionally of one handoff, with `after` < id <= `upTo`, in id order.
    */
-  async visibleBetween(projectId: string, viewer: Viewer, handoffId: string | null, after: bigint, upTo: bigint, limit: number): Promise<LoggedEvent[]> {
+  async visibleBetween(
+    projectId: string,
+    viewer: Viewer,
+    handoffId: string | null,
+    after: bigint,
+    upTo: bigint,
+    limit: number,
+  ): Promise<LoggedEvent[]> {
     const params: unknown[] = [after, upTo, limit, projectId];
     // One handoff: its own index (handoff_id, id), not a scan of the whole log's tail.
     const one = handoffId === null ? '' : ` AND e.handoff_id = $${params.push(handoffId)}::uuid`;

@@ -51,9 +51,18 @@ export class HandoffRepository {
   constructor(private readonly pool: Queryable) {
     // A send answered 503 may or may not have been recorded (docs/ERRORS.md), so one past its
     // deadline is answered then; the worker's batched reads and ends wait for their statement.
-    this.enrollments = batchedStatement(this.pool, (items) => enrollMany(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.enrollMaxBatch, inFlightAtDeadline: 'answer' });
-    this.reservingLookUps = batchedStatement(this.pool, (items) => nextWorkMany(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.lookUpMaxBatch, inFlightAtDeadline: 'wait' });
-    this.turnEnds = batchedStatement(this.pool, (items) => transitionBatch(this.pool, items), { maxBatch: GROUP_COMMIT_DEFAULTS.turnEndMaxBatch, inFlightAtDeadline: 'wait' });
+    this.enrollments = batchedStatement(this.pool, (items) => enrollMany(this.pool, items), {
+      maxBatch: GROUP_COMMIT_DEFAULTS.enrollMaxBatch,
+      inFlightAtDeadline: 'answer',
+    });
+    this.reservingLookUps = batchedStatement(this.pool, (items) => nextWorkMany(this.pool, items), {
+      maxBatch: GROUP_COMMIT_DEFAULTS.lookUpMaxBatch,
+      inFlightAtDeadline: 'wait',
+    });
+    this.turnEnds = batchedStatement(this.pool, (items) => transitionBatch(this.pool, items), {
+      maxBatch: GROUP_COMMIT_DEFAULTS.turnEndMaxBatch,
+      inFlightAtDeadline: 'wait',
+    });
   }
 
   /**
@@ -117,7 +126,11 @@ export class HandoffRepository {
     return nextWorkAt(this.pool, recipientId, now, deployment);
   }
 
-  recipientsWithOpenWork(now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
+  recipientsWithOpenWork(
+    now: Date,
+    limit: number,
+    deployment: string,
+  ): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
     return recipientsWithOpenWork(this.pool, now, limit, deployment);
   }
 
@@ -173,7 +186,11 @@ export class HandoffRepository {
     return notificationsOfHandoff(this.pool, handoffId);
   }
 
-  notificationsForAgent(agentId: string, limit: number, viewer: Viewer): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
+  notificationsForAgent(
+    agentId: string,
+    limit: number,
+    viewer: Viewer,
+  ): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
     return notificationsForAgent(this.pool, agentId, limit, viewer);
   }
 }

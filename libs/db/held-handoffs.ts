@@ -43,7 +43,13 @@ export class HeldHandoffs {
 
   /** The next page of holds whose rule may have ended; fewer than `limit` rows: the last page. */
   async page(q: HeldPageQuery): Promise<DispatchCandidate[]> {
-    const { rows } = await prepared<DispatchCandidate>(this.pool, HELD_PAGE_SQL, [String(q.after), q.limit, q.deployment, [...q.rules], q.noRule]);
+    const { rows } = await prepared<DispatchCandidate>(this.pool, HELD_PAGE_SQL, [
+      String(q.after),
+      q.limit,
+      q.deployment,
+      [...q.rules],
+      q.noRule,
+    ]);
     return rows;
   }
 }

@@ -47,7 +47,8 @@ export class LiveViewRepository {
   /** Open (unsettled) handoffs the viewer may see, grouped by recipient and delivery state. */
   async recipientLoad(projectId: string, openStates: readonly DeliveryState[], now: Date, viewer: Viewer): Promise<RecipientLoad[]> {
     const params: unknown[] = [projectId, openStates, now];
-    const { rows } = await prepared<{ recipient_id: string; state: DeliveryState; n: number; overdue: number }>(this.pool,
+    const { rows } = await prepared<{ recipient_id: string; state: DeliveryState; n: number; overdue: number }>(
+      this.pool,
       `SELECT h.recipient_id, h.delivery_state AS state, count(*)::int AS n, count(*) FILTER (WHERE h.due_at < $3)::int AS overdue
          FROM handoffs h
         WHERE h.project_id = $1 AND h.recipient_id IS NOT NULL AND h.delivery_state = ANY($2::delivery_state[]) AND ${visibleSql(viewer, params)}
@@ -61,9 +62,22 @@ export class LiveViewRepository {
    * Send → first ACCEPTED and send → first RETURNED, p50 and p90, over the newest `limit`
    * visible handoffs sent since `since` (the ones not there yet do not count).
    */
-  async deliveryTimes(projectId: string, since: Date, limit: number, viewer: Viewer): Promise<{ accepted: DeliveryTimeFigures; returned: DeliveryTimeFigures }> {
+  async deliveryTimes(
+    projectId: string,
+    since: Date,
+    limit: number,
+    viewer: Viewer,
+  ): Promise<{ accepted: DeliveryTimeFigures; returned: DeliveryTimeFigures }> {
     const params: unknown[] = [projectId, since, limit];
-    const { rows } = await prepared<{ an: number; a50: number | null; a90: number | null; rn: number; r50: number | null; r90: number | null }>(this.pool,
+    const { rows } = await prepared<{
+      an: number;
+      a50: number | null;
+      a90: number | null;
+      rn: number;
+      r50: number | null;
+      r90: number | null;
+    }>(
+      this.pool,
       `WITH recent AS (
          SELECT h.id, h.created_at FROM handoffs h
           WHERE h.project_id = $1 AND h.created_at >= $2 AND ${visibleSql(viewer, params)}
@@ -101,7 +115,15 @@ export class LiveViewRepository {
     const lastMinute = Math.floor(now.getTime() / 60_000);
     const firstMinute = lastMinute - minutes + 1;
     const params: unknown[] = [projectId, new Date(firstMinute * 60_000), limit];
-    const { rows } = await prepared<{ kind: 'settled' | 'returned' | 'sample'; minute: string | null; state: DeliveryState | null; n: number; p50: number | null; p90: number | null }>(this.pool,
+    const { rows } = await prepared<{
+      kind: 'settled' | 'returned' | 'sample';
+      minute: string | null;
+      state: DeliveryState | null;
+      n: number;
+      p50: number | null;
+      p90: number | null;
+    }>(
+      this.pool,
       `WITH recent AS (
          SELECT h.id, h.created_at, h.delivery_state, h.settled_at FROM handoffs h
           WHERE h.project_id = $1 AND ${visibleSql(viewer, params)}

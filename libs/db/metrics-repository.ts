@@ -37,7 +37,15 @@ export class MetricsRepository {
 
   /** Events after `afterId`, oldest first, at most `limit`. */
   async transitionsAfter(afterId: bigint, limit: number): Promise<TransitionRow[]> {
-    const { rows } = await this.pool.query<{ id: string; work_to_state: string | null; from_state: string | null; to_state: string; provider: string | null; pool: string; since_ms: number }>(
+    const { rows } = await this.pool.query<{
+      id: string;
+      work_to_state: string | null;
+      from_state: string | null;
+      to_state: string;
+      provider: string | null;
+      pool: string;
+      since_ms: number;
+    }>(
       `SELECT e.id::text AS id, e.from_state, e.to_state, e.work_to_state, h.provider, h.pool,
               greatest(0, extract(epoch FROM (e.created_at - h.created_at)) * 1000)::float8 AS since_ms
          FROM handoff_events e JOIN handoffs h ON h.id = e.handoff_id
@@ -47,7 +55,14 @@ export class MetricsRepository {
     return rows.map((r) => {
       // A work move leaves the delivery state where it was and names the work's new state.
       const work = r.work_to_state !== null && r.from_state === r.to_state;
-      return { id: BigInt(r.id), kind: work ? 'work' : 'delivery', state: work ? (r.work_to_state as string) : r.to_state, provider: r.provider, pool: r.pool, sinceSendMs: r.since_ms };
+      return {
+        id: BigInt(r.id),
+        kind: work ? 'work' : 'delivery',
+        state: work ? (r.work_to_state as string) : r.to_state,
+        provider: r.provider,
+        pool: r.pool,
+        sinceSendMs: r.since_ms,
+      };
     });
   }
 

@@ -87,7 +87,13 @@ class BoundedClient extends pg.Client {
  * Past either, the call fails with an error `classifyDatabaseError` turns into
  * `database_unavailable`.
  */
-export function openDatabase(opts: { url: string; poolSize: number; logger: Logger; applicationName?: string; timeouts?: DatabaseTimeouts }): Database {
+export function openDatabase(opts: {
+  url: string;
+  poolSize: number;
+  logger: Logger;
+  applicationName?: string;
+  timeouts?: DatabaseTimeouts;
+}): Database {
   const timeouts = opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
   const link = new DatabaseLink(opts.logger);
   // Every new connection's outcome tells the link whether Postgres can be reached.
@@ -150,7 +156,12 @@ export function openDatabase(opts: { url: string; poolSize: number; logger: Logg
  * up) or a network code (ECONNREFUSED, ...), or a timeout with neither.
  */
 export async function pingPostgres(url: string, timeoutMs: number): Promise<void> {
-  const client = new pg.Client({ connectionString: url, application_name: 'baton-probe', connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'baton-probe',
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

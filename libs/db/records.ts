@@ -94,17 +94,7 @@ export interface HandoffView extends HandoffRecord {
 }
 
 export type AttemptStatus =
-  | 'sending'
-  | 'busy'
-  | 'rejected'
-  | 'not_sent'
-  | 'lost'
-  | 'accepted'
-  | 'running'
-  | 'returned'
-  | 'failed'
-  | 'interrupted'
-  | 'cancelled';
+  'sending' | 'busy' | 'rejected' | 'not_sent' | 'lost' | 'accepted' | 'running' | 'returned' | 'failed' | 'interrupted' | 'cancelled';
 
 export interface AttemptRecord {
   id: string;

@@ -77,7 +77,10 @@ export class SessionRepository {
   }
 
   async find(id: string): Promise<SessionRecord | null> {
-    return this.prisma.session.findUnique({ where: { id }, select: { id: true, projectId: true, title: true, summary: true, createdAt: true } });
+    return this.prisma.session.findUnique({
+      where: { id },
+      select: { id: true, projectId: true, title: true, summary: true, createdAt: true },
+    });
   }
 
   /** Every fact of the session, oldest first, with who wrote it and what superseded it. */
@@ -101,7 +104,16 @@ export class SessionRepository {
    * The session row is locked first, so concurrent writers cannot overshoot the cap.
    */
   async addFact(
-    f: { id: string; sessionId: string; projectId: string; authorId: string; kind: FactKindName; text: string; supersedesId: string | null; at: Date },
+    f: {
+      id: string;
+      sessionId: string;
+      projectId: string;
+      authorId: string;
+      kind: FactKindName;
+      text: string;
+      supersedesId: string | null;
+      at: Date;
+    },
     max: number,
   ): Promise<boolean> {
     return this.prisma.$transaction(async (tx) => {
@@ -109,7 +121,16 @@ export class SessionRepository {
       const [held] = await tx.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM facts WHERE session_id = ${f.sessionId}::uuid`;
       if ((held?.n ?? 0) >= max) return false;
       await tx.fact.create({
-        data: { id: f.id, sessionId: f.sessionId, projectId: f.projectId, authorId: f.authorId, kind: f.kind, text: f.text, supersedesId: f.supersedesId, createdAt: f.at },
+        data: {
+          id: f.id,
+          sessionId: f.sessionId,
+          projectId: f.projectId,
+          authorId: f.authorId,
+          kind: f.kind,
+          text: f.text,
+          supersedesId: f.supersedesId,
+          createdAt: f.at,
+        },
       });
       return true;
     });

@@ -64,7 +64,9 @@ export class TokenRepository {
 
   /** Tokens of a project (null: every token), oldest first. */
   async list(projectId: string | null): Promise<TokenRecord[]> {
-    const { rows } = await this.q<TokenRecord>(`${SELECT} WHERE $1::uuid IS NULL OR t.project_id = $1 ORDER BY t.created_at, t.id`, [projectId]);
+    const { rows } = await this.q<TokenRecord>(`${SELECT} WHERE $1::uuid IS NULL OR t.project_id = $1 ORDER BY t.created_at, t.id`, [
+      projectId,
+    ]);
     return rows;
   }
 
@@ -85,7 +87,10 @@ export class TokenRepository {
   }
 
   async anyAdmin(): Promise<boolean> {
-    const { rows } = await this.q<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM agent_tokens WHERE is_admin AND revoked_at IS NULL) AS any`, []);
+    const { rows } = await this.q<{ any: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM agent_tokens WHERE is_admin AND revoked_at IS NULL) AS any`,
+      [],
+    );
     return rows[0]!.any;
   }
 }

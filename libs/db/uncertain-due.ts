@@ -66,17 +66,21 @@ export class UncertainDue {
   constructor(private readonly pool: Queryable) {}
 
   async due(q: UncertainDueQuery): Promise<UncertainCandidate[]> {
-    const { rows } = await prepared<HandoffRecord & Omit<UncertainCandidate, 'handoff' | 'absentScans'> & { absentScans: number | null }>(this.pool, UNCERTAIN_DUE_SQL, [
-      q.now,
-      q.limit,
-      q.deployment,
-      q.scope ? [...q.scope.providers] : null,
-      q.scope ? [...q.scope.pools] : null,
-      [...(q.observing ?? [])],
-      [...(q.looking ?? [])],
-      [...(q.lookSlotsFull ?? [])],
-      [...(q.reportedSlotsFull ?? [])],
-    ]);
+    const { rows } = await prepared<HandoffRecord & Omit<UncertainCandidate, 'handoff' | 'absentScans'> & { absentScans: number | null }>(
+      this.pool,
+      UNCERTAIN_DUE_SQL,
+      [
+        q.now,
+        q.limit,
+        q.deployment,
+        q.scope ? [...q.scope.providers] : null,
+        q.scope ? [...q.scope.pools] : null,
+        [...(q.observing ?? [])],
+        [...(q.looking ?? [])],
+        [...(q.lookSlotsFull ?? [])],
+        [...(q.reportedSlotsFull ?? [])],
+      ],
+    );
     return rows.map(({ attemptId, requestId, absentScans, firstAbsentAt, reported, failedLooks, ...handoff }) => ({
       handoff,
       attemptId,

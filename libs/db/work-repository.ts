@@ -67,7 +67,6 @@ export interface WorkMoved {
   eventIds: string[];
 }
 
-
 /** A fixed list of work states as SQL literals (enum values from libs/domain, never from input). */
 const workStateList = (states: readonly WorkState[]) => states.map((st) => `'${st}'`).join(', ');
 /** What is still being worked on (the board), and what is still someone's to do (the inbox). */
@@ -163,7 +162,10 @@ export class WorkRepository {
   }
 
   /** Claimed work whose lease ran out (oldest first). */
-  async expiredLeases(now: Date, limit: number): Promise<Array<{ id: string; workRevision: number; revision: number; deliveryState: DeliveryState; claimToken: string }>> {
+  async expiredLeases(
+    now: Date,
+    limit: number,
+  ): Promise<Array<{ id: string; workRevision: number; revision: number; deliveryState: DeliveryState; claimToken: string }>> {
     const { rows } = await this.q<{ id: string; workRevision: number; revision: number; deliveryState: DeliveryState; claimToken: string }>(
       `SELECT id, work_revision AS "workRevision", revision, delivery_state AS "deliveryState", claim_token AS "claimToken"
        FROM handoffs WHERE work_state = 'claimed' AND lease_expires_at <= $1 ORDER BY lease_expires_at LIMIT $2`,

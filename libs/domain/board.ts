@@ -48,10 +48,19 @@ export function boardCard(i: BoardInput, now: Date): Card {
             : { action: 'claim it and do it, or cancel it', who: i.workState === 'open' ? who : i.sender };
     return { lane: 'attention', reasons, next };
   }
-  if (i.workState === 'returned') return { lane: 'returned', reasons: ['waiting for the sender to close it'], next: { action: 'close: accepted, revision or blocked', who: i.sender } };
+  if (i.workState === 'returned')
+    return {
+      lane: 'returned',
+      reasons: ['waiting for the sender to close it'],
+      next: { action: 'close: accepted, revision or blocked', who: i.sender },
+    };
   const pushing = i.attemptCount > 0 && ['SENDING', 'ACCEPTED', 'RUNNING'].includes(i.deliveryState);
   if (i.workState === 'claimed' || pushing) {
-    return { lane: 'in_progress', reasons: [i.workState === 'claimed' ? `claimed by ${i.claimedBy}` : `turn ${i.deliveryState.toLowerCase()}`], next: { action: 'return the result', who: i.claimedBy ?? who } };
+    return {
+      lane: 'in_progress',
+      reasons: [i.workState === 'claimed' ? `claimed by ${i.claimedBy}` : `turn ${i.deliveryState.toLowerCase()}`],
+      next: { action: 'return the result', who: i.claimedBy ?? who },
+    };
   }
   return { lane: 'ready', reasons: ['open'], next: { action: i.recipient ? 'accept it (or wait for its turn)' : 'claim it', who } };
 }

@@ -110,7 +110,12 @@ export function eventAfterTurnError(c: ResendCounters, failure?: TurnFailure): D
  * ±`errorResendJitter`; never sooner than the runtime's retry time (at most `maxRetryAfterMs`).
  * `random` is in [0, 1). With the defaults: about 30 s, then about 2 min.
  */
-export function errorResendDelayMs(resendsSoFar: number, failure: TurnFailure | undefined, w: Pick<DeliveryWindows, 'errorResendDelayMs'>, random: () => number = Math.random): number {
+export function errorResendDelayMs(
+  resendsSoFar: number,
+  failure: TurnFailure | undefined,
+  w: Pick<DeliveryWindows, 'errorResendDelayMs'>,
+  random: () => number = Math.random,
+): number {
   const base = w.errorResendDelayMs * DELIVERY_POLICY.errorResendGrowth ** Math.max(0, resendsSoFar);
   const jittered = base * (1 + DELIVERY_POLICY.errorResendJitter * (2 * random() - 1));
   const floor = Math.min(failure?.retryAfterMs ?? 0, DELIVERY_POLICY.maxRetryAfterMs);
@@ -119,9 +124,7 @@ export function errorResendDelayMs(resendsSoFar: number, failure: TurnFailure | 
 
 /** After a turn was interrupted: resend once, later, and only while the work is still open. */
 export function eventAfterInterruption(c: ResendCounters, workStillOpen: boolean): DeliveryEvent {
-  return workStillOpen && c.interruptResends < DELIVERY_POLICY.maxInterruptResends
-    ? 'turn_interrupted_resend'
-    : 'turn_interrupted';
+  return workStillOpen && c.interruptResends < DELIVERY_POLICY.maxInterruptResends ? 'turn_interrupted_resend' : 'turn_interrupted';
 }
 
 /** After a refusal has been recorded (refusals already counts it): retry once, then give up. */
@@ -144,7 +147,12 @@ function backedOffMs(baseMs: number, growth: number, n: number, capMs: number, r
  * the worker's 1 s: about 1, 2, 4, 8, 16, 32 s, then about once a minute, for as long as the
  * session says busy (busy spends no budget; the sender may cancel).
  */
-export function busyRetryDelayMs(busyBefore: number, retryAfterMs: number | undefined, baseMs: number, random: () => number = Math.random): number {
+export function busyRetryDelayMs(
+  busyBefore: number,
+  retryAfterMs: number | undefined,
+  baseMs: number,
+  random: () => number = Math.random,
+): number {
   const waited = backedOffMs(baseMs, DELIVERY_POLICY.busyRetryGrowth, busyBefore, DELIVERY_POLICY.maxBusyRetryMs, random);
   return Math.max(waited, Math.round(Math.min(retryAfterMs ?? 0, DELIVERY_POLICY.maxRetryAfterMs)));
 }
@@ -177,7 +185,12 @@ export function unreachableSinceMs(firstMs: number | null, lastMs: number | null
  * past the give-up time (`untilGiveUpMs`), so the last write is made when the time runs out. With
  * the worker's 2 s: about 2, 4, 8, 16, 32 s, then about once a minute, for an hour by default.
  */
-export function unreachableRetryDelayMs(unsentBefore: number, untilGiveUpMs: number, baseMs: number, random: () => number = Math.random): number {
+export function unreachableRetryDelayMs(
+  unsentBefore: number,
+  untilGiveUpMs: number,
+  baseMs: number,
+  random: () => number = Math.random,
+): number {
   const waited = backedOffMs(baseMs, DELIVERY_POLICY.unreachableRetryGrowth, unsentBefore, DELIVERY_POLICY.maxUnreachableRetryMs, random);
   return Math.max(0, Math.min(waited, Math.round(untilGiveUpMs)));
 }

@@ -4,26 +4,50 @@
  * holds the two together. Match on `code`, never on `instanceof`, across process boundaries.
  */
 export const ERROR_CATALOG = {
-  invalid_text: { status: 400, retryable: false, summary: 'A string holds a NUL character or an unpaired UTF-16 surrogate, which cannot be stored as sent.' },
+  invalid_text: {
+    status: 400,
+    retryable: false,
+    summary: 'A string holds a NUL character or an unpaired UTF-16 surrogate, which cannot be stored as sent.',
+  },
   validation_failed: { status: 400, retryable: false, summary: 'The request does not match the schema of the route.' },
   invalid_json: { status: 400, retryable: false, summary: 'The request body is not valid JSON.' },
   field_too_long: { status: 400, retryable: false, summary: 'A string or list is longer than its documented limit.' },
-  too_deeply_nested: { status: 400, retryable: false, summary: 'The request body nests objects and arrays deeper than its documented limit (`jsonDepth`).' },
+  too_deeply_nested: {
+    status: 400,
+    retryable: false,
+    summary: 'The request body nests objects and arrays deeper than its documented limit (`jsonDepth`).',
+  },
   invalid_cursor: { status: 400, retryable: false, summary: 'The pagination cursor was not issued by Baton.' },
   unsupported_media_type: { status: 415, retryable: false, summary: 'The body is not application/json.' },
   body_too_large: { status: 413, retryable: false, summary: 'The request body is larger than the byte limit.' },
-  headers_too_large: { status: 431, retryable: false, summary: 'The request line (with its URL) and headers together are larger than the server accepts (16 KiB by default).' },
+  headers_too_large: {
+    status: 431,
+    retryable: false,
+    summary: 'The request line (with its URL) and headers together are larger than the server accepts (16 KiB by default).',
+  },
   malformed_request: { status: 400, retryable: false, summary: 'The request is not well-formed HTTP/1.1; the connection is closed.' },
-  request_timeout: { status: 408, retryable: true, summary: 'The request line and headers did not arrive in time; the connection is closed.' },
+  request_timeout: {
+    status: 408,
+    retryable: true,
+    summary: 'The request line and headers did not arrive in time; the connection is closed.',
+  },
   route_not_found: { status: 404, retryable: false, summary: 'No route matches the method and path.' },
-  method_not_allowed: { status: 405, retryable: false, summary: 'The path exists but not for this method (`/mcp` takes POST only: Baton serves MCP without sessions or server-sent streams).' },
+  method_not_allowed: {
+    status: 405,
+    retryable: false,
+    summary: 'The path exists but not for this method (`/mcp` takes POST only: Baton serves MCP without sessions or server-sent streams).',
+  },
   project_not_found: { status: 404, retryable: false, summary: 'The project named by the request does not exist.' },
   agent_not_found: { status: 404, retryable: false, summary: 'No active agent with that id in the project.' },
   handoff_not_found: { status: 404, retryable: false, summary: 'No handoff with that id is visible to the caller.' },
   unknown_sender: { status: 422, retryable: false, summary: 'The sender is not an active agent of the project.' },
   unknown_recipient: { status: 422, retryable: false, summary: 'The recipient is not an active agent of the project.' },
   unknown_provider: { status: 422, retryable: false, summary: 'Baton has no adapter for that provider (yet).' },
-  invalid_settings: { status: 400, retryable: false, summary: 'The agent\'s provider settings hold an unknown key or an ill-typed value (the message names the path).' },
+  invalid_settings: {
+    status: 400,
+    retryable: false,
+    summary: "The agent's provider settings hold an unknown key or an ill-typed value (the message names the path).",
+  },
   idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used for a different handoff.' },
   not_recipient: { status: 403, retryable: false, summary: 'Only the recipient of the handoff may do this.' },
   not_sender: { status: 403, retryable: false, summary: 'Only the sender of the handoff may do this.' },
@@ -32,20 +56,55 @@ export const ERROR_CATALOG = {
   session_not_found: { status: 404, retryable: false, summary: 'No tracked session with that id in the project.' },
   fact_not_found: { status: 404, retryable: false, summary: 'No fact with that id in the session.' },
   not_work: { status: 409, retryable: false, summary: 'The handoff is a plain message: it has no work to claim, return or close.' },
-  handoff_held: { status: 409, retryable: true, summary: 'The handoff is HELD (its connection is blocked); it can be claimed once the hold lifts.' },
+  handoff_held: {
+    status: 409,
+    retryable: true,
+    summary: 'The handoff is HELD (its connection is blocked); it can be claimed once the hold lifts.',
+  },
   already_claimed: { status: 409, retryable: false, summary: 'Someone else holds (or returned) the claim on this work.' },
-  claim_lost: { status: 409, retryable: false, summary: 'This claim is no longer current (its lease ran out, or it was returned); nothing changed.' },
+  claim_lost: {
+    status: 409,
+    retryable: false,
+    summary: 'This claim is no longer current (its lease ran out, or it was returned); nothing changed.',
+  },
   replay_conflict: { status: 409, retryable: false, summary: 'The same request was already made with a different body.' },
-  invalid_evidence: { status: 422, retryable: false, summary: 'A cited fact is not from the handed-off session, its project, or the returning agent.' },
+  invalid_evidence: {
+    status: 422,
+    retryable: false,
+    summary: 'A cited fact is not from the handed-off session, its project, or the returning agent.',
+  },
   not_visible: { status: 403, retryable: false, summary: 'The agent may not act on this handoff.' },
   unauthenticated: { status: 401, retryable: false, summary: 'No valid Authorization: Bearer token was given.' },
   invalid_token: { status: 401, retryable: false, summary: 'The token is unknown, revoked, or its agent was removed.' },
-  invalid_signature: { status: 401, retryable: false, summary: 'A webhook callback\'s Baton-Signature is missing or is not the HMAC of its timestamp and body with the recipient agent\'s secret.' },
-  stale_timestamp: { status: 401, retryable: false, summary: 'A webhook callback\'s Baton-Timestamp is more than 5 minutes from Baton\'s clock; sign it again with the current time.' },
+  invalid_signature: {
+    status: 401,
+    retryable: false,
+    summary:
+      "A webhook callback's Baton-Signature is missing or is not the HMAC of its timestamp and body with the recipient agent's secret.",
+  },
+  stale_timestamp: {
+    status: 401,
+    retryable: false,
+    summary: "A webhook callback's Baton-Timestamp is more than 5 minutes from Baton's clock; sign it again with the current time.",
+  },
   turn_not_found: { status: 404, retryable: false, summary: 'No turn of a webhook agent has that request id.' },
-  forbidden: { status: 403, retryable: false, summary: 'The token does not allow this (an admin token is needed, or it is another agent\'s).' },
-  csrf_failed: { status: 403, retryable: false, summary: 'A browser-session request that changes something came without the session\'s CSRF token (`X-CSRF-Token`) or from another origin.' },
-  host_not_allowed: { status: 403, retryable: false, summary: 'The request\'s Host is not one of the API\'s allowed hosts (`BATON_ALLOWED_HOSTS`); browser pages, sign-in and cookie sessions answer only there.' },
+  forbidden: {
+    status: 403,
+    retryable: false,
+    summary: "The token does not allow this (an admin token is needed, or it is another agent's).",
+  },
+  csrf_failed: {
+    status: 403,
+    retryable: false,
+    summary:
+      "A browser-session request that changes something came without the session's CSRF token (`X-CSRF-Token`) or from another origin.",
+  },
+  host_not_allowed: {
+    status: 403,
+    retryable: false,
+    summary:
+      "The request's Host is not one of the API's allowed hosts (`BATON_ALLOWED_HOSTS`); browser pages, sign-in and cookie sessions answer only there.",
+  },
   identity_mismatch: { status: 403, retryable: false, summary: 'The request names another agent than the one the token belongs to.' },
   rate_limited: { status: 429, retryable: true, summary: 'Too many requests from this token; wait for Retry-After seconds.' },
   token_not_found: { status: 404, retryable: false, summary: 'No token with that id.' },
@@ -69,7 +128,12 @@ export const ERROR_CATALOG = {
       'This API process serves no event stream (it was built without one, e.g. an embedded app); nothing was done. ' +
       'Retry against a process started by `baton api` or `baton serve`.',
   },
-  shutting_down: { status: 503, retryable: true, summary: 'This API process is shutting down and takes no new requests; nothing was done. Retry (another process, or this one once restarted, answers).' },
+  shutting_down: {
+    status: 503,
+    retryable: true,
+    summary:
+      'This API process is shutting down and takes no new requests; nothing was done. Retry (another process, or this one once restarted, answers).',
+  },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -24,7 +24,11 @@ export const CODEX_ENV_NAMES = [
 ] as const;
 
 /** The variables of `env` named in `names` that are set (an empty value counts as unset unless `keepEmpty`). */
-export function pickEnv(env: Readonly<Record<string, string | undefined>>, names: readonly string[], keepEmpty = false): Record<string, string> {
+export function pickEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  names: readonly string[],
+  keepEmpty = false,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of names) {
     const value = env[name];

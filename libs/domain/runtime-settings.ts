@@ -52,20 +52,24 @@ export function parseSetting(key: SettingKey, value: unknown): { ok: true; value
       return { ok: false, error: 'enabledAfter must be an ISO 8601 time (2026-12-01T09:00:00Z) or null' };
     }
     case 'connections':
-      return value === 'open' || value === 'restricted' ? { ok: true, value } : { ok: false, error: 'connections must be "open" or "restricted"' };
+      return value === 'open' || value === 'restricted'
+        ? { ok: true, value }
+        : { ok: false, error: 'connections must be "open" or "restricted"' };
     case 'outageGuard': {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         return { ok: false, error: 'outageGuard must be an object: {"<provider>": {"statusUrl"?: url, "down"?: bool, "detail"?: text}}' };
       }
       for (const [provider, spec] of Object.entries(value as Record<string, unknown>)) {
-        if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return { ok: false, error: `outageGuard.${provider} must be an object` };
+        if (typeof spec !== 'object' || spec === null || Array.isArray(spec))
+          return { ok: false, error: `outageGuard.${provider} must be an object` };
         const s = spec as Record<string, unknown>;
         const extra = Object.keys(s).filter((k) => !['statusUrl', 'down', 'detail'].includes(k));
         if (extra.length > 0) return { ok: false, error: `outageGuard.${provider} has unknown fields: ${extra.join(', ')}` };
         if (s['statusUrl'] !== undefined && (typeof s['statusUrl'] !== 'string' || !/^https?:\/\//.test(s['statusUrl']))) {
           return { ok: false, error: `outageGuard.${provider}.statusUrl must be an http(s) URL` };
         }
-        if (s['down'] !== undefined && typeof s['down'] !== 'boolean') return { ok: false, error: `outageGuard.${provider}.down must be true or false` };
+        if (s['down'] !== undefined && typeof s['down'] !== 'boolean')
+          return { ok: false, error: `outageGuard.${provider}.down must be true or false` };
         if (s['detail'] !== undefined && (typeof s['detail'] !== 'string' || s['detail'].length > 500)) {
           return { ok: false, error: `outageGuard.${provider}.detail must be text of at most 500 characters` };
         }

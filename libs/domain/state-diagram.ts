@@ -41,7 +41,8 @@ export function renderWorkStateDiagram(): string {
       edges.set(key, edge);
     }
   }
-  for (const [key, edge] of edges) lines.push(`    ${key} (${edge.actors.join('/')})${edge.result ? `, ${RESULT_LABEL[edge.result]}` : ''}`);
+  for (const [key, edge] of edges)
+    lines.push(`    ${key} (${edge.actors.join('/')})${edge.result ? `, ${RESULT_LABEL[edge.result]}` : ''}`);
   for (const state of WORK_STATES) {
     const when = DELIVERY_STATES.filter((d) => workMoveWhenDeliverySettles(d)?.to === state);
     if (when.length > 0) lines.push(`    note right of ${state}: also when the delivery ends ${when.join(' or ')} (system)`);

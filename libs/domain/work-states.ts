@@ -86,14 +86,17 @@ export function refusedWorkMove(from: WorkState, event: WorkEvent): string {
     case 'claimed':
       return over ? `its work is already ${from}: there is nothing left to accept` : `its work is already ${from}`;
     case 'cancelled':
-      if (from === 'returned') return 'its work was already returned: close it instead (close accepted, revision --note …, or blocked --note …)';
+      if (from === 'returned')
+        return 'its work was already returned: close it instead (close accepted, revision --note …, or blocked --note …)';
       return `its work is already ${from}: there is nothing left to cancel`;
     case 'returned':
     case 'return_failed':
       return over ? `its work is already ${from}: there is nothing left to return` : `its work is ${from}, not claimed: accept it first`;
     case 'closed_accepted':
     case 'revision_requested':
-      return over ? `its work is already ${from}` : `its work is ${from}: it has not been returned yet (wait for the return, or close it blocked)`;
+      return over
+        ? `its work is already ${from}`
+        : `its work is ${from}: it has not been returned yet (wait for the return, or close it blocked)`;
     case 'closed_blocked':
       return `its work is already ${from}`;
     case 'lease_expired':

@@ -18,7 +18,10 @@ export type ReleaseDeps = LoadDeps & TransitionDeps & WakeDeps;
  * queued, it is not delivered). Work (a handoff with a title) is returned instead.
  * @throws BatonError handoff_not_found, not_recipient, not_a_message, invalid_transition, stale_revision
  */
-export async function acknowledgeHandoff(deps: AcknowledgeDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
+export async function acknowledgeHandoff(
+  deps: AcknowledgeDeps,
+  input: { project: string; id: string; as: string; tokenId?: string | null },
+): Promise<HandoffView> {
   const { h } = await loadAsAgent(deps, input);
   const as = input.as.toLowerCase();
   if (h.recipientHandle !== as) throw new BatonError('not_recipient', `${as} is not the recipient of handoff ${h.id}`);

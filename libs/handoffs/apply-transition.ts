@@ -2,8 +2,25 @@ import { BatonError } from '../domain/errors.ts';
 import type { DeliveryState } from '../domain/delivery-states.ts';
 import { isSettled } from '../domain/delivery-states.ts';
 import { planTransition, type DeliveryEvent } from '../domain/transitions.ts';
-import { WORK_TRANSITIONS, planWorkMove, workMoveWhenDeliverySettles, type WorkActor, type WorkEvent, type WorkState } from '../domain/work-states.ts';
-import type { AttemptInsert, AttemptUpdate, HandoffCounter, HandoffPatch, HandoffRepository, HeadReservation, TransitionStep, TransitionWrite, WorkItem } from '../db/handoff-repository.ts';
+import {
+  WORK_TRANSITIONS,
+  planWorkMove,
+  workMoveWhenDeliverySettles,
+  type WorkActor,
+  type WorkEvent,
+  type WorkState,
+} from '../domain/work-states.ts';
+import type {
+  AttemptInsert,
+  AttemptUpdate,
+  HandoffCounter,
+  HandoffPatch,
+  HandoffRepository,
+  HeadReservation,
+  TransitionStep,
+  TransitionWrite,
+  WorkItem,
+} from '../db/handoff-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Actor, EventPublisher } from './ports.ts';
 
@@ -62,7 +79,13 @@ type Deps = { readonly handoffs: HandoffRepository; readonly clock: Clock; reado
 function settleWork(to: DeliveryState, actor: Actor, reason: string | null): TransitionWrite['moveWork'] {
   const rule = workMoveWhenDeliverySettles(to);
   if (!rule) return undefined;
-  const event = { event: rule.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: reason ?? `the delivery ended ${to}` };
+  const event = {
+    event: rule.event,
+    actorKind: actor.kind,
+    actorId: actor.id,
+    tokenId: actor.tokenId ?? null,
+    reason: reason ?? `the delivery ended ${to}`,
+  };
   return { from: rule.from, to: rule.to, event, result: rule.result };
 }
 
@@ -74,7 +97,13 @@ function settleWork(to: DeliveryState, actor: Actor, reason: string | null): Tra
  * @throws BatonError invalid_transition / transition_not_permitted (refused by the table),
  *   stale_revision (someone moved it first; nothing written), handoff_not_found.
  */
-export function applyTransition(deps: Deps, h: HandoffAtRevision, event: DeliveryEvent, actor: Actor, opts: TransitionOptions = {}): Promise<HandoffAtRevision> {
+export function applyTransition(
+  deps: Deps,
+  h: HandoffAtRevision,
+  event: DeliveryEvent,
+  actor: Actor,
+  opts: TransitionOptions = {},
+): Promise<HandoffAtRevision> {
   return applyTransitions(deps, h, [[event, opts]], actor);
 }
 
@@ -105,7 +134,14 @@ export async function applyTransitions(
     steps.push({
       from: state,
       to,
-      event: { event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: opts.reason ?? null, detail: opts.detail },
+      event: {
+        event,
+        actorKind: actor.kind,
+        actorId: actor.id,
+        tokenId: actor.tokenId ?? null,
+        reason: opts.reason ?? null,
+        detail: opts.detail,
+      },
     });
     // An UNCERTAIN handoff's not_before is when its history is scanned next; it means nothing
     // once the handoff leaves UNCERTAIN (a proof that it was never written sends it again now).
@@ -119,7 +155,12 @@ export async function applyTransitions(
       // Every work state from which the table allows this move: the statement re-checks it.
       const from = WORK_TRANSITIONS.filter((r) => r.event === wk.event && r.actors.includes(wk.role)).flatMap((r) => r.from);
       const rule = planWorkMove(wk.current, wk.event, wk.role);
-      moveWork = { from, to: rule.to, event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: wk.reason }, result: rule.result };
+      moveWork = {
+        from,
+        to: rule.to,
+        event: { event: wk.event, actorKind: actor.kind, actorId: actor.id, tokenId: actor.tokenId ?? null, reason: wk.reason },
+        result: rule.result,
+      };
     } else if (wk === undefined) {
       moveWork = settleWork(to, actor, opts.reason ?? null) ?? moveWork;
     }
@@ -170,11 +211,15 @@ export async function applyTransitions(
     if (guard.anyRevision) throw new BatonError('stale_revision', `handoff ${h.id} is no longer ${h.deliveryState}`);
     const current = await deps.handoffs.findById(h.id);
     if (!current) throw new BatonError('handoff_not_found', `handoff ${h.id} does not exist`);
-    throw new BatonError('stale_revision', `handoff ${h.id} changed since revision ${h.revision}; it is now ${current.deliveryState} at revision ${current.revision}`, {
-      expectedRevision: h.revision,
-      currentRevision: current.revision,
-      currentState: current.deliveryState,
-    });
+    throw new BatonError(
+      'stale_revision',
+      `handoff ${h.id} changed since revision ${h.revision}; it is now ${current.deliveryState} at revision ${current.revision}`,
+      {
+        expectedRevision: h.revision,
+        currentRevision: current.revision,
+        currentState: current.deliveryState,
+      },
+    );
   }
   deps.events.published(written.eventIds);
   const revision = written.revision;

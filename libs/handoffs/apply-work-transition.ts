@@ -111,11 +111,18 @@ export async function applyWorkTransition(
   const current = await deps.handoffs.findById(h.id);
   if (!current) throw new BatonError('handoff_not_found', `handoff ${h.id} does not exist`);
   if (opts.claimToken !== undefined && current.claimToken !== opts.claimToken) {
-    throw new BatonError('claim_lost', `the claim on handoff ${h.id} is no longer current (its lease ran out, or it was returned); nothing changed`);
+    throw new BatonError(
+      'claim_lost',
+      `the claim on handoff ${h.id} is no longer current (its lease ran out, or it was returned); nothing changed`,
+    );
   }
-  throw new BatonError('stale_revision', `handoff ${h.id} changed since work revision ${h.workRevision}; its work is now ${current.workState} at revision ${current.workRevision}`, {
-    expectedRevision: h.workRevision,
-    currentRevision: current.workRevision,
-    currentState: current.workState,
-  });
+  throw new BatonError(
+    'stale_revision',
+    `handoff ${h.id} changed since work revision ${h.workRevision}; its work is now ${current.workState} at revision ${current.workRevision}`,
+    {
+      expectedRevision: h.workRevision,
+      currentRevision: current.workRevision,
+      currentState: current.workState,
+    },
+  );
 }

@@ -55,14 +55,23 @@ export type ReservationDeps = MoveDeps &
  * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations.
  * `follow`: the run's slot lends its place while it only waits for a turn (RunSlot).
  */
-export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly reservations: AttemptReservations } & Pick<RunSlot, 'follow'>;
+export type WriteLock = Pick<TurnLockHandle, 'fence' | 'stillHeld'> & { readonly reservations: AttemptReservations } & Pick<
+    RunSlot,
+    'follow'
+  >;
 
 /** A reservation whose outcome is in doubt, and what the run knows of it. */
 export type InDoubt =
   /** The statement carrying the outstanding reservation failed with its connection: it may have committed. */
   | { readonly kind: 'reply-lost'; readonly cause: unknown }
   /** The reservation committed at `h`, and the run will not write it (it lost the turn lock first). */
-  | { readonly kind: 'not-written'; readonly h: HandoffAtRevision; readonly attemptId: string; readonly requestId: string; readonly reason: string };
+  | {
+      readonly kind: 'not-written';
+      readonly h: HandoffAtRevision;
+      readonly attemptId: string;
+      readonly requestId: string;
+      readonly reason: string;
+    };
 
 /** What the read-back found of a reservation. */
 type Found =
@@ -106,7 +115,10 @@ export class AttemptReservations {
     const now = this.deps.clock.now();
     // The connection rules under which a handoff may go out now, by the one rule `deliver`
     // applies (holdReason): none while delivery is paused.
-    const passing = { none: holdReason(settings, null, now) === null, rules: CONNECTION_RULES.filter((rule) => holdReason(settings, rule, now) === null) };
+    const passing = {
+      none: holdReason(settings, null, now) === null,
+      rules: CONNECTION_RULES.filter((rule) => holdReason(settings, rule, now) === null),
+    };
     if (!passing.none && passing.rules.length === 0) return undefined;
     if ((await this.deps.outage.check(adapter.provider, settings.outageGuard[adapter.provider])).down) return undefined;
     const requestId = this.begin(now);
@@ -149,9 +161,18 @@ export class AttemptReservations {
         reason: `attempt ${h.attemptCount + 1}`,
         detail: { requestId },
         increment: ['attemptCount'],
-        insertAttempt: { id: attemptId, number: h.attemptCount + 1, requestId, workerId: this.deps.workerId, deliveryTarget: record.deliveryTarget, fence: this.run.fence },
+        insertAttempt: {
+          id: attemptId,
+          number: h.attemptCount + 1,
+          requestId,
+          workerId: this.deps.workerId,
+          deliveryTarget: record.deliveryTarget,
+          fence: this.run.fence,
+        },
         patch: { deliveryDetail: null, notBefore: null },
-        ...(record.recipientId ? { moveOthers: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: QUEUED_BEHIND_REASON } } : {}),
+        ...(record.recipientId
+          ? { moveOthers: { recipientId: record.recipientId, event: 'recipient_busy' as const, reason: QUEUED_BEHIND_REASON } }
+          : {}),
       },
     ];
     return { move: reservation, attemptId, requestId };
@@ -224,12 +245,22 @@ export class AttemptReservations {
     const done: Step = doubt.kind === 'not-written' ? { kind: 'stopped' } : { kind: 'next' };
     // The run that lost its lock records that first, from what it knows (one statement).
     let unwritten: HandoffAtRevision | null = doubt.kind === 'not-written' ? doubt.h : null;
-    const reason = doubt.kind === 'not-written' ? doubt.reason : 'the reservation committed but its reply was lost, and the write was never started';
+    const reason =
+      doubt.kind === 'not-written' ? doubt.reason : 'the reservation committed but its reply was lost, and the write was never started';
     for (let attempt = 1; ; attempt++) {
       try {
         if (unwritten) {
           const attemptId = doubt.kind === 'not-written' ? doubt.attemptId : '';
-          const moved = await move(deps, unwritten, [['lock_lost', { reason, patch: { deliveryDetail: null }, updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true } }]]);
+          const moved = await move(deps, unwritten, [
+            [
+              'lock_lost',
+              {
+                reason,
+                patch: { deliveryDetail: null },
+                updateAttempt: { id: attemptId, status: 'not_sent', error: reason, finished: true },
+              },
+            ],
+          ]);
           if (moved) return done;
           unwritten = null;
         }
@@ -244,7 +275,10 @@ export class AttemptReservations {
               unwritten = atRevision(found.row);
               continue;
             }
-            deps.logger.info({ handoffId: found.row.id, requestId }, 'the attempt reservation committed although its reply was lost; sending it');
+            deps.logger.info(
+              { handoffId: found.row.id, requestId },
+              'the attempt reservation committed although its reply was lost; sending it',
+            );
             return { kind: 'next', next: await deps.handoffs.nextWork(this.run.agentId, deps.clock.now(), deps.deployment) };
           case 'taken-over': {
             deps.unwritten.delete(requestId);
@@ -273,7 +307,10 @@ export class AttemptReservations {
       } catch (err) {
         if (!isDatabaseUnavailable(err)) throw err;
         if (attempt >= SETTLE_TRIES) {
-          deps.logger.warn({ err, requestId, agentId: this.run.agentId }, 'could not read back an attempt reservation; leaving it to the next lock holder');
+          deps.logger.warn(
+            { err, requestId, agentId: this.run.agentId },
+            'could not read back an attempt reservation; leaving it to the next lock holder',
+          );
           return doubt.kind === 'not-written' ? { kind: 'stopped' } : { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
         }
         await sleep(deps.timing.unreachableRetryMs);
@@ -304,7 +341,11 @@ export class AttemptReservations {
   /** A handoff proven never written goes out again now: queue its recipient (the sweep would, later). */
   private async wakeAfterProof(row: HandoffRecord, revision: number): Promise<void> {
     if (!row.recipientId || !row.provider) return;
-    const job = { ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }), cause: 'due' as const, handoffId: row.id };
+    const job = {
+      ...routeOf({ recipientId: row.recipientId, provider: row.provider, pool: row.pool }),
+      cause: 'due' as const,
+      handoffId: row.id,
+    };
     await this.deps.scheduler.enqueue(job, JOB_IDS.unsentProven(row.id, revision)).catch((err: unknown) => {
       this.deps.logger.warn({ err, handoffId: row.id }, 'could not queue the proven-unsent handoff; the sweep will');
     });

@@ -6,7 +6,13 @@
 import { refusalBudgetSpent } from '../domain/delivery-policy.ts';
 import { assertNever } from '../domain/errors.ts';
 import { holdReason } from '../domain/runtime-settings.ts';
-import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type TurnObservation, type TurnRequest } from '../adapters/provider-adapter.ts';
+import {
+  endOfObservation,
+  type DeliveryTarget,
+  type ProviderAdapter,
+  type TurnObservation,
+  type TurnRequest,
+} from '../adapters/provider-adapter.ts';
 import type { AttemptUpdate, WorkItem } from '../db/handoff-repository.ts';
 import { type HandoffAtRevision } from './apply-transition.ts';
 import { AttemptReservations, type WriteLock } from './attempt-reservations.ts';
@@ -34,7 +40,15 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
   }
   const h = atRevision(record);
   if (!item.recipient?.current) {
-    await move(deps, h, [['recipient_gone', { reason: 'the recipient (or the session it had when the handoff was sent) no longer exists', patch: { deliveryDetail: 'recipient gone; not redirected' } }]]);
+    await move(deps, h, [
+      [
+        'recipient_gone',
+        {
+          reason: 'the recipient (or the session it had when the handoff was sent) no longer exists',
+          patch: { deliveryDetail: 'recipient gone; not redirected' },
+        },
+      ],
+    ]);
     return { kind: 'next' };
   }
   const adapter = deps.adapters.get(record.provider ?? '');
@@ -76,7 +90,9 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
     }
     if (busy) {
       if (h.deliveryState === 'WAITING') {
-        await move(deps, h, [['recipient_busy', { reason: 'the session reports it is in a turn', notBeforeInMs: deps.timing.busyRetryMs }]]);
+        await move(deps, h, [
+          ['recipient_busy', { reason: 'the session reports it is in a turn', notBeforeInMs: deps.timing.busyRetryMs }],
+        ]);
       }
       return { kind: 'pause', retryInMs: deps.timing.busyRetryMs };
     }
@@ -132,13 +148,23 @@ async function sendReserved(
   // call). A holder cut off from Redis, or overtaken, writes nothing and says so.
   await deps.hooks?.beforeWrite?.(record.recipientId ?? '');
   if (!(await lock.stillHeld())) {
-    return lock.reservations.settle({ kind: 'not-written', h, attemptId, requestId, reason: 'the turn lock was lost before the write; nothing was written' });
+    return lock.reservations.settle({
+      kind: 'not-written',
+      h,
+      attemptId,
+      requestId,
+      reason: 'the turn lock was lost before the write; nothing was written',
+    });
   }
   // The write itself is never aborted: once started, its outcome must be recorded.
   deps.unwritten.delete(requestId);
   const wroteAt = deps.clock.now();
   const sent = await adapter.sendTurn(target, turn, NEVER);
-  const attempt = (status: AttemptUpdate['status'], extra: Partial<AttemptUpdate> = {}): AttemptUpdate => ({ id: attemptId, status, ...extra });
+  const attempt = (status: AttemptUpdate['status'], extra: Partial<AttemptUpdate> = {}): AttemptUpdate => ({
+    id: attemptId,
+    status,
+    ...extra,
+  });
   switch (sent.outcome) {
     case 'accepted': {
       const accepted: Move = ['turn_accepted', { updateAttempt: attempt('accepted', { accepted: true, observed: true }) }];
@@ -154,7 +180,15 @@ async function sendReserved(
       }
       const end = seen ? endOfObservation(seen) : null;
       if (end) {
-        const ended = endMoves(h, end, attemptId, isWorkOpen(record), record.workState, end.status === 'busy' ? busyRetryInMs(deps, history) : 0, deps.windows);
+        const ended = endMoves(
+          h,
+          end,
+          attemptId,
+          isWorkOpen(record),
+          record.workState,
+          end.status === 'busy' ? busyRetryInMs(deps, history) : 0,
+          deps.windows,
+        );
         // The end of the turn and the choice of the next one: one statement.
         return endTurn(deps, h, didNothing(end) ? [accepted, ...ended] : [accepted, started(attemptId), ...ended], record, lock);
       }
@@ -170,7 +204,15 @@ async function sendReserved(
       return { kind: 'pause', retryInMs: busy.retryInMs };
     }
     case 'rejected': {
-      const refused: Move = ['owner_rejected', { reason: sent.reason, increment: ['refusals'], patch: { deliveryDetail: sent.reason }, updateAttempt: attempt('rejected', { error: sent.reason, finished: true }) }];
+      const refused: Move = [
+        'owner_rejected',
+        {
+          reason: sent.reason,
+          increment: ['refusals'],
+          patch: { deliveryDetail: sent.reason },
+          updateAttempt: attempt('rejected', { error: sent.reason, finished: true }),
+        },
+      ];
       const spent = refusalBudgetSpent({ ...h, refusals: h.refusals + 1 });
       await move(deps, h, spent ? [refused, ['rejected_twice', { reason: `refused ${h.refusals + 1} times` }]] : [refused]);
       return { kind: 'next' };
@@ -183,11 +225,27 @@ async function sendReserved(
       return unsent.retryInMs !== null ? { kind: 'pause', retryInMs: unsent.retryInMs } : { kind: 'next' };
     }
     case 'gone':
-      await move(deps, h, [['recipient_gone', { reason: sent.reason, patch: { deliveryDetail: sent.reason }, updateAttempt: attempt('cancelled', { error: sent.reason, finished: true }) }]]);
+      await move(deps, h, [
+        [
+          'recipient_gone',
+          {
+            reason: sent.reason,
+            patch: { deliveryDetail: sent.reason },
+            updateAttempt: attempt('cancelled', { error: sent.reason, finished: true }),
+          },
+        ],
+      ]);
       return { kind: 'next' };
     case 'lost':
       await move(deps, h, [
-        ['reply_lost', { reason: sent.error, patch: { deliveryDetail: 'the write may have landed; reconciling by observation, never resent blindly' }, updateAttempt: attempt('lost', { error: sent.error }) }],
+        [
+          'reply_lost',
+          {
+            reason: sent.error,
+            patch: { deliveryDetail: 'the write may have landed; reconciling by observation, never resent blindly' },
+            updateAttempt: attempt('lost', { error: sent.error }),
+          },
+        ],
       ]);
       return { kind: 'next' };
     default:
@@ -207,7 +265,16 @@ export async function resumeTurn(deps: DeliverDeps, item: WorkItem, stop: AbortS
     if (!item.recipient?.current) {
       deps.unwritten.delete(item.attempt.requestId);
       const reason = 'the recipient (or the session it had when the handoff was sent) no longer exists';
-      await move(deps, h, [['recipient_gone', { reason, patch: { deliveryDetail: 'recipient gone; not redirected' }, updateAttempt: { id: item.attempt.id, status: 'cancelled', error: reason, finished: true } }]]);
+      await move(deps, h, [
+        [
+          'recipient_gone',
+          {
+            reason,
+            patch: { deliveryDetail: 'recipient gone; not redirected' },
+            updateAttempt: { id: item.attempt.id, status: 'cancelled', error: reason, finished: true },
+          },
+        ],
+      ]);
       return { kind: 'next' };
     }
     return sendReserved(deps, item, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, lock);
@@ -228,5 +295,16 @@ export async function resumeTurn(deps: DeliverDeps, item: WorkItem, stop: AbortS
   }
   const adapter = deps.adapters.get(record.provider ?? '');
   if (!adapter) return { kind: 'pause', retryInMs: deps.timing.unreachableRetryMs };
-  return watch(deps, h, item.attempt.id, item.attempt.requestId, adapter, targetOf(item), stop, record, item.attempt.acceptedAt ?? item.attempt.startedAt, lock);
+  return watch(
+    deps,
+    h,
+    item.attempt.id,
+    item.attempt.requestId,
+    adapter,
+    targetOf(item),
+    stop,
+    record,
+    item.attempt.acceptedAt ?? item.attempt.startedAt,
+    lock,
+  );
 }

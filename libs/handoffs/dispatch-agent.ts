@@ -30,7 +30,12 @@ export interface DispatchSummary {
  * agents of `deps.deployment`): it ends `idle`, writing nothing and queuing nothing, because
  * the lock it took is not the one that agent's deployment holds during its turns.
  */
-export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signals: DispatchSignals, run: RunSlot = {}): Promise<DispatchSummary> {
+export async function dispatchAgent(
+  deps: DispatchDeps,
+  job: DispatchJob,
+  signals: DispatchSignals,
+  run: RunSlot = {},
+): Promise<DispatchSummary> {
   const attempt = await deps.locks.acquire(job.agentId);
   if (!attempt.acquired) {
     // Another worker holds the agent's turn. Nothing to do: the acquisition left it a pending
@@ -53,15 +58,26 @@ export async function dispatchAgent(deps: DispatchDeps, job: DispatchJob, signal
   // latest move of a handoff decides (a resend that failed again in the same run waits longer).
   const dues = new Map<string, number>();
   // How this run reserves its attempts, and settles one whose outcome is in doubt.
-  const reservations = new AttemptReservations(deps, { agentId: job.agentId, provider: job.provider, fence: lock.fence, stop: stopStarting });
-  const runLock: WriteLock = { fence: lock.fence, stillHeld: () => lock.stillHeld(), reservations, ...(run.follow ? { follow: run.follow } : {}) };
+  const reservations = new AttemptReservations(deps, {
+    agentId: job.agentId,
+    provider: job.provider,
+    fence: lock.fence,
+    stop: stopStarting,
+  });
+  const runLock: WriteLock = {
+    fence: lock.fence,
+    stillHeld: () => lock.stillHeld(),
+    reservations,
+    ...(run.follow ? { follow: run.follow } : {}),
+  };
   try {
     // The head of the queue as the statement that ended the last turn found it, when it did.
     let carried: WorkItem | null | undefined;
     // An attempt this process reserved and never wrote is always taken on, even when the run is
     // stopping: it is written only while the lock is proven, and otherwise recorded as never
     // written (lock_lost), so none is left SENDING for the next holder to find UNCERTAIN.
-    const ours = (c: WorkItem | null | undefined) => c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unwritten.has(c.attempt.requestId));
+    const ours = (c: WorkItem | null | undefined) =>
+      c?.reserved !== undefined || (c?.live === true && c.attempt !== null && deps.unwritten.has(c.attempt.requestId));
     while (!stopStarting.aborted || ours(carried)) {
       let step: Step;
       try {

@@ -65,7 +65,11 @@ export async function earlierRequestsFor(
   sessionKeepsPrompts: boolean,
 ): Promise<EarlierRequests | undefined> {
   if (!sessionKeepsPrompts || !record.recipientId) return undefined;
-  const turns = await deps.sessionTurns.newestTurns(record.recipientId, record.deliveryTarget, DELIVERY_WORKER_DEFAULTS.earlierTurnsLookBack);
+  const turns = await deps.sessionTurns.newestTurns(
+    record.recipientId,
+    record.deliveryTarget,
+    DELIVERY_WORKER_DEFAULTS.earlierTurnsLookBack,
+  );
   const earlier = earlierRequestsOf(turns, record.id, requestId);
   return earlier.replaces.length + earlier.withdrawn.length + earlier.pending.length > 0 ? earlier : undefined;
 }

@@ -179,7 +179,8 @@ export class EventFeed {
   private promote(now: LogHorizon): void {
     const atMs = this.opts.clock.now().getTime();
     const last = this.pending[this.pending.length - 1];
-    if (now.top > this.safe && (last === undefined || now.top > last.top)) this.pending.push({ top: now.top, writers: new Set(now.writers), atMs });
+    if (now.top > this.safe && (last === undefined || now.top > last.top))
+      this.pending.push({ top: now.top, writers: new Set(now.writers), atMs });
     const writing = new Set(now.writers);
     const keep: typeof this.pending = [];
     for (const p of this.pending) {
@@ -248,7 +249,14 @@ export class EventFeed {
         if (f.req.ready) await f.req.ready();
         if (f.stopped) return;
         const upTo = this.tail;
-        const page = await this.opts.log.visibleBetween(f.req.projectId, f.req.viewer, f.req.handoffId, f.through, upTo, EVENT_FEED_DEFAULTS.pageSize);
+        const page = await this.opts.log.visibleBetween(
+          f.req.projectId,
+          f.req.viewer,
+          f.req.handoffId,
+          f.through,
+          upTo,
+          EVENT_FEED_DEFAULTS.pageSize,
+        );
         if (f.stopped) return;
         f.through = page.length === EVENT_FEED_DEFAULTS.pageSize ? page[page.length - 1]!.id : upTo;
         if (page.length > 0) f.req.deliver(page);
@@ -276,7 +284,10 @@ export class EventFeed {
 export async function followEvents(
   deps: LoadDeps,
   feed: EventFeed,
-  input: { projectSlug: string; viewer: Viewer; handoffId: string | null; after: bigint | null } & Pick<FollowRequest, 'deliver' | 'end' | 'ready'>,
+  input: { projectSlug: string; viewer: Viewer; handoffId: string | null; after: bigint | null } & Pick<
+    FollowRequest,
+    'deliver' | 'end' | 'ready'
+  >,
 ): Promise<Following> {
   const project = await resolveProject(deps, input.projectSlug);
   if (input.handoffId !== null) await loadVisible(deps, input.projectSlug, input.handoffId, input.viewer);

@@ -19,12 +19,18 @@ export async function expireLeases(deps: ExpireLeasesDeps): Promise<number> {
     const h = await deps.handoffs.findById(e.id);
     if (!h || h.workState !== 'claimed' || h.claimToken !== e.claimToken) continue;
     try {
-      await applyWorkTransition(deps, h, 'lease_expired', { role: 'system', handle: null }, {
-        reason: 'the claim was not renewed in time',
-        claimToken: e.claimToken,
-        patch: { claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null },
-        ...(h.attemptCount === 0 && h.deliveryState === 'ACCEPTED' ? { delivery: 'claim_released' as const } : {}),
-      });
+      await applyWorkTransition(
+        deps,
+        h,
+        'lease_expired',
+        { role: 'system', handle: null },
+        {
+          reason: 'the claim was not renewed in time',
+          claimToken: e.claimToken,
+          patch: { claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null },
+          ...(h.attemptCount === 0 && h.deliveryState === 'ACCEPTED' ? { delivery: 'claim_released' as const } : {}),
+        },
+      );
       n++;
     } catch (err) {
       if (!hasErrorCode(err, 'stale_revision') && !hasErrorCode(err, 'claim_lost')) throw err;

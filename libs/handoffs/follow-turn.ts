@@ -73,7 +73,12 @@ export async function watch(
     // Nobody can observe the turn right now. Past the limit, it is UNCERTAIN; else retry later.
     const from = since ?? deps.clock.now();
     if (deps.clock.now().getTime() - from.getTime() >= deps.windows.unobservableAfterMs) {
-      await move(deps, h, [['unobservable', { reason: `nobody could observe the turn: ${(err as Error).message}`, updateAttempt: { id: attemptId, status: 'lost' } }]]);
+      await move(deps, h, [
+        [
+          'unobservable',
+          { reason: `nobody could observe the turn: ${(err as Error).message}`, updateAttempt: { id: attemptId, status: 'lost' } },
+        ],
+      ]);
       return { kind: 'next' };
     }
     deps.logger.warn({ err, handoffId: h.id, requestId }, 'could not observe the turn; retrying later');
@@ -107,11 +112,19 @@ function nextStep(moved: (HandoffAtRevision & { readonly nextWork?: WorkItem | n
  * its reservation: one round trip). It reserves only after a settled end: the session is then
  * between turns, and only then is the head it read kept (nextStep).
  */
-export async function endTurn(deps: MoveDeps & Pick<DispatchDeps, 'deployment'>, h: HandoffAtRevision, moves: readonly Move[], record: HandoffRecord, lock: WriteLock): Promise<Step> {
+export async function endTurn(
+  deps: MoveDeps & Pick<DispatchDeps, 'deployment'>,
+  h: HandoffAtRevision,
+  moves: readonly Move[],
+  record: HandoffRecord,
+  lock: WriteLock,
+): Promise<Step> {
   if (!record.recipientId) return nextStep(await move(deps, h, moves), moves);
   const final = moves.reduce<DeliveryState>((state, [event]) => planTransition(state, event, 'system'), h.deliveryState);
   const reserve = isSettled(final) ? await lock.reservations.withHead('turn-end') : undefined;
-  const guard: TransitionGuard = { thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) } };
+  const guard: TransitionGuard = {
+    thenNextWork: { recipientId: record.recipientId, deployment: deps.deployment, ...(reserve ? { reserve } : {}) },
+  };
   const moved = await move(deps, h, moves, guard);
   lock.reservations.headAnswered(reserve, moved?.nextWork);
   return nextStep(moved, moves);

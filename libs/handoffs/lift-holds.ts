@@ -41,10 +41,7 @@ export type LiftHoldsDeps = TransitionDeps &
  * `holdReason` before it moves.
  * @returns how many holds were lifted.
  */
-export async function liftHolds(
-  deps: LiftHoldsDeps,
-  opts: LiftHoldsOptions = {},
-): Promise<number> {
+export async function liftHolds(deps: LiftHoldsDeps, opts: LiftHoldsOptions = {}): Promise<number> {
   const pageSize = opts.pageSize ?? HOLDS_PAGE_SIZE;
   const maxPages = opts.maxPages ?? Infinity;
   const settings = await deps.settingsReader.get();
@@ -59,11 +56,17 @@ export async function liftHolds(
     for (const h of held) {
       if (holdReason(settings, h.connectionRule, deps.clock.now()) !== null) continue;
       try {
-        const moved = await applyTransition(deps, h, 'hold_lifted', SYSTEM_ACTOR, { reason: 'the block is gone', patch: { deliveryDetail: null } });
+        const moved = await applyTransition(deps, h, 'hold_lifted', SYSTEM_ACTOR, {
+          reason: 'the block is gone',
+          patch: { deliveryDetail: null },
+        });
         lifted++;
         if (h.recipientId && h.provider && h.provider !== 'manual') {
           await deps.scheduler
-            .enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, JOB_IDS.holdLifted(h.id, moved.revision))
+            .enqueue(
+              { ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id },
+              JOB_IDS.holdLifted(h.id, moved.revision),
+            )
             .catch((err: unknown) => deps.logger.warn({ err, handoffId: h.id }, 'could not queue a lifted handoff; the sweep will'));
         }
       } catch (err) {

@@ -79,7 +79,9 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
     deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - LIMITS.liveDeliveryTimesMs), LIMITS.liveSample, viewer),
     deps.liveView.perMinute(project.id, now, LIMITS.liveChartMinutes, LIMITS.liveSample, viewer),
   ]);
-  const recentFailures = recentlySettled.filter((h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= LIMITS.liveFailedAttentionMs);
+  const recentFailures = recentlySettled.filter(
+    (h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= LIMITS.liveFailedAttentionMs,
+  );
   const attention = [...inFlight, ...recentFailures]
     .map((handoff) => ({ handoff, reasons: reasonsFor(handoff, now) }))
     .filter((a) => a.reasons.length > 0);
@@ -95,5 +97,15 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
     }
     return { agent, activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle', live, queued, attention: needs };
   });
-  return { project: project.slug, at: now, lastEventId, agents: liveAgents, inFlight, recentlySettled, attention, deliveryTimes: { windowMs: LIMITS.liveDeliveryTimesMs, ...deliveryTimes }, perMinute };
+  return {
+    project: project.slug,
+    at: now,
+    lastEventId,
+    agents: liveAgents,
+    inFlight,
+    recentlySettled,
+    attention,
+    deliveryTimes: { windowMs: LIMITS.liveDeliveryTimesMs, ...deliveryTimes },
+    perMinute,
+  };
 }

@@ -32,12 +32,14 @@ export interface RegisterAgentInput {
  * workers deliver to it.
  * @throws BatonError unknown_provider, invalid_settings, project_not_found, agent_exists
  */
-export async function registerAgent(deps: Pick<CoreDeps, 'agents' | 'deployment' | 'clock' | 'logger'>, input: RegisterAgentInput): Promise<AgentRecord> {
+export async function registerAgent(
+  deps: Pick<CoreDeps, 'agents' | 'deployment' | 'clock' | 'logger'>,
+  input: RegisterAgentInput,
+): Promise<AgentRecord> {
   validateProviderSettings(input.provider, input.providerSettings ?? {});
   const project = await resolveProject(deps, input.project);
   const handle = input.handle.toLowerCase();
-  const deliveryTarget =
-    input.deliveryTarget !== undefined ? input.deliveryTarget : input.provider === 'manual' ? null : handle;
+  const deliveryTarget = input.deliveryTarget !== undefined ? input.deliveryTarget : input.provider === 'manual' ? null : handle;
   const agent = await deps.agents.insertOrRevive({
     id: newId(deps.clock.now().getTime()),
     projectId: project.id,
@@ -80,9 +82,19 @@ export type RemoveAgentDeps = Pick<CoreDeps, 'agents' | 'tokenCache' | 'events' 
  * statement, for good: registering the handle again does not bring them back.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function removeAgent(deps: RemoveAgentDeps, projectSlug: string, handle: string, tokenId: string | null = null): Promise<void> {
+export async function removeAgent(
+  deps: RemoveAgentDeps,
+  projectSlug: string,
+  handle: string,
+  tokenId: string | null = null,
+): Promise<void> {
   const project = await resolveProject(deps, projectSlug);
-  const removed = await deps.agents.remove(project.id, handle.toLowerCase(), deps.clock.now(), recipientGone(handle.toLowerCase(), tokenId));
+  const removed = await deps.agents.remove(
+    project.id,
+    handle.toLowerCase(),
+    deps.clock.now(),
+    recipientGone(handle.toLowerCase(), tokenId),
+  );
   if (!removed) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
   // Its tokens were revoked in that statement.
   deps.tokenCache?.invalidate();

@@ -7,7 +7,10 @@ import type { CoreDeps } from './ports.ts';
  * Creates a project: a scope of its own for agents, handoffs, sessions, facts and tokens.
  * @throws BatonError project_exists
  */
-export async function createProject(deps: Pick<CoreDeps, 'agents' | 'clock' | 'logger'>, input: { slug: string; name?: string | undefined }): Promise<ProjectRecord> {
+export async function createProject(
+  deps: Pick<CoreDeps, 'agents' | 'clock' | 'logger'>,
+  input: { slug: string; name?: string | undefined },
+): Promise<ProjectRecord> {
   const slug = input.slug.toLowerCase();
   const at = deps.clock.now();
   const project = await deps.agents.createProject(newId(at.getTime()), slug, input.name ?? slug);

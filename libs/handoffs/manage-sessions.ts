@@ -21,7 +21,10 @@ async function agentIn(deps: Pick<CoreDeps, 'agents'>, projectId: string, projec
  * Starts a tracked session: the work of one task across agents.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function createSession(deps: SessionDeps & Pick<CoreDeps, 'clock'>, input: { project: string; as: string; title: string; summary?: string | null | undefined }): Promise<SessionRecord> {
+export async function createSession(
+  deps: SessionDeps & Pick<CoreDeps, 'clock'>,
+  input: { project: string; as: string; title: string; summary?: string | null | undefined },
+): Promise<SessionRecord> {
   const project = await resolveProject(deps, input.project);
   await agentIn(deps, project.id, project.slug, input.as);
   const at = deps.clock.now();
@@ -30,7 +33,8 @@ export async function createSession(deps: SessionDeps & Pick<CoreDeps, 'clock'>,
 
 async function sessionIn(deps: Pick<CoreDeps, 'sessions'>, projectId: string, id: string): Promise<SessionRecord> {
   const session = isUuid(id) ? await deps.sessions.find(id) : null;
-  if (!session || session.projectId !== projectId) throw new BatonError('session_not_found', `no session ${JSON.stringify(id)} in this project`);
+  if (!session || session.projectId !== projectId)
+    throw new BatonError('session_not_found', `no session ${JSON.stringify(id)} in this project`);
   return session;
 }
 
@@ -49,15 +53,26 @@ export async function addFact(
   const session = await sessionIn(deps, project.id, input.sessionId);
   if (input.supersedes) {
     const [old] = await deps.sessions.factsByIds(isUuid(input.supersedes) ? [input.supersedes] : []);
-    if (!old || old.sessionId !== session.id) throw new BatonError('fact_not_found', `no fact ${JSON.stringify(input.supersedes)} in session ${session.id}`);
+    if (!old || old.sessionId !== session.id)
+      throw new BatonError('fact_not_found', `no fact ${JSON.stringify(input.supersedes)} in session ${session.id}`);
   }
   const at = deps.clock.now();
   const id = newId(at.getTime());
   const added = await deps.sessions.addFact(
-    { id, sessionId: session.id, projectId: project.id, authorId: author.id, kind: input.kind, text: input.text, supersedesId: input.supersedes ?? null, at },
+    {
+      id,
+      sessionId: session.id,
+      projectId: project.id,
+      authorId: author.id,
+      kind: input.kind,
+      text: input.text,
+      supersedesId: input.supersedes ?? null,
+      at,
+    },
     LIMITS.factsPerSession,
   );
-  if (!added) throw new BatonError('too_many_facts', `session ${session.id} already holds ${LIMITS.factsPerSession} facts, the most it may`);
+  if (!added)
+    throw new BatonError('too_many_facts', `session ${session.id} already holds ${LIMITS.factsPerSession} facts, the most it may`);
   const [fact] = await deps.sessions.factsByIds([id]);
   return fact!;
 }
@@ -110,6 +125,13 @@ export async function contextPacketFor(deps: Pick<CoreDeps, 'sessions'>, h: Hand
     session: session ? { id: session.id, title: session.title, summary: session.summary } : null,
     // A note the sender left when sending the work back (it is not closed yet).
     revisionNote: h.closeNote !== null && h.workResolution === null ? h.closeNote : null,
-    facts: facts.map((f) => ({ id: f.id, kind: f.kind, text: f.text, author: f.authorHandle, createdAt: f.createdAt, supersededBy: f.supersededById })),
+    facts: facts.map((f) => ({
+      id: f.id,
+      kind: f.kind,
+      text: f.text,
+      author: f.authorHandle,
+      createdAt: f.createdAt,
+      supersededBy: f.supersededById,
+    })),
   });
 }

@@ -40,7 +40,10 @@ export async function setSetting(deps: SetSettingDeps, key: string, value: unkno
  * them, as `setSetting` does).
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function setConnection(deps: SetSettingDeps & Pick<CoreDeps, 'agents'>, input: { project: string; from: string; to: string; rule: 'allow' | 'block' }): Promise<ConnectionRecord[]> {
+export async function setConnection(
+  deps: SetSettingDeps & Pick<CoreDeps, 'agents'>,
+  input: { project: string; from: string; to: string; rule: 'allow' | 'block' },
+): Promise<ConnectionRecord[]> {
   const project = await resolveProject(deps, input.project);
   const from = input.from.toLowerCase();
   const to = input.to.toLowerCase();

@@ -38,11 +38,16 @@ export interface RevokeDeps extends Pick<CoreDeps, 'tokenCache' | 'clock' | 'log
  *   was registered again: a token belongs to one generation of its agent)
  */
 export async function authenticate(deps: AuthDeps, authorization: string | undefined): Promise<Caller> {
-  if (!authorization) throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
+  if (!authorization)
+    throw new BatonError('unauthenticated', 'send Authorization: Bearer <token> (baton token create, or the admin token from baton init)');
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!m) throw new BatonError('unauthenticated', 'the Authorization header is not "Bearer <token>": send Authorization: Bearer baton_…');
   // Well formed, but no token Baton ever issued has this shape: as unknown as any other.
-  if (!TOKEN_RE.test(m[1]!)) throw new BatonError('unauthenticated', 'unknown or revoked token (a Baton token is baton_ and 43 more characters): check BATON_TOKEN or your profile');
+  if (!TOKEN_RE.test(m[1]!))
+    throw new BatonError(
+      'unauthenticated',
+      'unknown or revoked token (a Baton token is baton_ and 43 more characters): check BATON_TOKEN or your profile',
+    );
   return authenticateSecretHash(deps, hashToken(m[1]!));
 }
 
@@ -58,7 +63,8 @@ export async function authenticateSecretHash(deps: AuthDeps, secretHash: string)
   if (cached) return cached;
   const started = deps.tokenCache?.begin();
   const t = await deps.tokens.findBySecretHash(secretHash);
-  if (!t || t.revokedAt !== null || t.agentRemoved) throw new BatonError('invalid_token', 'unknown or revoked token (or its agent was removed): create a new one with baton token create');
+  if (!t || t.revokedAt !== null || t.agentRemoved)
+    throw new BatonError('invalid_token', 'unknown or revoked token (or its agent was removed): create a new one with baton token create');
   const caller: Caller = {
     tokenId: t.id,
     admin: t.isAdmin,
@@ -118,7 +124,8 @@ export async function listTokens(deps: Pick<CoreDeps, 'agents' | 'tokens'>, proj
  * every other (token-cache.ts). @throws BatonError token_not_found
  */
 export async function revokeToken(deps: RevokeDeps, id: string): Promise<void> {
-  if (!isUuid(id) || !(await deps.tokens.revoke(id, deps.clock.now()))) throw new BatonError('token_not_found', `no live token ${JSON.stringify(id)}`);
+  if (!isUuid(id) || !(await deps.tokens.revoke(id, deps.clock.now())))
+    throw new BatonError('token_not_found', `no live token ${JSON.stringify(id)}`);
   deps.tokenCache?.invalidate();
   deps.logger.info({ tokenId: id }, 'token revoked');
 }

@@ -11,7 +11,10 @@ import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 
 /** What observing one UNCERTAIN handoff touches: its recipient and adapter, the moves, the rescan job, the windows. */
-export type ObserveDeps = Pick<DispatchDeps, 'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows'>;
+export type ObserveDeps = Pick<
+  DispatchDeps,
+  'handoffs' | 'agents' | 'adapters' | 'scheduler' | 'events' | 'clock' | 'logger' | 'workerId' | 'windows'
+>;
 
 /** Longest error text kept in a failed look's event reason. */
 const REASON_ERROR_CHARS = 200;
@@ -34,7 +37,12 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
   const adapter = deps.adapters.get(c.handoff.provider ?? '');
   if (!adapter || !c.requestId || !c.attemptId || !c.handoff.recipientId) return 0;
   const agent = await deps.agents.findById(c.handoff.recipientId);
-  const target = { agentId: c.handoff.recipientId, handle: agent?.handle ?? '', target: c.handoff.deliveryTarget, settings: agent?.providerSettings ?? {} };
+  const target = {
+    agentId: c.handoff.recipientId,
+    handle: agent?.handle ?? '',
+    target: c.handoff.deliveryTarget,
+    settings: agent?.providerSettings ?? {},
+  };
   const h: HandoffAtRevision = c.handoff;
   let touched = 0;
   const move = async (event: DeliveryEvent, opts: TransitionOptions) => {
@@ -70,16 +78,29 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
         patch: { resultSummary: seen.result?.summary ?? null, result: seen.result?.output ?? null, deliveryDetail: null },
         updateAttempt: { id: c.attemptId, status: 'returned', finished: true, accepted: true, observed: true },
         ...(c.handoff.workState === 'open' || c.handoff.workState === 'claimed'
-          ? { moveWork: { current: c.handoff.workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn found in the history returned a result' } }
+          ? {
+              moveWork: {
+                current: c.handoff.workState,
+                event: 'returned' as const,
+                role: 'system' as const,
+                reason: 'the turn found in the history returned a result',
+              },
+            }
           : {}),
       });
       return touched;
     }
     if (seen.status === 'busy' || seen.status === 'rejected') {
       // Found, and it provably did nothing: settled exactly as the same answer to the write.
-      const end = seen.status === 'busy' ? ({ status: 'busy', detail: seen.error ?? 'busy; nothing done' } as const) : ({ status: 'rejected', reason: seen.error ?? 'refused' } as const);
+      const end =
+        seen.status === 'busy'
+          ? ({ status: 'busy', detail: seen.error ?? 'busy; nothing done' } as const)
+          : ({ status: 'rejected', reason: seen.error ?? 'refused' } as const);
       try {
-        await applyTransitions(deps, h, endMoves(h, end, c.attemptId, true, c.handoff.workState, 0, deps.windows), { ...SYSTEM_ACTOR, id: deps.workerId });
+        await applyTransitions(deps, h, endMoves(h, end, c.attemptId, true, c.handoff.workState, 0, deps.windows), {
+          ...SYSTEM_ACTOR,
+          id: deps.workerId,
+        });
         touched = 1;
       } catch (err) {
         if (!hasErrorCode(err, 'stale_revision')) throw err;
@@ -95,7 +116,11 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
     // The agent's next lock holder follows the turn to its end (resend rules included).
     if (moved && c.handoff.provider) {
       await deps.scheduler.enqueue(
-        { ...routeOf({ recipientId: c.handoff.recipientId, provider: c.handoff.provider, pool: c.handoff.pool }), cause: 'due', handoffId: h.id },
+        {
+          ...routeOf({ recipientId: c.handoff.recipientId, provider: c.handoff.provider, pool: c.handoff.pool }),
+          cause: 'due',
+          handoffId: h.id,
+        },
         JOB_IDS.observed(h.id, moved.revision),
       );
     }

@@ -39,7 +39,8 @@ export async function getHandoff(deps: GetHandoffDeps, projectSlug: string, id: 
     const notifications = await handoffs.notificationsFor(id);
     return { handoff: found, attempts, events, notifications };
   });
-  const handleOf = (agentId: string) => (agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '');
+  const handleOf = (agentId: string) =>
+    agentId === handoff.senderId ? handoff.senderHandle : agentId === handoff.recipientId ? (handoff.recipientHandle ?? '') : '';
   return { handoff, attempts, events, notifications: notifications.map((n) => ({ ...n, agentHandle: handleOf(n.agentId) })) };
 }
 
@@ -87,7 +88,8 @@ export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, 
   const beforeSeq = input.cursor ? decodeCursor(input.cursor) : undefined;
   const handles = [input.recipient, input.sender].filter((h): h is string => h !== undefined).map((h) => h.toLowerCase());
   const agents = handles.length > 0 ? await deps.agents.findActiveByHandles(project.id, handles) : [];
-  const idOf = (handle: string | undefined) => (handle === undefined ? undefined : agents.find((a) => a.handle === handle.toLowerCase())?.id);
+  const idOf = (handle: string | undefined) =>
+    handle === undefined ? undefined : agents.find((a) => a.handle === handle.toLowerCase())?.id;
   const recipientId = idOf(input.recipient);
   const senderId = idOf(input.sender);
   const countHidden = input.countHidden === true && input.cursor === undefined;
@@ -154,7 +156,12 @@ async function agentOf(deps: Pick<CoreDeps, 'agents'>, projectSlug: string, hand
 }
 
 /** @throws BatonError project_not_found, agent_not_found */
-export async function getInbox(deps: Pick<CoreDeps, 'agents' | 'work' | 'handoffs'>, projectSlug: string, handle: string, viewer: Viewer): Promise<Inbox> {
+export async function getInbox(
+  deps: Pick<CoreDeps, 'agents' | 'work' | 'handoffs'>,
+  projectSlug: string,
+  handle: string,
+  viewer: Viewer,
+): Promise<Inbox> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   const [handoffs, notifications] = await Promise.all([
     deps.work.inbox(project.id, agent.id, LIMITS.inboxHandoffs, viewer),
@@ -164,7 +171,13 @@ export async function getInbox(deps: Pick<CoreDeps, 'agents' | 'work' | 'handoff
 }
 
 /** What the agent sent, newest first. @throws BatonError project_not_found, agent_not_found */
-export async function getOutbox(deps: Pick<CoreDeps, 'agents' | 'work'>, projectSlug: string, handle: string, viewer: Viewer, limit: number = LIMITS.outboxHandoffs): Promise<{ agent: string; handoffs: HandoffView[] }> {
+export async function getOutbox(
+  deps: Pick<CoreDeps, 'agents' | 'work'>,
+  projectSlug: string,
+  handle: string,
+  viewer: Viewer,
+  limit: number = LIMITS.outboxHandoffs,
+): Promise<{ agent: string; handoffs: HandoffView[] }> {
   const { project, agent } = await agentOf(deps, projectSlug, handle);
   return { agent: agent.handle, handoffs: await deps.work.outbox(project.id, agent.id, limit, viewer) };
 }
@@ -179,7 +192,12 @@ export interface BoardCard {
  * each in its lane (ready, in progress, attention, returned) with its next action and whose.
  * @throws BatonError project_not_found, agent_not_found
  */
-export async function getBoard(deps: Pick<CoreDeps, 'agents' | 'work' | 'clock'>, projectSlug: string, viewer: Viewer, handle?: string): Promise<Record<Lane, BoardCard[]>> {
+export async function getBoard(
+  deps: Pick<CoreDeps, 'agents' | 'work' | 'clock'>,
+  projectSlug: string,
+  viewer: Viewer,
+  handle?: string,
+): Promise<Record<Lane, BoardCard[]>> {
   const project = await resolveProject(deps, projectSlug);
   let agentId: string | null = null;
   if (handle) agentId = (await agentOf(deps, projectSlug, handle)).agent.id;

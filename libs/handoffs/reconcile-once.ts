@@ -30,7 +30,11 @@ export type ReconcileStep = 'holds' | 'reminders' | 'leases' | 'sweep';
  * them: it waits on providers, so it runs beside them (`UncertainObserver`).
  * Every step reads Postgres and is safe to run from several processes at once.
  */
-export function reconcileSteps(deps: ReconcileStepsDeps, intervalMs: number, sweepMemory?: SweepMemory): Record<ReconcileStep, () => Promise<Partial<ReconcileReport>>> {
+export function reconcileSteps(
+  deps: ReconcileStepsDeps,
+  intervalMs: number,
+  sweepMemory?: SweepMemory,
+): Record<ReconcileStep, () => Promise<Partial<ReconcileReport>>> {
   return {
     holds: async () => ({ liftedHolds: await liftHolds(deps) }),
     reminders: async () => ({ reminders: (await sendReminders(deps)).length }),

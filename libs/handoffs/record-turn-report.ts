@@ -34,19 +34,26 @@ export interface SignedTurnReport {
  * @returns the stored report and whether this call stored it.
  * @throws BatonError turn_not_found, invalid_signature, stale_timestamp, replay_conflict
  */
-export async function recordTurnReport(deps: TurnReportDeps, input: SignedTurnReport): Promise<{ report: TurnReport; outcome: 'recorded' | 'repeated' | 'stale' }> {
+export async function recordTurnReport(
+  deps: TurnReportDeps,
+  input: SignedTurnReport,
+): Promise<{ report: TurnReport; outcome: 'recorded' | 'repeated' | 'stale' }> {
   const { requestId } = input.report;
   const turn = isUuid(requestId) ? await deps.turnReports.findTurn(requestId) : null;
-  if (!turn || turn.provider !== 'webhook') throw new BatonError('turn_not_found', `no webhook turn has request id ${JSON.stringify(requestId)}`);
+  if (!turn || turn.provider !== 'webhook')
+    throw new BatonError('turn_not_found', `no webhook turn has request id ${JSON.stringify(requestId)}`);
   const secret = turn.recipientSettings['secret'];
   const check =
     typeof secret === 'string' && secret !== ''
       ? verifySignature(secret, { timestamp: input.timestamp, signature: input.signature }, input.rawBody, deps.clock.now().getTime())
       : 'invalid_signature';
   if (check === 'invalid_signature') {
-    throw new BatonError('invalid_signature', 'Baton-Signature is missing or does not match the body and Baton-Timestamp signed with the agent\'s secret');
+    throw new BatonError(
+      'invalid_signature',
+      "Baton-Signature is missing or does not match the body and Baton-Timestamp signed with the agent's secret",
+    );
   }
-  if (check === 'stale_timestamp') throw new BatonError('stale_timestamp', 'Baton-Timestamp is more than 5 minutes from Baton\'s clock');
+  if (check === 'stale_timestamp') throw new BatonError('stale_timestamp', "Baton-Timestamp is more than 5 minutes from Baton's clock");
   const { status, summary, output, error } = input.report;
   const outcome = await deps.turnReports.record({
     requestId,
@@ -58,7 +65,9 @@ export async function recordTurnReport(deps: TurnReportDeps, input: SignedTurnRe
     receivedAt: deps.clock.now(),
   });
   if (outcome.kind === 'conflict') {
-    throw new BatonError('replay_conflict', `request ${requestId} was already reported ${outcome.report.status}, with a different body`, { status: outcome.report.status });
+    throw new BatonError('replay_conflict', `request ${requestId} was already reported ${outcome.report.status}, with a different body`, {
+      status: outcome.report.status,
+    });
   }
   deps.logger.info({ handoffId: turn.handoffId, requestId, status, outcome: outcome.kind }, 'turn report received');
   return { report: outcome.report, outcome: outcome.kind };

@@ -46,7 +46,17 @@ export type SendDeps = TransitionDeps & Pick<CoreDeps, 'deployment' | 'scheduler
 export function contentHash(input: SendHandoffInput): string {
   const c = input.context ?? {};
   return createHash('sha256')
-    .update(JSON.stringify([input.title ?? null, input.message, input.focus ?? null, input.doneWhen ?? null, c.summary ?? null, c.openQuestions ?? [], c.nextSteps ?? []]))
+    .update(
+      JSON.stringify([
+        input.title ?? null,
+        input.message,
+        input.focus ?? null,
+        input.doneWhen ?? null,
+        c.summary ?? null,
+        c.openQuestions ?? [],
+        c.nextSteps ?? [],
+      ]),
+    )
     .digest('hex');
 }
 
@@ -92,11 +102,18 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
         guardDuplicates: key === null && !duplicateOf,
         duplicateOfId: duplicateOf?.id ?? null,
         deliveryState: planTransition(null, event, actor.kind),
-        deliveryDetail: duplicateOf ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered` : null,
+        deliveryDetail: duplicateOf
+          ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered`
+          : null,
         // Work (a title, or anything addressed to the project) is returned and closed; a plain
         // message to an agent is only delivered (and may be acknowledged).
         // A duplicate is not delivered, so its work starts settled (the original carries it).
-        workState: input.title || to === null ? (duplicateOf ? (workMoveWhenDeliverySettles('DUPLICATE')?.to ?? INITIAL_WORK_STATE) : INITIAL_WORK_STATE) : null,
+        workState:
+          input.title || to === null
+            ? duplicateOf
+              ? (workMoveWhenDeliverySettles('DUPLICATE')?.to ?? INITIAL_WORK_STATE)
+              : INITIAL_WORK_STATE
+            : null,
         createdAt: now,
         // A recipient in the middle of a turn: the new handoff waits, visibly, as BUSY.
         ...(duplicateOf
@@ -147,9 +164,13 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
       const existing = await deps.handoffs.findByIdempotencyKey(o.senderId, key);
       if (!existing) continue;
       if (existing.contentHash !== hash || existing.recipientId !== (o.recipientId ?? null)) {
-        throw new BatonError('idempotency_conflict', `idempotency key ${JSON.stringify(key)} was already used by ${from} for handoff ${existing.id} with different content`, {
-          handoffId: existing.id,
-        });
+        throw new BatonError(
+          'idempotency_conflict',
+          `idempotency key ${JSON.stringify(key)} was already used by ${from} for handoff ${existing.id} with different content`,
+          {
+            handoffId: existing.id,
+          },
+        );
       }
       return { handoff: view(existing), created: false };
     }
@@ -187,16 +208,30 @@ async function holdOnSend(deps: TransitionDeps, h: HandoffRecord, hold: string):
  * lock is held and leave its holder a pending wake-up instead (DeliveryQueues `heldLocks`); a
  * WAITING one is woken without asking (its recipient had no turn in flight).
  */
-async function queueAfterCommit(deps: Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>, h: HandoffRecord, recipientDeployment: string | null): Promise<void> {
+async function queueAfterCommit(
+  deps: Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>,
+  h: HandoffRecord,
+  recipientDeployment: string | null,
+): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual' || (h.deliveryState !== 'WAITING' && h.deliveryState !== 'BUSY')) return;
   if (recipientDeployment !== deps.deployment) {
     // Another deployment owns the recipient: its reconciler's sweep finds the handoff in
     // Postgres and its workers deliver it. Our queues would only wake workers that may not.
-    deps.logger.debug({ handoffId: h.id, deployment: recipientDeployment }, 'recipient belongs to another deployment; its sweep delivers it');
+    deps.logger.debug(
+      { handoffId: h.id, deployment: recipientDeployment },
+      'recipient belongs to another deployment; its sweep delivers it',
+    );
     return;
   }
   try {
-    await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: h.deliveryState === 'BUSY' ? 'sent_behind_turn' : 'sent', handoffId: h.id }, JOB_IDS.sent(h.id));
+    await deps.scheduler.enqueue(
+      {
+        ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }),
+        cause: h.deliveryState === 'BUSY' ? 'sent_behind_turn' : 'sent',
+        handoffId: h.id,
+      },
+      JOB_IDS.sent(h.id),
+    );
   } catch (err) {
     // Recorded is what matters; the reconciler queues it from Postgres when Redis is back.
     deps.logger.warn({ err, handoffId: h.id }, 'enqueue after commit failed; the reconciler will queue it');

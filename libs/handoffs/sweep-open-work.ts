@@ -73,9 +73,7 @@ export async function sweepOpenWork(deps: SweepDeps, intervalMs: number, memory?
   const held = await deps.locks.busy(candidates.map((o) => o.recipientId));
   const sweep = Math.floor(now.getTime() / intervalMs);
   const idle = candidates.filter((_, i) => !held[i]);
-  await Promise.all(
-    idle.map((o) => deps.scheduler.enqueue({ ...routeOf(o), cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep))),
-  );
+  await Promise.all(idle.map((o) => deps.scheduler.enqueue({ ...routeOf(o), cause: 'sweep' }, JOB_IDS.sweep(o.recipientId, sweep))));
   memory?.queued(idle.map((o) => o.recipientId));
   if (idle.length > 0) deps.logger.debug({ queued: idle.length }, 'reconciler queued agents with open work');
   return idle.length;

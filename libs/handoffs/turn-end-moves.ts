@@ -1,4 +1,10 @@
-import { errorResendDelayMs, eventAfterInterruption, eventAfterTurnError, refusalBudgetSpent, type DeliveryWindows } from '../domain/delivery-policy.ts';
+import {
+  errorResendDelayMs,
+  eventAfterInterruption,
+  eventAfterTurnError,
+  refusalBudgetSpent,
+  type DeliveryWindows,
+} from '../domain/delivery-policy.ts';
 import { assertNever } from '../domain/errors.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
 import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
@@ -27,7 +33,15 @@ export type ResendWindows = Pick<DeliveryWindows, 'interruptResendDelayMs' | 'er
  * interrupted turn, and an errored one, waits before it is resent. `busyRetryMs`: when a turn
  * that answered "busy, nothing done" is tried again (write-retries.ts: `busyRetryInMs`).
  */
-export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, workOpen: boolean, workState: HandoffRecord['workState'], busyRetryMs: number, windows: ResendWindows): Move[] {
+export function endMoves(
+  h: HandoffAtRevision,
+  end: TurnEnd,
+  attemptId: string,
+  workOpen: boolean,
+  workState: HandoffRecord['workState'],
+  busyRetryMs: number,
+  windows: ResendWindows,
+): Move[] {
   const finished = { finished: true, observed: true } as const;
   switch (end.status) {
     case 'returned':
@@ -41,7 +55,14 @@ export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, 
             // Work the turn was about is returned with the turn's result, unless the agent
             // already returned (or the sender closed) it explicitly.
             ...(workState === 'open' || workState === 'claimed'
-              ? { moveWork: { current: workState, event: 'returned' as const, role: 'system' as const, reason: 'the turn returned a result' } }
+              ? {
+                  moveWork: {
+                    current: workState,
+                    event: 'returned' as const,
+                    role: 'system' as const,
+                    reason: 'the turn returned a result',
+                  },
+                }
               : {}),
           },
         ],
@@ -57,7 +78,9 @@ export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, 
           {
             reason,
             patch: { deliveryDetail: reason },
-            ...(end.failure || resendInMs !== undefined ? { detail: { ...(end.failure ? { failure: end.failure } : {}), ...(resendInMs !== undefined ? { resendInMs } : {}) } } : {}),
+            ...(end.failure || resendInMs !== undefined
+              ? { detail: { ...(end.failure ? { failure: end.failure } : {}), ...(resendInMs !== undefined ? { resendInMs } : {}) } }
+              : {}),
             ...(resendInMs !== undefined ? { notBeforeInMs: resendInMs, increment: ['errorResends'] as const } : {}),
             updateAttempt: { id: attemptId, status: 'failed', error: end.error, ...finished },
           },
@@ -80,10 +103,30 @@ export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, 
       ];
     }
     case 'busy':
-      return [['session_busy', { reason: end.detail, ...(busyRetryMs > 0 ? { detail: { retryInMs: busyRetryMs } } : {}), notBeforeInMs: busyRetryMs, updateAttempt: { id: attemptId, status: 'busy', error: end.detail, ...finished } }]];
+      return [
+        [
+          'session_busy',
+          {
+            reason: end.detail,
+            ...(busyRetryMs > 0 ? { detail: { retryInMs: busyRetryMs } } : {}),
+            notBeforeInMs: busyRetryMs,
+            updateAttempt: { id: attemptId, status: 'busy', error: end.detail, ...finished },
+          },
+        ],
+      ];
     case 'rejected': {
-      const refused: Move = ['owner_rejected', { reason: end.reason, increment: ['refusals'], patch: { deliveryDetail: end.reason }, updateAttempt: { id: attemptId, status: 'rejected', error: end.reason, ...finished } }];
-      return refusalBudgetSpent({ ...h, refusals: h.refusals + 1 }) ? [refused, ['rejected_twice', { reason: `refused ${h.refusals + 1} times` }]] : [refused];
+      const refused: Move = [
+        'owner_rejected',
+        {
+          reason: end.reason,
+          increment: ['refusals'],
+          patch: { deliveryDetail: end.reason },
+          updateAttempt: { id: attemptId, status: 'rejected', error: end.reason, ...finished },
+        },
+      ];
+      return refusalBudgetSpent({ ...h, refusals: h.refusals + 1 })
+        ? [refused, ['rejected_twice', { reason: `refused ${h.refusals + 1} times` }]]
+        : [refused];
     }
     case 'unobservable':
       return [['unobservable', { reason: end.error, updateAttempt: { id: attemptId, status: 'lost', error: end.error } }]];
@@ -92,4 +135,7 @@ export function endMoves(h: HandoffAtRevision, end: TurnEnd, attemptId: string, 
   }
 }
 
-export const started = (attemptId: string): Move => ['turn_started', { updateAttempt: { id: attemptId, status: 'running', observed: true } }];
+export const started = (attemptId: string): Move => [
+  'turn_started',
+  { updateAttempt: { id: attemptId, status: 'running', observed: true } },
+];

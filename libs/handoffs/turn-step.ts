@@ -21,7 +21,8 @@ export type MoveDeps = Pick<DispatchDeps, 'handoffs' | 'clock' | 'events' | 'log
  * moves made it wait before it goes out again (a resend delay, a busy session's back-off), so a
  * wake-up is due then (a later step that moves the same handoff again replaces that time).
  */
-export type Step = { kind: 'next'; next?: WorkItem | null; moved?: string; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
+export type Step =
+  { kind: 'next'; next?: WorkItem | null; moved?: string; dueInMs?: number } | { kind: 'pause'; retryInMs: number } | { kind: 'stopped' };
 
 export const NEVER = new AbortController().signal;
 
@@ -42,7 +43,12 @@ export function atRevision(h: HandoffRecord): HandoffAtRevision {
  * else moved the handoff first (a release by a person, a reconciler): not an error here, the
  * caller simply moves on.
  */
-export async function move(deps: MoveDeps, h: HandoffAtRevision, moves: readonly Move[], guard: TransitionGuard = {}): Promise<(HandoffAtRevision & { readonly nextWork?: WorkItem | null }) | null> {
+export async function move(
+  deps: MoveDeps,
+  h: HandoffAtRevision,
+  moves: readonly Move[],
+  guard: TransitionGuard = {},
+): Promise<(HandoffAtRevision & { readonly nextWork?: WorkItem | null }) | null> {
   try {
     return await applyTransitions(deps, h, moves, { ...SYSTEM_ACTOR, id: deps.workerId }, guard);
   } catch (err) {
@@ -67,4 +73,3 @@ export function targetOf(item: WorkItem): DeliveryTarget {
     settings: item.recipient?.settings ?? {},
   };
 }
-

@@ -58,13 +58,17 @@ export class UncertainObserver {
   async fill(): Promise<number> {
     if (this.signal.aborted) return 0;
     const per = this.opts.perProvider ?? OBSERVATIONS_PER_PROVIDER;
-    const full = (kind: Kind) => [...this.used].filter(([k, n]) => k.startsWith(`${kind}:`) && n >= per).map(([k]) => k.slice(kind.length + 1));
+    const full = (kind: Kind) =>
+      [...this.used].filter(([k, n]) => k.startsWith(`${kind}:`) && n >= per).map(([k]) => k.slice(kind.length + 1));
     const lookSlotsFull = full('look');
     const reportedSlotsFull = full('reported');
     const providers = this.deps.scope?.providers;
     let limit = RECONCILER_DEFAULTS.uncertainDuePage;
     if (providers) {
-      limit = providers.reduce((sum, p) => sum + Math.max(0, per - this.slotsUsed('look', p)) + Math.max(0, per - this.slotsUsed('reported', p)), 0);
+      limit = providers.reduce(
+        (sum, p) => sum + Math.max(0, per - this.slotsUsed('look', p)) + Math.max(0, per - this.slotsUsed('reported', p)),
+        0,
+      );
       if (limit === 0) return 0;
     }
     const busy = [...this.inFlight.values()];
@@ -120,7 +124,8 @@ export class UncertainObserver {
     const flight: Promise<void> = observeUncertain(this.deps, c, this.signal)
       .then(
         (n) => void (this.touched += n),
-        (err: unknown) => this.deps.logger.warn({ err, handoffId: c.handoff.id }, 'could not record what a history scan saw; it is looked at again'),
+        (err: unknown) =>
+          this.deps.logger.warn({ err, handoffId: c.handoff.id }, 'could not record what a history scan saw; it is looked at again'),
       )
       .finally(() => {
         this.inFlight.delete(key);

@@ -12,15 +12,25 @@ export type WakeDeps = Pick<CoreDeps, 'deployment' | 'agents' | 'scheduler' | 'l
  * finds the work in Postgres: a job on our queues would only wake workers that may not deliver
  * to it. Never throws: a lost wake-up is also found by the sweep.
  */
-export async function wakeRecipient(deps: WakeDeps, h: Pick<HandoffRecord, 'id' | 'recipientId' | 'provider' | 'pool'>, jobId: string): Promise<void> {
+export async function wakeRecipient(
+  deps: WakeDeps,
+  h: Pick<HandoffRecord, 'id' | 'recipientId' | 'provider' | 'pool'>,
+  jobId: string,
+): Promise<void> {
   if (!h.recipientId || !h.provider || h.provider === 'manual') return;
   try {
     const recipient = await deps.agents.findById(h.recipientId);
     if (recipient?.deployment !== deps.deployment) {
-      deps.logger.debug({ handoffId: h.id, deployment: recipient?.deployment ?? null }, 'recipient belongs to another deployment; its sweep delivers it');
+      deps.logger.debug(
+        { handoffId: h.id, deployment: recipient?.deployment ?? null },
+        'recipient belongs to another deployment; its sweep delivers it',
+      );
       return;
     }
-    await deps.scheduler.enqueue({ ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id }, jobId);
+    await deps.scheduler.enqueue(
+      { ...routeOf({ recipientId: h.recipientId, provider: h.provider, pool: h.pool }), cause: 'due', handoffId: h.id },
+      jobId,
+    );
   } catch (err) {
     deps.logger.warn({ err, handoffId: h.id }, 'could not queue the recipient; the sweep will');
   }

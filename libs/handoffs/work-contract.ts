@@ -63,30 +63,48 @@ export interface Claim {
  * unowned work. The claim holds a lease that `heartbeat` renews.
  * @throws BatonError handoff_not_found, agent_not_found, not_work, not_recipient, handoff_held, already_claimed, invalid_transition
  */
-export async function acceptHandoff(deps: AcceptDeps, input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<Claim> {
+export async function acceptHandoff(
+  deps: AcceptDeps,
+  input: { project: string; id: string; as: string; leaseMs?: number | undefined; tokenId?: string | null },
+): Promise<Claim> {
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
-  if (h.recipientId !== null && h.recipientId !== agent.id) throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
+  if (h.recipientId !== null && h.recipientId !== agent.id)
+    throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
   if (h.deliveryState === 'DUPLICATE') {
-    throw new BatonError('invalid_transition', `handoff ${h.id} is a duplicate of ${h.duplicateOfId ?? 'a handoff still in progress'} (the same work sent again while that one was open): accept ${h.duplicateOfId ?? 'the original'} instead`, { from: h.workState, event: 'claimed' });
+    throw new BatonError(
+      'invalid_transition',
+      `handoff ${h.id} is a duplicate of ${h.duplicateOfId ?? 'a handoff still in progress'} (the same work sent again while that one was open): accept ${h.duplicateOfId ?? 'the original'} instead`,
+      { from: h.workState, event: 'claimed' },
+    );
   }
-  if (h.deliveryState === 'HELD') throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
+  if (h.deliveryState === 'HELD')
+    throw new BatonError('handoff_held', `handoff ${h.id} is held: ${h.deliveryDetail ?? 'a deliberate block'}`);
   const leaseMs = leaseOf(input.leaseMs);
   const now = deps.clock.now();
   const held = await heldClaim(deps, h, agent.id, now);
   if (held) return held;
   if (h.workState === 'claimed' || h.workState === 'returned') {
-    throw new BatonError('already_claimed', `handoff ${h.id} is already ${h.workState === 'claimed' ? 'claimed' : 'returned'} by ${h.claimedByHandle ?? 'another agent'}`);
+    throw new BatonError(
+      'already_claimed',
+      `handoff ${h.id} is already ${h.workState === 'claimed' ? 'claimed' : 'returned'} by ${h.claimedByHandle ?? 'another agent'}`,
+    );
   }
   const token = randomUUID();
   const leaseExpiresAt = new Date(now.getTime() + leaseMs);
   try {
-    await applyWorkTransition(deps, h, 'claimed', { role: 'recipient', handle: agent.handle, tokenId: input.tokenId ?? null }, {
-      reason: `claimed by ${agent.handle}`,
-      patch: { claimToken: token, claimedById: agent.id, leaseExpiresAt },
-      newAttempt: true,
-      ...(pulled(h) && h.deliveryState !== 'ACCEPTED' ? { delivery: 'claimed' as const } : {}),
-    });
+    await applyWorkTransition(
+      deps,
+      h,
+      'claimed',
+      { role: 'recipient', handle: agent.handle, tokenId: input.tokenId ?? null },
+      {
+        reason: `claimed by ${agent.handle}`,
+        patch: { claimToken: token, claimedById: agent.id, leaseExpiresAt },
+        newAttempt: true,
+        ...(pulled(h) && h.deliveryState !== 'ACCEPTED' ? { delivery: 'claimed' as const } : {}),
+      },
+    );
   } catch (err) {
     // Postgres away (or this reply lost): the claim may have committed; a retry finds it held
     // by this agent and answers it. No read-back here, so the 503 still comes within the bound.
@@ -118,7 +136,10 @@ async function heldClaim(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, agent
  * back to the inbox (or to a new claimant) and the old token is fenced out.
  * @throws BatonError claim_lost, handoff_not_found, agent_not_found
  */
-export async function heartbeat(deps: HeartbeatDeps, input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null }): Promise<{ leaseExpiresAt: Date }> {
+export async function heartbeat(
+  deps: HeartbeatDeps,
+  input: { project: string; id: string; as: string; claimToken: string; leaseMs?: number | undefined; tokenId?: string | null },
+): Promise<{ leaseExpiresAt: Date }> {
   const { h, agent } = await loadAsAgent(deps, input);
   const now = deps.clock.now();
   const until = new Date(now.getTime() + leaseOf(input.leaseMs));
@@ -161,7 +182,8 @@ export async function returnWork(deps: ReturnDeps, input: ReturnInput): Promise<
   if (h.claimToken !== input.claimToken || h.claimedById !== agent.id || h.workState !== 'claimed') {
     throw new BatonError('claim_lost', `${agent.handle} holds no live claim on handoff ${h.id} with that token`);
   }
-  if (h.leaseExpiresAt && h.leaseExpiresAt <= deps.clock.now()) throw new BatonError('claim_lost', `the lease on handoff ${h.id} ran out; claim it again`);
+  if (h.leaseExpiresAt && h.leaseExpiresAt <= deps.clock.now())
+    throw new BatonError('claim_lost', `the lease on handoff ${h.id} ran out; claim it again`);
   if (input.revision !== undefined && input.revision !== h.workRevision) {
     throw new BatonError('stale_revision', `handoff ${h.id} changed since work revision ${input.revision}; it is at ${h.workRevision}`, {
       expectedRevision: input.revision,
@@ -181,7 +203,11 @@ export async function returnWork(deps: ReturnDeps, input: ReturnInput): Promise<
   const result = { resultSummary: input.summary, resultFactIds: input.facts ?? [], claimToken: null, leaseExpiresAt: null };
   try {
     if (input.outcome === 'succeeded') {
-      await applyWorkTransition(deps, h, 'returned', actor, { ...common, patch: result, ...(pulled(h) ? { delivery: 'work_returned' as const } : {}) });
+      await applyWorkTransition(deps, h, 'returned', actor, {
+        ...common,
+        patch: result,
+        ...(pulled(h) ? { delivery: 'work_returned' as const } : {}),
+      });
     } else {
       await applyWorkTransition(deps, h, 'return_failed', actor, {
         ...common,
@@ -202,14 +228,25 @@ export async function returnWork(deps: ReturnDeps, input: ReturnInput): Promise<
 }
 
 /** A return already made with this claim token: answered again (`recovered`), or a conflict if its body differs. */
-async function replayedReturn(deps: Pick<CoreDeps, 'work'> & RereadDeps, h: HandoffView, claimToken: string, bodyHash: string): Promise<{ handoff: HandoffView; recovered: true } | null> {
+async function replayedReturn(
+  deps: Pick<CoreDeps, 'work'> & RereadDeps,
+  h: HandoffView,
+  claimToken: string,
+  bodyHash: string,
+): Promise<{ handoff: HandoffView; recovered: true } | null> {
   const seen = await deps.work.remembered(h.id, RETURN, claimToken);
   if (!seen) return null;
-  if (seen.bodyHash !== bodyHash) throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
+  if (seen.bodyHash !== bodyHash)
+    throw new BatonError('replay_conflict', `handoff ${h.id} was already returned with this claim, with a different body`);
   return { handoff: await reread(deps, h), recovered: true };
 }
 
-async function checkEvidence(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, agent: AgentRecord, factIds: readonly string[]): Promise<void> {
+async function checkEvidence(
+  deps: Pick<CoreDeps, 'sessions'>,
+  h: HandoffView,
+  agent: AgentRecord,
+  factIds: readonly string[],
+): Promise<void> {
   if (factIds.length === 0) return;
   const bad = factIds.find((id) => !isUuid(id));
   if (bad) throw new BatonError('invalid_evidence', `${JSON.stringify(bad)} is not a fact id`);
@@ -217,9 +254,11 @@ async function checkEvidence(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, a
   for (const id of factIds) {
     const f = facts.find((x) => x.id === id);
     if (!f) throw new BatonError('invalid_evidence', `fact ${id} does not exist`);
-    if (!h.sessionId || f.sessionId !== h.sessionId) throw new BatonError('invalid_evidence', `fact ${id} is not from the session this handoff belongs to`);
+    if (!h.sessionId || f.sessionId !== h.sessionId)
+      throw new BatonError('invalid_evidence', `fact ${id} is not from the session this handoff belongs to`);
     if (f.projectId !== h.projectId) throw new BatonError('invalid_evidence', `fact ${id} is from another project`);
-    if (f.authorId !== agent.id) throw new BatonError('invalid_evidence', `fact ${id} was written by ${f.authorHandle}, not by ${agent.handle}`);
+    if (f.authorId !== agent.id)
+      throw new BatonError('invalid_evidence', `fact ${id} was written by ${f.authorHandle}, not by ${agent.handle}`);
   }
 }
 
@@ -230,7 +269,15 @@ async function checkEvidence(deps: Pick<CoreDeps, 'sessions'>, h: HandoffView, a
  */
 export async function closeWork(
   deps: CloseDeps,
-  input: { project: string; id: string; as: string; resolution: 'accepted' | 'revision' | 'blocked'; note?: string | undefined; revision?: number | undefined; tokenId?: string | null },
+  input: {
+    project: string;
+    id: string;
+    as: string;
+    resolution: 'accepted' | 'revision' | 'blocked';
+    note?: string | undefined;
+    revision?: number | undefined;
+    tokenId?: string | null;
+  },
 ): Promise<HandoffView> {
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
@@ -243,7 +290,10 @@ export async function closeWork(
   if (input.resolution === 'accepted') {
     await applyWorkTransition(deps, h, 'closed_accepted', actor, { reason: note, patch: { workResolution: 'accepted', closeNote: note } });
   } else if (input.resolution === 'blocked') {
-    await applyWorkTransition(deps, h, 'closed_blocked', actor, { reason: note, patch: { workResolution: 'blocked', closeNote: note, claimToken: null, leaseExpiresAt: null } });
+    await applyWorkTransition(deps, h, 'closed_blocked', actor, {
+      reason: note,
+      patch: { workResolution: 'blocked', closeNote: note, claimToken: null, leaseExpiresAt: null },
+    });
   } else {
     const redeliver = h.deliveryState === 'RETURNED';
     await applyWorkTransition(deps, h, 'revision_requested', actor, {
@@ -264,10 +314,14 @@ export async function closeWork(
  * has not been written is cancelled (a turn already in the recipient's session is not undone).
  * @throws BatonError not_sender, invalid_transition
  */
-export async function cancelHandoff(deps: CancelDeps, input: { project: string; id: string; as: string; tokenId?: string | null }): Promise<HandoffView> {
+export async function cancelHandoff(
+  deps: CancelDeps,
+  input: { project: string; id: string; as: string; tokenId?: string | null },
+): Promise<HandoffView> {
   const { h, agent } = await loadAsAgent(deps, input);
   if (h.senderId !== agent.id) throw new BatonError('not_sender', `${agent.handle} is not the sender of handoff ${h.id}`);
-  const deliveryCancellable = ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'].includes(h.deliveryState) || (h.deliveryState === 'ACCEPTED' && h.attemptCount === 0);
+  const deliveryCancellable =
+    ['WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED'].includes(h.deliveryState) || (h.deliveryState === 'ACCEPTED' && h.attemptCount === 0);
   const actorRef = { role: 'sender' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
   if (h.workState !== null) {
     await applyWorkTransition(deps, h, 'cancelled', actorRef, {
@@ -276,7 +330,13 @@ export async function cancelHandoff(deps: CancelDeps, input: { project: string; 
       ...(deliveryCancellable ? { delivery: h.deliveryState === 'ACCEPTED' ? ('claim_cancelled' as const) : ('cancelled' as const) } : {}),
     });
   } else {
-    await applyTransition(deps, h, 'cancelled', { kind: 'sender', id: agent.handle, tokenId: input.tokenId ?? null }, { reason: `cancelled by ${agent.handle}` });
+    await applyTransition(
+      deps,
+      h,
+      'cancelled',
+      { kind: 'sender', id: agent.handle, tokenId: input.tokenId ?? null },
+      { reason: `cancelled by ${agent.handle}` },
+    );
   }
   return reread(deps, h);
 }

@@ -1,4 +1,10 @@
-import { busyRetryDelayMs, eventAfterNotSent, unreachableRetryDelayMs, unreachableSinceMs, type DeliveryWindows } from '../domain/delivery-policy.ts';
+import {
+  busyRetryDelayMs,
+  eventAfterNotSent,
+  unreachableRetryDelayMs,
+  unreachableSinceMs,
+  type DeliveryWindows,
+} from '../domain/delivery-policy.ts';
 import type { AttemptHistory } from '../db/attempt-history-repository.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { CoreDeps } from './ports.ts';
@@ -33,7 +39,6 @@ export function turnAttempt(history: WriteHistory): number {
   return history.taken + 1;
 }
 
-
 interface RetryDeps {
   readonly clock: Clock;
   readonly windows: Pick<DeliveryWindows, 'unreachableGiveUpMs'>;
@@ -46,12 +51,26 @@ export function busyRetryInMs(deps: Pick<RetryDeps, 'timing'>, history: WriteHis
 }
 
 /** The move that records a busy answer to the write itself, and how long the handoff then waits. */
-export function busyAtWrite(deps: Pick<RetryDeps, 'timing'>, history: WriteHistory, attemptId: string, detail: string, retryAfterMs?: number): { move: Move; retryInMs: number } {
+export function busyAtWrite(
+  deps: Pick<RetryDeps, 'timing'>,
+  history: WriteHistory,
+  attemptId: string,
+  detail: string,
+  retryAfterMs?: number,
+): { move: Move; retryInMs: number } {
   const retryInMs = busyRetryInMs(deps, history, retryAfterMs);
   const busyInRow = history.busyInRow + 1;
   return {
     retryInMs,
-    move: ['session_busy', { reason: detail, detail: { busyInRow, retryInMs }, notBeforeInMs: retryInMs, updateAttempt: { id: attemptId, status: 'busy', error: detail, finished: true } }],
+    move: [
+      'session_busy',
+      {
+        reason: detail,
+        detail: { busyInRow, retryInMs },
+        notBeforeInMs: retryInMs,
+        updateAttempt: { id: attemptId, status: 'busy', error: detail, finished: true },
+      },
+    ],
   };
 }
 
@@ -59,7 +78,13 @@ export function busyAtWrite(deps: Pick<RetryDeps, 'timing'>, history: WriteHisto
  * The move that records a write that never left Baton (`error`: why), started at `wroteAt`.
  * `retryInMs` null: the recipient has been unreachable past the give-up time and the handoff fails.
  */
-export function notSent(deps: RetryDeps, history: WriteHistory, attemptId: string, error: string, wroteAt: Date): { move: Move; retryInMs: number | null } {
+export function notSent(
+  deps: RetryDeps,
+  history: WriteHistory,
+  attemptId: string,
+  error: string,
+  wroteAt: Date,
+): { move: Move; retryInMs: number | null } {
   const now = deps.clock.now().getTime();
   const since = unreachableSinceMs(history.unsentSince?.getTime() ?? null, history.unsentLast?.getTime() ?? null, wroteAt.getTime());
   const unreachableForMs = Math.max(0, now - since);
@@ -71,7 +96,18 @@ export function notSent(deps: RetryDeps, history: WriteHistory, attemptId: strin
     const reason =
       `gave up: the recipient was unreachable for ${duration(unreachableForMs)} (${writes} ${writes === 1 ? 'write' : 'writes'} since ${new Date(since).toISOString()}, ` +
       `none of which left Baton; the last: ${error}); the give-up time is ${duration(giveUpMs)} (BATON_UNREACHABLE_GIVE_UP_MS)`;
-    return { retryInMs: null, move: ['send_gave_up', { reason, patch: { deliveryDetail: reason }, detail: { unreachableForMs, writes, since: new Date(since).toISOString() }, updateAttempt: attempt }] };
+    return {
+      retryInMs: null,
+      move: [
+        'send_gave_up',
+        {
+          reason,
+          patch: { deliveryDetail: reason },
+          detail: { unreachableForMs, writes, since: new Date(since).toISOString() },
+          updateAttempt: attempt,
+        },
+      ],
+    };
   }
   const retryInMs = unreachableRetryDelayMs(history.unsentInRow, since + giveUpMs - now, deps.timing.unreachableRetryMs);
   const giveUpAt = new Date(since + giveUpMs).toISOString();
@@ -80,7 +116,16 @@ export function notSent(deps: RetryDeps, history: WriteHistory, attemptId: strin
     `the next in about ${duration(retryInMs)}, giving up at ${giveUpAt}`;
   return {
     retryInMs,
-    move: ['send_failed', { reason, patch: { deliveryDetail: reason }, detail: { unreachableForMs, writes, retryInMs, giveUpAt }, notBeforeInMs: retryInMs, updateAttempt: attempt }],
+    move: [
+      'send_failed',
+      {
+        reason,
+        patch: { deliveryDetail: reason },
+        detail: { unreachableForMs, writes, retryInMs, giveUpAt },
+        notBeforeInMs: retryInMs,
+        updateAttempt: attempt,
+      },
+    ],
   };
 }
 

@@ -13,7 +13,14 @@ const RELEASE = script('release-turn-lock');
 const WAKE_HOLDER_IF_HELD = script('wake-holder-if-held');
 
 type LockCommands = {
-  batonAcquireTurnLock(key: string, fenceKey: string, pendingKey: string, token: string, ttlMs: number, pendingMs: number): Promise<[number, string | null, (number | string)?]>;
+  batonAcquireTurnLock(
+    key: string,
+    fenceKey: string,
+    pendingKey: string,
+    token: string,
+    ttlMs: number,
+    pendingMs: number,
+  ): Promise<[number, string | null, (number | string)?]>;
   batonExtendTurnLock(key: string, token: string, ttlMs: number): Promise<number>;
   batonReleaseTurnLock(key: string, pendingKey: string, token: string): Promise<number>;
   /** `keys`: the number of keys, then per agent its lock key and its pending wake-up key. */
@@ -123,7 +130,16 @@ export class TurnLocks {
     const key = this.names.turnLock(agentId);
     const token = randomUUID();
     const sentAt = Date.now();
-    const [ok, holder, third] = await this.bounded(this.redis.batonAcquireTurnLock(key, this.names.turnFence(agentId), this.names.pendingWakeUp(agentId), token, this.opts.ttlMs, TURN_LOCK_DEFAULTS.pendingWakeUpMs));
+    const [ok, holder, third] = await this.bounded(
+      this.redis.batonAcquireTurnLock(
+        key,
+        this.names.turnFence(agentId),
+        this.names.pendingWakeUp(agentId),
+        token,
+        this.opts.ttlMs,
+        TURN_LOCK_DEFAULTS.pendingWakeUpMs,
+      ),
+    );
     if (ok !== 1) {
       // pttl -1/-2: no expiry or just vanished; retry soon either way.
       const retryInMs = typeof third === 'number' && third > 0 ? third : TURN_LOCK_DEFAULTS.retryFallbackMs;
@@ -140,30 +156,33 @@ export class TurnLocks {
     let confirmedAt = acquiredAt;
     let released = false;
     let extending = false;
-    const timer = setInterval(() => {
-      if (released) return;
-      // Checked whether or not an extension is in flight: a command that hangs (a partition)
-      // must not keep the holder believing in a lock that has expired in Redis.
-      if (Date.now() - confirmedAt >= ttlMs) {
-        lose('the turn lock could not be extended within its lifetime');
-        return;
-      }
-      if (extending) return;
-      extending = true;
-      const sentAt = Date.now();
-      this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))
-        .then((ok) => {
-          if (ok === 1) confirmedAt = Math.max(confirmedAt, sentAt);
-          else lose('the turn lock was taken over or expired');
-        })
-        .catch((err: unknown) => {
-          if (Date.now() - confirmedAt >= ttlMs) lose('the turn lock could not be extended');
-          else logger.warn({ err, agentId }, 'turn lock extension failed; retrying');
-        })
-        .finally(() => {
-          extending = false;
-        });
-    }, Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(ttlMs / 3)));
+    const timer = setInterval(
+      () => {
+        if (released) return;
+        // Checked whether or not an extension is in flight: a command that hangs (a partition)
+        // must not keep the holder believing in a lock that has expired in Redis.
+        if (Date.now() - confirmedAt >= ttlMs) {
+          lose('the turn lock could not be extended within its lifetime');
+          return;
+        }
+        if (extending) return;
+        extending = true;
+        const sentAt = Date.now();
+        this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))
+          .then((ok) => {
+            if (ok === 1) confirmedAt = Math.max(confirmedAt, sentAt);
+            else lose('the turn lock was taken over or expired');
+          })
+          .catch((err: unknown) => {
+            if (Date.now() - confirmedAt >= ttlMs) lose('the turn lock could not be extended');
+            else logger.warn({ err, agentId }, 'turn lock extension failed; retrying');
+          })
+          .finally(() => {
+            extending = false;
+          });
+      },
+      Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(ttlMs / 3)),
+    );
     timer.unref();
     const lose = (reason: string) => {
       if (controller.signal.aborted) return;
@@ -184,7 +203,9 @@ export class TurnLocks {
           // read back proves ownership, one command instead of a script's three. Otherwise
           // PEXPIRE-if-owner proves it and renews the lifetime for the write ahead.
           const renew = confirmedAt + ttlMs - sentAt < ttlMs / 2;
-          const owned = renew ? (await this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))) === 1 : (await this.bounded(this.redis.get(key))) === token;
+          const owned = renew
+            ? (await this.bounded(this.redis.batonExtendTurnLock(key, token, ttlMs))) === 1
+            : (await this.bounded(this.redis.get(key))) === token;
           if (!owned) {
             lose('the turn lock was taken over or expired');
             return false;
@@ -232,7 +253,11 @@ export class TurnLocks {
     const redis = this.redis;
     const answers =
       redis instanceof Cluster
-        ? (await this.bounded(Promise.all(agentIds.map((id) => redis.batonWakeHolderIfHeld(2, ...keys([id]), TURN_LOCK_DEFAULTS.pendingWakeUpMs))))).map((a) => a[0])
+        ? (
+            await this.bounded(
+              Promise.all(agentIds.map((id) => redis.batonWakeHolderIfHeld(2, ...keys([id]), TURN_LOCK_DEFAULTS.pendingWakeUpMs))),
+            )
+          ).map((a) => a[0])
         : await this.bounded(redis.batonWakeHolderIfHeld(agentIds.length * 2, ...keys(agentIds), TURN_LOCK_DEFAULTS.pendingWakeUpMs));
     return agentIds.map((_, i) => answers[i] === 1);
   }

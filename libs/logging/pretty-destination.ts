@@ -27,9 +27,16 @@ export function formatLogLine(line: string): string {
     .filter(([k]) => !HEAD.has(k) && k !== 'err')
     .map(([k, v]) => `${k}=${value(v)}`);
   const err = rec['err'] as { type?: string; message?: string; code?: string; stack?: string } | undefined;
-  if (err && typeof err === 'object') fields.push(`err=${value(`${err.type ?? 'Error'}${err.code ? ` ${err.code}` : ''}: ${err.message ?? ''}`)}`);
+  if (err && typeof err === 'object')
+    fields.push(`err=${value(`${err.type ?? 'Error'}${err.code ? ` ${err.code}` : ''}: ${err.message ?? ''}`)}`);
   const head = `${time} ${level} ${rec['name'] ? `${String(rec['name'])}: ` : ''}${String(rec['msg'] ?? '')}`;
-  const stack = err?.stack ? `\n${err.stack.split('\n').slice(1).map((l) => `    ${l.trim()}`).join('\n')}` : '';
+  const stack = err?.stack
+    ? `\n${err.stack
+        .split('\n')
+        .slice(1)
+        .map((l) => `    ${l.trim()}`)
+        .join('\n')}`
+    : '';
   return `${[head, ...fields].join(' ')}${stack}\n`;
 }
 

@@ -18,13 +18,18 @@ export const MCP_CLIENTS = ['claude', 'codex', 'cursor'] as const;
 export type McpClientName = (typeof MCP_CLIENTS)[number];
 
 export type McpLaunch =
-  | { readonly transport: 'stdio'; readonly command: string; readonly args: readonly string[]; readonly env: Readonly<Record<string, string>> }
+  | {
+      readonly transport: 'stdio';
+      readonly command: string;
+      readonly args: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+    }
   | { readonly transport: 'http'; readonly url: string; readonly headers: Readonly<Record<string, string>> };
 
 /** Where each client reads the snippet from, for the note printed beside it. */
 export const CONFIG_HOME: Record<McpClientName, string> = {
-  claude: 'a file passed with `claude --mcp-config <file>`, or the project\'s .mcp.json',
-  codex: '~/.codex/config.toml (or a trusted project\'s .codex/config.toml)',
+  claude: "a file passed with `claude --mcp-config <file>`, or the project's .mcp.json",
+  codex: "~/.codex/config.toml (or a trusted project's .codex/config.toml)",
   cursor: '.cursor/mcp.json in the project, or ~/.cursor/mcp.json',
 };
 
@@ -45,7 +50,10 @@ export function mcpClientConfig(client: McpClientName, launch: McpLaunch, name =
       return `${JSON.stringify({ mcpServers: { [name]: server } }, null, 2)}\n`;
     }
     case 'cursor': {
-      const server = launch.transport === 'stdio' ? { command: launch.command, args: launch.args, env: launch.env } : { url: launch.url, headers: launch.headers };
+      const server =
+        launch.transport === 'stdio'
+          ? { command: launch.command, args: launch.args, env: launch.env }
+          : { url: launch.url, headers: launch.headers };
       return `${JSON.stringify({ mcpServers: { [name]: server } }, null, 2)}\n`;
     }
     case 'codex': {

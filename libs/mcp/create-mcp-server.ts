@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { ApiError, ApiUnreachable } from '../api-client/api-client.ts';
 import { RefusalOut, refusalResult, toolResult, type ToolDefinition } from './define-tool.ts';
 import type { ToolContext } from './tool-context.ts';
@@ -12,9 +19,33 @@ import { BATON_TOOLS } from './tools/index.ts';
  * or `-`, so `agent_id`, `agentId` and `Agent-Id` are all refused.
  */
 export const IDENTITY_ARGUMENTS = [
-  'from', 'as', 'sender', 'agent', 'agent_id', 'identity', 'on_behalf_of', 'act_as', 'acting_as', 'actor',
-  'caller', 'user', 'user_id', 'author', 'claimant', 'owner', 'principal', 'impersonate', 'run_as', 'sudo',
-  'token', 'bearer', 'authorization', 'api_key', 'as_agent', 'from_agent', 'sender_id',
+  'from',
+  'as',
+  'sender',
+  'agent',
+  'agent_id',
+  'identity',
+  'on_behalf_of',
+  'act_as',
+  'acting_as',
+  'actor',
+  'caller',
+  'user',
+  'user_id',
+  'author',
+  'claimant',
+  'owner',
+  'principal',
+  'impersonate',
+  'run_as',
+  'sudo',
+  'token',
+  'bearer',
+  'authorization',
+  'api_key',
+  'as_agent',
+  'from_agent',
+  'sender_id',
 ] as const;
 
 const normalize = (key: string) => key.toLowerCase().replace(/[^a-z0-9]/g, '');
@@ -67,7 +98,7 @@ export function parseArguments(tool: ToolDefinition, args: Record<string, unknow
 /** Runs a tool with checked arguments: its structured result, or Baton's refusal as a tool error. */
 export async function callTool(tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolContext): Promise<CallToolResult> {
   try {
-    const result = (await tool.run(args, ctx));
+    const result = await tool.run(args, ctx);
     return toolResult(tool.headline(result, ctx), result);
   } catch (err) {
     if (err instanceof ApiError) return refusalResult(err.code, err.message, err.status);
@@ -95,7 +126,11 @@ export function createMcpServer(ctx: ToolContext, tools: readonly ToolDefinition
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(describeTool) }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)}; tools: ${[...byName.keys()].join(', ')}`);
+    if (!tool)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `no tool named ${JSON.stringify(request.params.name)}; tools: ${[...byName.keys()].join(', ')}`,
+      );
     const args = parseArguments(tool, request.params.arguments, ctx.identity.agent);
     return callTool(tool, args, ctx);
   });

@@ -29,13 +29,28 @@ export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(tool
 }
 
 /** Reads: nothing changes, so a client may call them freely and repeat them. */
-export const READ_ONLY: ToolDefinition['annotations'] = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+export const READ_ONLY: ToolDefinition['annotations'] = {
+  readOnlyHint: true,
+  idempotentHint: true,
+  destructiveHint: false,
+  openWorldHint: false,
+};
 
 /** A change that repeating with the same arguments does not repeat (same claim, same state). */
-export const IDEMPOTENT_CHANGE: ToolDefinition['annotations'] = { readOnlyHint: false, idempotentHint: true, destructiveHint: false, openWorldHint: false };
+export const IDEMPOTENT_CHANGE: ToolDefinition['annotations'] = {
+  readOnlyHint: false,
+  idempotentHint: true,
+  destructiveHint: false,
+  openWorldHint: false,
+};
 
 /** A change each call makes anew (a new session, a new fact). */
-export const CHANGE: ToolDefinition['annotations'] = { readOnlyHint: false, idempotentHint: false, destructiveHint: false, openWorldHint: false };
+export const CHANGE: ToolDefinition['annotations'] = {
+  readOnlyHint: false,
+  idempotentHint: false,
+  destructiveHint: false,
+  openWorldHint: false,
+};
 
 /**
  * A tool's answer: the headline, then the whole structured result as JSON fenced as data

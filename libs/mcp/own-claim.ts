@@ -12,7 +12,9 @@ export async function ownClaim(ctx: ToolContext, id: string): Promise<{ token: s
   const me = ctx.identity.agent;
   const h = await ctx.api.get<HandoffJson>(handoffPath(id));
   if (h.work?.state !== 'claimed' || h.work.claimedBy?.toLowerCase() !== me) {
-    const now = h.work ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}` : 'it is a plain message';
+    const now = h.work
+      ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}`
+      : 'it is a plain message';
     throw new ApiError('claim_lost', `${me} holds no claim on handoff ${h.id} (${now}): accept it first, or give claimToken`, 409);
   }
   const again = await ctx.api.post<{ claim: { token: string }; handoff: HandoffJson }>(handoffPath(id, 'accept'), actor(ctx));

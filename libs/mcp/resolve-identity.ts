@@ -21,7 +21,10 @@ export function resolveIdentity(owner: TokenOwner, named: string | undefined, ho
   const wanted = named?.toLowerCase();
   if (owner.agent !== null) {
     if (wanted !== undefined && wanted !== owner.agent) {
-      throw new BatonError('identity_mismatch', `this token belongs to ${owner.agent}; it cannot act as ${wanted} (leave ${how.nameWith} out, or use ${wanted}'s token)`);
+      throw new BatonError(
+        'identity_mismatch',
+        `this token belongs to ${owner.agent}; it cannot act as ${wanted} (leave ${how.nameWith} out, or use ${wanted}'s token)`,
+      );
     }
     return { agent: owner.agent, admin: false, project: owner.project, tokenId: owner.tokenId };
   }

@@ -16,7 +16,12 @@ export const FactId = z.uuid().describe('fact id (a UUID)');
 export const Handle = z.string().regex(new RegExp(HANDLE_PATTERN)).max(LIMITS.handle);
 export const Text = (max: number, what: string) => z.string().min(1).max(max).describe(what);
 export const FactKind = z.enum(FACT_KINDS);
-export const LeaseSeconds = z.number().int().min(1).max(LIMITS.leaseSecondsMax).describe(`how long the claim lives without a heartbeat, in seconds (default ${LIMITS.leaseSecondsDefault})`);
+export const LeaseSeconds = z
+  .number()
+  .int()
+  .min(1)
+  .max(LIMITS.leaseSecondsMax)
+  .describe(`how long the claim lives without a heartbeat, in seconds (default ${LIMITS.leaseSecondsDefault})`);
 
 const nullableString = z.string().nullable();
 const timestamp = z.string();
@@ -77,7 +82,12 @@ export const AttemptOut = z.looseObject({
   finishedAt: nullableTimestamp,
 });
 
-export const PacketOut = z.looseObject({ text: z.string(), factIds: z.array(z.string()), omittedFacts: z.number().int(), truncated: z.boolean() });
+export const PacketOut = z.looseObject({
+  text: z.string(),
+  factIds: z.array(z.string()),
+  omittedFacts: z.number().int(),
+  truncated: z.boolean(),
+});
 
 export const FactOut = z.looseObject({
   id: z.string(),

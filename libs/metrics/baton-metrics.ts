@@ -36,7 +36,11 @@ export function createBatonMetrics(): BatonMetrics {
     labelNames: ['action'] as const,
     registers: [registry],
   });
-  const passes = new Counter({ name: 'baton_reconciler_passes_total', help: 'Reconciler passes this process ran (as the leader).', registers: [registry] });
+  const passes = new Counter({
+    name: 'baton_reconciler_passes_total',
+    help: 'Reconciler passes this process ran (as the leader).',
+    registers: [registry],
+  });
   return {
     registry,
     observeRequest(method, route, status, seconds) {

@@ -58,7 +58,8 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
 
   const transitions = new Counter({
     name: 'baton_transitions_total',
-    help: 'Transitions recorded in the event log since this process started, by kind (delivery or work), the ' +
+    help:
+      'Transitions recorded in the event log since this process started, by kind (delivery or work), the ' +
       'state reached, and the recipient provider and pool.',
     labelNames: ['kind', 'state', 'provider', 'pool'] as const,
     registers: [registry],
@@ -107,7 +108,8 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
   });
   new Gauge({
     name: 'baton_turn_locks_held',
-    help: 'Agents whose per-agent turn lock is held right now (a worker is running or starting their turn), by ' +
+    help:
+      'Agents whose per-agent turn lock is held right now (a worker is running or starting their turn), by ' +
       'provider and pool; agents with open handoffs are checked.',
     labelNames: ['provider', 'pool'] as const,
     registers: [registry],

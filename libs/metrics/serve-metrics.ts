@@ -13,17 +13,24 @@ export interface RunningMetricsServer {
  * is meant for a network only the scraper reaches (bind it to an internal address). Anything
  * else is 404.
  */
-export async function serveMetrics(metrics: BatonMetrics, opts: { host: string; port: number; logger: Logger }): Promise<RunningMetricsServer> {
+export async function serveMetrics(
+  metrics: BatonMetrics,
+  opts: { host: string; port: number; logger: Logger },
+): Promise<RunningMetricsServer> {
   const server: Server = createServer((request, response) => {
     if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'application/json', 'cache-control': 'private, no-store' }).end(JSON.stringify({ error: { code: 'route_not_found', message: 'only GET /metrics is served here' } }));
+      response
+        .writeHead(404, { 'content-type': 'application/json', 'cache-control': 'private, no-store' })
+        .end(JSON.stringify({ error: { code: 'route_not_found', message: 'only GET /metrics is served here' } }));
       return;
     }
     metrics.registry.metrics().then(
       (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'private, no-store' }).end(text),
       (err: unknown) => {
         opts.logger.error({ err }, 'metrics scrape failed');
-        response.writeHead(500, { 'content-type': 'application/json', 'cache-control': 'private, no-store' }).end(JSON.stringify({ error: { code: 'internal_error', message: 'internal error' } }));
+        response
+          .writeHead(500, { 'content-type': 'application/json', 'cache-control': 'private, no-store' })
+          .end(JSON.stringify({ error: { code: 'internal_error', message: 'internal error' } }));
       },
     );
   });

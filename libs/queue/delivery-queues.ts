@@ -142,7 +142,12 @@ export class DeliveryQueues {
 
   /** Adds the agents to the queue's wake-up set, and a wake job when that marked the queue scheduled. */
   private async wake(name: string, route: WakeJob, agentIds: string[]): Promise<void> {
-    const scheduled = await this.redis.batonAddWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeScheduled(name), WAKE_SCHEDULED_MS, ...agentIds);
+    const scheduled = await this.redis.batonAddWakeUps(
+      this.opts.names.wakeUps(name),
+      this.opts.names.wakeScheduled(name),
+      WAKE_SCHEDULED_MS,
+      ...agentIds,
+    );
     if (scheduled === 1) await this.addWakeJob(name, route);
   }
 
@@ -160,7 +165,13 @@ export class DeliveryQueues {
    * unless `lingering` (the drainer looks again soon, and producers need add no job meanwhile).
    */
   async takeWakeUps(name: string, count: number, lingering = false): Promise<string[]> {
-    return this.redis.batonTakeWakeUps(this.opts.names.wakeUps(name), this.opts.names.wakeScheduled(name), count, WAKE_SCHEDULED_MS, lingering ? '0' : '1');
+    return this.redis.batonTakeWakeUps(
+      this.opts.names.wakeUps(name),
+      this.opts.names.wakeScheduled(name),
+      count,
+      WAKE_SCHEDULED_MS,
+      lingering ? '0' : '1',
+    );
   }
 
   /** The agents in the queue's wake-up set, oldest first (for tests and operators). */

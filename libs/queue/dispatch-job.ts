@@ -11,7 +11,6 @@ export const DISPATCH_JOB_NAME = 'dispatch';
  */
 export const WAKE_JOB_NAME = 'wake';
 
-
 /**
  * A dispatch job's payload, declared once. It names an agent, not a handoff to deliver: the
  * worker that takes the agent's turn lock delivers whatever Postgres says is next, so order
@@ -62,7 +61,11 @@ export const parseDispatchJob: (data: unknown) => DispatchJob = parserFor(Dispat
  * The routing part of a job for a handoff's recipient: agent, provider and (when named) pool,
  * as snapshotted on the handoff. Every producer builds its jobs from this, so none forgets the pool.
  */
-export function routeOf(h: { readonly recipientId: string; readonly provider: string; readonly pool: string }): Pick<DispatchJob, 'agentId' | 'provider' | 'pool'> {
+export function routeOf(h: {
+  readonly recipientId: string;
+  readonly provider: string;
+  readonly pool: string;
+}): Pick<DispatchJob, 'agentId' | 'provider' | 'pool'> {
   return h.pool === '' ? { agentId: h.recipientId, provider: h.provider } : { agentId: h.recipientId, provider: h.provider, pool: h.pool };
 }
 

@@ -48,11 +48,12 @@ export class EventStreamPublisher {
     const batch = this.pending;
     this.pending = null;
     if (!batch) return;
-    this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxLen), '*', 'top', batch.top.toString(), 'n', String(batch.n)).catch((err: unknown) => {
-      this.logger.debug({ err }, 'event stream append failed; followers catch up from Postgres');
-    });
+    this.redis
+      .xadd(this.key, 'MAXLEN', '~', String(this.maxLen), '*', 'top', batch.top.toString(), 'n', String(batch.n))
+      .catch((err: unknown) => {
+        this.logger.debug({ err }, 'event stream append failed; followers catch up from Postgres');
+      });
   }
-
 }
 
 /** A blocking reader of the event stream: `onWake(top)` per batch of entries, `top` the highest event id they name. */
@@ -67,7 +68,12 @@ export interface EventStreamReader {
  * answers again (`top` 0: "look at Postgres"), since appends may have been lost meanwhile; a
  * deleted or trimmed stream needs nothing: the next append recreates it with later ids.
  */
-export function createEventStreamReader(connection: RedisClient, names: RedisNames, logger: Logger, blockMs = REDIS_EVENT_STREAM_DEFAULTS.readBlockMs): EventStreamReader {
+export function createEventStreamReader(
+  connection: RedisClient,
+  names: RedisNames,
+  logger: Logger,
+  blockMs = REDIS_EVENT_STREAM_DEFAULTS.readBlockMs,
+): EventStreamReader {
   const key = names.eventStream();
   let closed = false;
   return {
@@ -85,7 +91,7 @@ export function createEventStreamReader(connection: RedisClient, names: RedisNam
         }
         while (!closed) {
           try {
-            const res = (await connection.xread('COUNT', REDIS_EVENT_STREAM_DEFAULTS.readCount, 'BLOCK', blockMs, 'STREAMS', key, last));
+            const res = await connection.xread('COUNT', REDIS_EVENT_STREAM_DEFAULTS.readCount, 'BLOCK', blockMs, 'STREAMS', key, last);
             if (failed) {
               failed = false;
               onWake(0n);

@@ -41,7 +41,12 @@ const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 
  * to, so an outage is one line for the process when it starts and one when it ends; without
  * one, the connection gets a link of its own.
  */
-export function openRedis(url: string, role: RedisRole, logger: Logger, opts: { commandTimeoutMs?: number; link?: RedisLink } = {}): RedisClient {
+export function openRedis(
+  url: string,
+  role: RedisRole,
+  logger: Logger,
+  opts: { commandTimeoutMs?: number; link?: RedisLink } = {},
+): RedisClient {
   const target = parseRedisTarget(url);
   const redis: RedisClient =
     target.kind === 'single'
@@ -117,7 +122,12 @@ export async function keyServers(client: RedisClient, timeoutMs = REDIS_CLIENT_D
  * Every key matching `pattern`, batch by batch (SCAN on each server that holds keys). `onBatch`
  * gets the keys with the server they live on, e.g. to delete them there one slot at a time.
  */
-export async function scanKeys(client: RedisClient, pattern: string, onBatch: (keys: string[], server: Redis) => Promise<void>, count = REDIS_CLIENT_DEFAULTS.scanCount): Promise<void> {
+export async function scanKeys(
+  client: RedisClient,
+  pattern: string,
+  onBatch: (keys: string[], server: Redis) => Promise<void>,
+  count = REDIS_CLIENT_DEFAULTS.scanCount,
+): Promise<void> {
   for (const server of await keyServers(client)) {
     let cursor = '0';
     do {
@@ -141,7 +151,14 @@ export async function deleteKeys(keys: readonly string[], server: Redis): Promis
  * single-server target or to `node` of a cluster; errors come from its calls only.
  */
 function probeNode(target: RedisTarget, node: { host: string; port: number } | null, timeoutMs: number): Redis {
-  const options: RedisOptions = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs, commandTimeout: timeoutMs, connectionName: 'baton-probe' };
+  const options: RedisOptions = {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    connectionName: 'baton-probe',
+  };
   if (target.kind === 'cluster' && node === null) throw new Error('probeNode: a cluster node must be named');
   const probe =
     target.kind === 'single'
@@ -217,4 +234,3 @@ export async function misconfiguredCluster(url: string, timeoutMs = REDIS_CLIENT
   }
   return null;
 }
-

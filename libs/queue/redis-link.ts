@@ -1,10 +1,21 @@
 import { briefError, type Logger } from '../logging/create-logger.ts';
 
 /** Socket-level codes: the way to Redis failed, not a command. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+]);
 
 /** What ioredis and BullMQ say when a command could not reach Redis (no code on these). */
-const NO_LINK = /Connection is closed|Stream isn't writeable|Reached the max retries per request|Command timed out|connect ETIMEDOUT|LOADING |ClusterAllFailedError|Failed to refresh slots cache|None of startup nodes is available/i;
+const NO_LINK =
+  /Connection is closed|Stream isn't writeable|Reached the max retries per request|Command timed out|connect ETIMEDOUT|LOADING |ClusterAllFailedError|Failed to refresh slots cache|None of startup nodes is available/i;
 
 /**
  * Whether `err` says Redis could not be reached (refused, reset, timed out, closed while

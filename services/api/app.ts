@@ -67,7 +67,8 @@ export interface AppDeps {
    */
   readonly trustProxy?: TrustProxy | undefined;
   /** Bull Board's queues (needs `browser`): the Redis they live in and every queue name in use. */
-  readonly queueBoard?: { readonly redis: RedisClient; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
+  readonly queueBoard?:
+    { readonly redis: RedisClient; readonly names: RedisNames; readonly queueNames: () => Promise<readonly string[]> } | undefined;
 }
 
 /**
@@ -95,7 +96,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // no hook runs for them, so they set the cache header themselves.
     frameworkErrors: (err, _request, reply) => {
       const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than any id' : 'the URL is malformed';
-      void (reply as FastifyReply).code(400).header('cache-control', NO_STORE).send({ error: { code: 'validation_failed', message } });
+      void (reply as FastifyReply)
+        .code(400)
+        .header('cache-control', NO_STORE)
+        .send({ error: { code: 'validation_failed', message } });
     },
     // What Node's HTTP parser refuses (an over-long URL or headers, malformed HTTP) in the same shape.
     clientErrorHandler: answerClientError,
@@ -140,7 +144,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (metrics) await app.register(metricsRoutes, { core: deps.core, metrics, limiter });
   // The live page and sign-in (/ui), and Bull Board (/admin/queues) for admins' browsers.
   await app.register(uiRoutes, { core: deps.core, browser: deps.browser, limiter });
-  if (deps.browser && deps.queueBoard) await installAdminQueues(app, { core: deps.core, browser: deps.browser, limiter, ...deps.queueBoard });
+  if (deps.browser && deps.queueBoard)
+    await installAdminQueues(app, { core: deps.core, browser: deps.browser, limiter, ...deps.queueBoard });
   await installOpenApiRoutes(app, limiter);
   return app;
 }

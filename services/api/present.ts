@@ -61,7 +61,10 @@ export function presentHandoff(h: HandoffView) {
     revision: h.revision,
     attemptCount: h.attemptCount,
     duplicateOf: h.duplicateOfId,
-    result: h.resultSummary !== null || (h.result !== null && h.result !== undefined) ? { summary: h.resultSummary, output: h.result ?? null } : null,
+    result:
+      h.resultSummary !== null || (h.result !== null && h.result !== undefined)
+        ? { summary: h.resultSummary, output: h.result ?? null }
+        : null,
     createdAt: h.createdAt.toISOString(),
     updatedAt: h.updatedAt.toISOString(),
     settledAt: iso(h.settledAt),

@@ -43,7 +43,10 @@ export function projectOf(request: FastifyRequest, defaultProject: string, inQue
   const fromHeader = typeof header === 'string' && header !== '' ? header.toLowerCase() : undefined;
   const fromQuery = inQuery === undefined || inQuery === '' ? undefined : inQuery.toLowerCase();
   if (fromHeader !== undefined && fromQuery !== undefined && fromHeader !== fromQuery) {
-    throw new BatonError('validation_failed', `X-Baton-Project names ${JSON.stringify(fromHeader)} and ?project= ${JSON.stringify(fromQuery)}: name one project`);
+    throw new BatonError(
+      'validation_failed',
+      `X-Baton-Project names ${JSON.stringify(fromHeader)} and ?project= ${JSON.stringify(fromQuery)}: name one project`,
+    );
   }
   const named = fromHeader ?? fromQuery;
   if (caller.projectSlug !== null) {
@@ -69,7 +72,10 @@ export function actingAs(request: FastifyRequest, named: string | undefined, fie
     return caller.agent.handle;
   }
   if (named === undefined) {
-    throw new BatonError('validation_failed', `an admin token acts for no agent: name the one to act as in body/${field} (the CLI: --as <agent>, or BATON_AGENT)`);
+    throw new BatonError(
+      'validation_failed',
+      `an admin token acts for no agent: name the one to act as in body/${field} (the CLI: --as <agent>, or BATON_AGENT)`,
+    );
   }
   return named.toLowerCase();
 }

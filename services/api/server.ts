@@ -93,12 +93,25 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
   });
   const tokenCache = new TokenCache({ announce: () => authChanges.announce() });
   void authChanges.start(() => tokenCache.forget());
-  const core = { ...repos, tokenCache, deployment: names.deployment, scheduler: queues, events: new EventStreamPublisher(opts.redis, names, opts.logger), clock: opts.clock, logger: opts.logger };
+  const core = {
+    ...repos,
+    tokenCache,
+    deployment: names.deployment,
+    scheduler: queues,
+    events: new EventStreamPublisher(opts.redis, names, opts.logger),
+    clock: opts.clock,
+    logger: opts.logger,
+  };
   // GET /v1/events: one stream reader per process (its own connection: XREAD BLOCK outlasts the
   // producer's command timeout), opened by the first follower.
   const feed = new EventFeed({
     log: repos.eventLog,
-    wakeups: () => createEventStreamReader(duplicateRedis(opts.redis, { connectionName: 'baton-events', maxRetriesPerRequest: null, commandTimeout: 15_000 }), names, opts.logger),
+    wakeups: () =>
+      createEventStreamReader(
+        duplicateRedis(opts.redis, { connectionName: 'baton-events', maxRetriesPerRequest: null, commandTimeout: 15_000 }),
+        names,
+        opts.logger,
+      ),
     clock: opts.clock,
     logger: opts.logger,
   });

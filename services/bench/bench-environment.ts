@@ -97,7 +97,10 @@ export class BenchEnvironment {
     if (config.redisUrl) {
       // The bench reads one server's INFO and memory and counts its commands: a cluster's
       // figures would be one node's. Point it at one server (or none: it starts its own).
-      if (parseRedisTarget(config.redisUrl).kind === 'cluster') throw new Error('the bench measures one Redis server: unset REDIS_URL (it starts a private one) or give a redis:// URL, not redis+cluster://');
+      if (parseRedisTarget(config.redisUrl).kind === 'cluster')
+        throw new Error(
+          'the bench measures one Redis server: unset REDIS_URL (it starts a private one) or give a redis:// URL, not redis+cluster://',
+        );
       redisUrl = config.redisUrl;
     } else {
       log('starting a private redis-server (no REDIS_URL)');
@@ -159,7 +162,10 @@ export class BenchEnvironment {
   }
 
   /** Demo-session statistics from the shared host (writes per handoff, overlaps). */
-  async demoStats(): Promise<{ sessions: Array<{ session: string; turnsReceived: number; overlapAttempts: number; repeatedRequestIds: number }>; writesByHandoff: Record<string, string[]> }> {
+  async demoStats(): Promise<{
+    sessions: Array<{ session: string; turnsReceived: number; overlapAttempts: number; repeatedRequestIds: number }>;
+    writesByHandoff: Record<string, string[]>;
+  }> {
     const res = await fetch(`${this.demoHostUrl}/stats`);
     return (await res.json()) as never;
   }

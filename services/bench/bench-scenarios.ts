@@ -4,8 +4,12 @@ export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
 
 /** Parses a comma-separated `--only` list; throws naming the valid scenarios on an unknown one. */
 export function parseScenarios(text: string): BenchScenario[] {
-  const names = text.split(',').map((n) => n.trim()).filter(Boolean);
+  const names = text
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(BENCH_SCENARIOS as readonly string[]).includes(n));
-  if (names.length === 0 || unknown.length > 0) throw new Error(`unknown bench scenario ${JSON.stringify(unknown.join(',') || text)}; choose from ${BENCH_SCENARIOS.join(', ')}`);
+  if (names.length === 0 || unknown.length > 0)
+    throw new Error(`unknown bench scenario ${JSON.stringify(unknown.join(',') || text)}; choose from ${BENCH_SCENARIOS.join(', ')}`);
   return names as BenchScenario[];
 }

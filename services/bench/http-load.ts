@@ -26,7 +26,12 @@ export class JsonClient {
     this.pool = new Pool(new URL(baseUrl).origin, { connections: concurrency, pipelining: 1 });
   }
 
-  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: any }> {
     const payload = body === undefined ? null : JSON.stringify(body);
     const res = await this.pool.request({
       path,

@@ -9,7 +9,14 @@ const pct = (a: number, b: number) => (b > 0 ? `${round((a / b) * 100, 0)}%` : '
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** How the report names each process role. */
@@ -41,25 +48,69 @@ export function renderReport(r: BenchResult): string {
   if (r.send) {
     const s1 = r.send.oneClient;
     const s32 = r.send.thirtyTwoClients;
-    rows.push(['send over HTTP, 1 client', `${s1.perSecond}/s`, ceiling(`${pg1} tx/s (pg x1)`), of(s1.perSecond, pg1), `${s1.p50Ms} / ${s1.p99Ms} ms`]);
-    rows.push(['send over HTTP, 32 clients', `${s32.perSecond}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(s32.perSecond, pg8), `${s32.p50Ms} / ${s32.p99Ms} ms`]);
+    rows.push([
+      'send over HTTP, 1 client',
+      `${s1.perSecond}/s`,
+      ceiling(`${pg1} tx/s (pg x1)`),
+      of(s1.perSecond, pg1),
+      `${s1.p50Ms} / ${s1.p99Ms} ms`,
+    ]);
+    rows.push([
+      'send over HTTP, 32 clients',
+      `${s32.perSecond}/s`,
+      ceiling(`${pg8} tx/s (pg x8)`),
+      of(s32.perSecond, pg8),
+      `${s32.p50Ms} / ${s32.p99Ms} ms`,
+    ]);
     const cost = r.send.thirtyTwoClientsCost;
-    const split = (['api', 'postgres', 'redis', 'loadGenerator'] as const).map((role) => `${ROLE_LABELS[role]} ${cost.cpuMs[role] ?? 'n/a'}`);
-    rows.push(['send, 32 clients: CPU ms per handoff', `${cost.cpuMs.total}`, `${split.join(', ')}; ${cost.postgresStatements ?? 'n/a'} statements`, '', '']);
+    const split = (['api', 'postgres', 'redis', 'loadGenerator'] as const).map(
+      (role) => `${ROLE_LABELS[role]} ${cost.cpuMs[role] ?? 'n/a'}`,
+    );
+    rows.push([
+      'send, 32 clients: CPU ms per handoff',
+      `${cost.cpuMs.total}`,
+      `${split.join(', ')}; ${cost.postgresStatements ?? 'n/a'} statements`,
+      '',
+      '',
+    ]);
   }
   for (const d of delivery) {
-    rows.push([`e2e ${d.agents} agents, ${d.handoffs} handoffs: to ACCEPTED`, `${d.acceptedPerSec}/s`, ceiling(`${bull} jobs/s (bullmq)`), of(d.acceptedPerSec, bull), `${d.acceptedP50Ms} / ${d.acceptedP99Ms} ms`]);
-    rows.push([`e2e ${d.agents} agents: to RETURNED`, `${d.returnedPerSec}/s`, ceiling(`${pg8} tx/s (pg x8)`), of(d.returnedPerSec, pg8), `${d.returnedP50Ms} / ${d.returnedP99Ms} ms`]);
+    rows.push([
+      `e2e ${d.agents} agents, ${d.handoffs} handoffs: to ACCEPTED`,
+      `${d.acceptedPerSec}/s`,
+      ceiling(`${bull} jobs/s (bullmq)`),
+      of(d.acceptedPerSec, bull),
+      `${d.acceptedP50Ms} / ${d.acceptedP99Ms} ms`,
+    ]);
+    rows.push([
+      `e2e ${d.agents} agents: to RETURNED`,
+      `${d.returnedPerSec}/s`,
+      ceiling(`${pg8} tx/s (pg x8)`),
+      of(d.returnedPerSec, pg8),
+      `${d.returnedP50Ms} / ${d.returnedP99Ms} ms`,
+    ]);
     rows.push([`e2e ${d.agents} agents: dispatch (commit -> adapter call)`, '', '', '', `${d.dispatchP50Ms} / ${d.dispatchP99Ms} ms`]);
   }
   const lat = r.dispatchLatency;
   if (lat) {
-    rows.push([`steady ${lat.perSecond}/s to ${lat.agents} idle agents: dispatch`, '', '', '', `${lat.dispatchP50Ms} / ${lat.dispatchP99Ms} ms`]);
+    rows.push([
+      `steady ${lat.perSecond}/s to ${lat.agents} idle agents: dispatch`,
+      '',
+      '',
+      '',
+      `${lat.dispatchP50Ms} / ${lat.dispatchP99Ms} ms`,
+    ]);
     rows.push([`steady ${lat.perSecond}/s: to RETURNED`, '', '', '', `${lat.returnedP50Ms} / ${lat.returnedP99Ms} ms`]);
   }
   const b = r.busyAgents;
   if (b) {
-    rows.push([`busy: ${b.agents} agents x ${b.handoffsPerAgent} at once`, `${b.totalSeconds} s total`, '', '', `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`]);
+    rows.push([
+      `busy: ${b.agents} agents x ${b.handoffsPerAgent} at once`,
+      `${b.totalSeconds} s total`,
+      '',
+      '',
+      `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`,
+    ]);
   }
   if (r.recovery) {
     rows.push(['recovery: SIGKILL mid-write -> UNCERTAIN', `${r.recovery.killToUncertainSec} s`, '', '', '']);
@@ -73,8 +124,16 @@ export function renderReport(r: BenchResult): string {
   if (delivery.length > 0) sections.push('', table(costTable(delivery, r.send)));
   if (r.longTurns) sections.push('', table(longTurnsTable(r.longTurns)));
   const met = (m: boolean | null) => (m === null ? 'n/a' : m ? 'yes' : 'NO');
-  if (r.targets.length > 0) sections.push('', table([['target (issue 16)', 'goal', 'measured', 'met'], ...r.targets.map((t) => [t.name, t.goal, t.measured, met(t.met)])]));
-  if (r.guarantees.length > 0) sections.push('', table([['guarantee', 'goal', 'measured', 'met'], ...r.guarantees.map((g) => [g.name, g.goal, g.measured, met(g.met)])]));
+  if (r.targets.length > 0)
+    sections.push(
+      '',
+      table([['target (issue 16)', 'goal', 'measured', 'met'], ...r.targets.map((t) => [t.name, t.goal, t.measured, met(t.met)])]),
+    );
+  if (r.guarantees.length > 0)
+    sections.push(
+      '',
+      table([['guarantee', 'goal', 'measured', 'met'], ...r.guarantees.map((g) => [g.name, g.goal, g.measured, met(g.met)])]),
+    );
   return sections.join('\n');
 }
 
@@ -87,9 +146,18 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
   cost.push(['Redis connections, API', ...delivery.map((d) => String(d.cost.redisConnectionsApi))]);
   cost.push([
     'Redis memory per queued handoff',
-    ...delivery.map((d) => (d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`)),
+    ...delivery.map((d) =>
+      d.cost.redisBytesPerQueuedHandoff === null ? 'n/a' : `${d.cost.redisBytesPerQueuedHandoff} bytes (${d.cost.queuedAtPeak} queued)`,
+    ),
   ]);
-  cost.push(['Postgres connections', ...delivery.map((d) => Object.entries(d.cost.postgresConnections).map(([k, v]) => `${k} ${v}`).join(', '))]);
+  cost.push([
+    'Postgres connections',
+    ...delivery.map((d) =>
+      Object.entries(d.cost.postgresConnections)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', '),
+    ),
+  ]);
   const per = (f: (d: DeliveryRun) => number | null) =>
     delivery.map((d) => {
       const v = f(d);
@@ -105,7 +173,9 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
   if (delivery.some((d) => d.warmUp)) {
     cost.push([
       'warm-up before: CPU ms per handoff',
-      ...delivery.map((d) => (d.warmUp ? `${d.warmUp.perHandoff.cpuMs.total} (first ${d.warmUp.handoffs} handoffs of fresh processes)` : 'n/a')),
+      ...delivery.map((d) =>
+        d.warmUp ? `${d.warmUp.perHandoff.cpuMs.total} (first ${d.warmUp.handoffs} handoffs of fresh processes)` : 'n/a',
+      ),
     ]);
   }
   if (send) {
@@ -121,19 +191,30 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
 function longTurnsTable(l: LongTurnsResult): string[][] {
   const na = (v: number | null, unit = '') => (v === null ? 'n/a' : `${v}${unit}`);
   const top = (lines: LongTurnsResult['redisTopCommands'], n: number, width: number) =>
-    lines && lines.length > 0 ? `; top: ${lines.slice(0, n).map((x) => `${x.name.slice(0, width)} ${x.perSecPerTurn}`).join(', ')}` : '';
+    lines && lines.length > 0
+      ? `; top: ${lines
+          .slice(0, n)
+          .map((x) => `${x.name.slice(0, width)} ${x.perSecPerTurn}`)
+          .join(', ')}`
+      : '';
   const rows: string[][] = [[`long turns: ${l.turns} agents, one ${l.turnSeconds} s turn each`, 'measured']];
   rows.push(['workers x shards x concurrency = job slots', `${l.workers} x ${l.queueShards} x ${l.workerConcurrency} = ${l.slots}`]);
   rows.push(['turns in flight at the peak (ACCEPTED + RUNNING)', String(l.peakInFlight)]);
   rows.push(['turns followed per worker', l.turnsPerWorker.join(' / ')]);
   rows.push(['first send -> last turn ACCEPTED', `${l.firstSendToLastAcceptedSec} s`]);
   rows.push(['last send -> all RETURNED', `${l.lastSendToAllReturnedSec} s`]);
-  rows.push(['BullMQ active jobs per live turn', `${na(l.activeJobsPerLiveTurn)} (${l.queuedJobsInWindow} jobs or wake-ups waiting or delayed)`]);
+  rows.push([
+    'BullMQ active jobs per live turn',
+    `${na(l.activeJobsPerLiveTurn)} (${l.queuedJobsInWindow} jobs or wake-ups waiting or delayed)`,
+  ]);
   rows.push([
     'worker RSS per followed turn',
     `${na(l.workerRssKiBPerTurn, ' KiB')} (idle ${l.workerRssIdleMiB.join(' / ')} MiB, turns live ${l.workerRssLiveMiB.join(' / ')} MiB)`,
   ]);
-  rows.push(['quiet window (nothing but waiting)', `${l.quietSeconds} s, ${l.liveInWindow} live turns, ${l.quietWindowClean ? 'no state changed' : 'STATES CHANGED'}`]);
+  rows.push([
+    'quiet window (nothing but waiting)',
+    `${l.quietSeconds} s, ${l.liveInWindow} live turns, ${l.quietWindowClean ? 'no state changed' : 'STATES CHANGED'}`,
+  ]);
   rows.push(['Redis commands /s per live turn', `${na(l.redisCommandsPerSecPerTurn)}${top(l.redisTopCommands, 6, 30)}`]);
   rows.push(['Postgres statements /s per live turn', `${na(l.postgresStatementsPerSecPerTurn)}${top(l.postgresTopStatements, 2, 48)}`]);
   rows.push(['CPU ms /s per live turn', `workers ${na(l.cpuMsPerSecPerTurn.workers)}, all processes ${l.cpuMsPerSecPerTurn.total}`]);

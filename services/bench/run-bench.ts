@@ -28,11 +28,31 @@ export interface BenchOptions {
 export function benchSizes(quick: boolean) {
   return quick
     ? {
-        ceilingSeconds: 1, bullmqJobs: 1_000, sendOne: 100, sendMany: 400, agentCounts: [10, 100], handoffs: 200, warmUp: 50, latencyHandoffs: 100, busyAgents: 10, busyPerAgent: 10, wipeHandoffs: 150,
+        ceilingSeconds: 1,
+        bullmqJobs: 1_000,
+        sendOne: 100,
+        sendMany: 400,
+        agentCounts: [10, 100],
+        handoffs: 200,
+        warmUp: 50,
+        latencyHandoffs: 100,
+        busyAgents: 10,
+        busyPerAgent: 10,
+        wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
       }
     : {
-        ceilingSeconds: 5, bullmqJobs: 20_000, sendOne: 2_000, sendMany: 10_000, agentCounts: [10, 1_000, 10_000], handoffs: 10_000, warmUp: 1_000, latencyHandoffs: 1_000, busyAgents: 100, busyPerAgent: 50, wipeHandoffs: 3_000,
+        ceilingSeconds: 5,
+        bullmqJobs: 20_000,
+        sendOne: 2_000,
+        sendMany: 10_000,
+        agentCounts: [10, 1_000, 10_000],
+        handoffs: 10_000,
+        warmUp: 1_000,
+        latencyHandoffs: 1_000,
+        busyAgents: 100,
+        busyPerAgent: 50,
+        wipeHandoffs: 3_000,
         // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
@@ -88,7 +108,12 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     let dispatchLatency;
     if (want('dispatch-latency')) {
       progress.show('dispatch latency at a steady 50/s');
-      dispatchLatency = await measureDispatchLatency(env, { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs }, !opts.quick, (label) => progress.step(label));
+      dispatchLatency = await measureDispatchLatency(
+        env,
+        { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs },
+        !opts.quick,
+        (label) => progress.step(label),
+      );
     }
     let busyAgents;
     if (want('busy-agents')) {

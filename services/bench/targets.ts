@@ -61,15 +61,19 @@ export function scaleLabel(issueAgents: number, run: DeliveryRun | undefined): s
   return !run || run.agents === issueAgents ? `(${issueAgents} agents)` : `(${run.agents} agents; full run: ${issueAgents})`;
 }
 
-const atFew = (f: (d: DeliveryRun) => number | null) => (m: Measurements): Reading => {
-  const run = fewRun(m);
-  return { value: run ? f(run) : null, scale: scaleLabel(FEW_AGENTS, run) };
-};
+const atFew =
+  (f: (d: DeliveryRun) => number | null) =>
+  (m: Measurements): Reading => {
+    const run = fewRun(m);
+    return { value: run ? f(run) : null, scale: scaleLabel(FEW_AGENTS, run) };
+  };
 
-const atMany = (f: (d: DeliveryRun) => number | null) => (m: Measurements): Reading => {
-  const run = manyRun(m);
-  return { value: run ? f(run) : null, scale: scaleLabel(MANY_AGENTS, run) };
-};
+const atMany =
+  (f: (d: DeliveryRun) => number | null) =>
+  (m: Measurements): Reading => {
+    const run = manyRun(m);
+    return { value: run ? f(run) : null, scale: scaleLabel(MANY_AGENTS, run) };
+  };
 
 /** CPU of every process of the run, or null when one is not measurable (a shared Postgres or Redis). */
 function allProcessesCpuMs(d: DeliveryRun): number | null {
@@ -87,15 +91,60 @@ function peak(values: ReadonlyArray<number | null>): number | null {
   return Math.max(...(values as number[]));
 }
 
-const e2eRuns = (m: Measurements) => `(e2e runs of ${byAgents(m).map((d) => d.agents).join(', ') || '-'} agents)`;
+const e2eRuns = (m: Measurements) =>
+  `(e2e runs of ${
+    byAgents(m)
+      .map((d) => d.agents)
+      .join(', ') || '-'
+  } agents)`;
 
 /** Issue 16's targets, in the order the issue lists them. */
 export const TARGETS: readonly TargetSpec[] = [
-  { id: 'cpu-few', name: 'CPU per handoff, all processes', needs: ['delivery'], comparison: '<=', goal: 2.5, unit: 'ms', read: atFew(allProcessesCpuMs) },
-  { id: 'cpu-many', name: 'CPU per handoff, all processes', needs: ['delivery'], comparison: '<=', goal: 3.5, unit: 'ms', read: atMany(allProcessesCpuMs) },
-  { id: 'pg-statements-few', name: 'Postgres statements per handoff', needs: ['delivery'], comparison: '<=', goal: 3, unit: 'count', read: atFew((d) => d.perHandoff.postgresStatements) },
-  { id: 'pg-statements-many', name: 'Postgres statements per handoff', needs: ['delivery'], comparison: '<=', goal: 4, unit: 'count', read: atMany((d) => d.perHandoff.postgresStatements) },
-  { id: 'redis-commands-many', name: 'Redis commands per handoff', needs: ['delivery'], comparison: '<=', goal: 12, unit: 'count', read: atMany((d) => d.perHandoff.redisCommands) },
+  {
+    id: 'cpu-few',
+    name: 'CPU per handoff, all processes',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 2.5,
+    unit: 'ms',
+    read: atFew(allProcessesCpuMs),
+  },
+  {
+    id: 'cpu-many',
+    name: 'CPU per handoff, all processes',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 3.5,
+    unit: 'ms',
+    read: atMany(allProcessesCpuMs),
+  },
+  {
+    id: 'pg-statements-few',
+    name: 'Postgres statements per handoff',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 3,
+    unit: 'count',
+    read: atFew((d) => d.perHandoff.postgresStatements),
+  },
+  {
+    id: 'pg-statements-many',
+    name: 'Postgres statements per handoff',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 4,
+    unit: 'count',
+    read: atMany((d) => d.perHandoff.postgresStatements),
+  },
+  {
+    id: 'redis-commands-many',
+    name: 'Redis commands per handoff',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 12,
+    unit: 'count',
+    read: atMany((d) => d.perHandoff.redisCommands),
+  },
   {
     id: 'returned-rate-few',
     name: 'End to end to RETURNED',
@@ -119,7 +168,10 @@ export const TARGETS: readonly TargetSpec[] = [
       const many = manyRun(m);
       const measured = `${many?.agents ?? MANY_AGENTS} vs ${few?.agents ?? FEW_AGENTS} agents`;
       const issue = `${MANY_AGENTS} vs ${FEW_AGENTS} agents`;
-      return { value: percentOf(many?.returnedPerSec, few?.returnedPerSec), scale: measured === issue ? `(${issue})` : `(${measured}; full run: ${issue})` };
+      return {
+        value: percentOf(many?.returnedPerSec, few?.returnedPerSec),
+        scale: measured === issue ? `(${issue})` : `(${measured}; full run: ${issue})`,
+      };
     },
   },
   {
@@ -131,9 +183,33 @@ export const TARGETS: readonly TargetSpec[] = [
     unit: '%',
     read: (m) => ({ value: percentOf(m.send?.thirtyTwoClients.perSecond, m.ceilings?.postgres8), scale: '(32 clients)' }),
   },
-  { id: 'send-p99', name: 'Send p99', needs: ['send'], comparison: '<=', goal: 40, unit: 'ms', read: (m) => ({ value: m.send?.thirtyTwoClients.p99Ms ?? null, scale: '(32 clients)' }) },
-  { id: 'redis-bytes-many', name: 'Redis memory per queued handoff', needs: ['delivery'], comparison: '<=', goal: 1024, unit: 'bytes', read: atMany((d) => d.cost.redisBytesPerQueuedHandoff) },
-  { id: 'api-rss', name: 'API peak RSS', needs: ['delivery'], comparison: '<=', goal: 200, unit: 'MiB', read: (m) => ({ value: peak(byAgents(m).map((d) => d.cost.apiRssMiB)), scale: e2eRuns(m) }) },
+  {
+    id: 'send-p99',
+    name: 'Send p99',
+    needs: ['send'],
+    comparison: '<=',
+    goal: 40,
+    unit: 'ms',
+    read: (m) => ({ value: m.send?.thirtyTwoClients.p99Ms ?? null, scale: '(32 clients)' }),
+  },
+  {
+    id: 'redis-bytes-many',
+    name: 'Redis memory per queued handoff',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 1024,
+    unit: 'bytes',
+    read: atMany((d) => d.cost.redisBytesPerQueuedHandoff),
+  },
+  {
+    id: 'api-rss',
+    name: 'API peak RSS',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 200,
+    unit: 'MiB',
+    read: (m) => ({ value: peak(byAgents(m).map((d) => d.cost.apiRssMiB)), scale: e2eRuns(m) }),
+  },
   {
     id: 'worker-rss',
     name: 'Worker peak RSS, each worker',
@@ -200,7 +276,12 @@ export function evaluateGuarantees(m: Measurements): Guarantee[] {
   if (few && many) {
     const a = few.cost.redisConnectionsPerWorker;
     const b = many.cost.redisConnectionsPerWorker;
-    add(`Redis connections per worker, ${many.agents} vs ${few.agents} agents`, 'the same', `${b.join('/')} vs ${a.join('/')}`, JSON.stringify(a) === JSON.stringify(b));
+    add(
+      `Redis connections per worker, ${many.agents} vs ${few.agents} agents`,
+      'the same',
+      `${b.join('/')} vs ${a.join('/')}`,
+      JSON.stringify(a) === JSON.stringify(b),
+    );
   }
   if (m.recovery) {
     add('worker SIGKILL -> UNCERTAIN', '<= 5 s', `${m.recovery.killToUncertainSec} s`, m.recovery.killToUncertainSec <= 5);
@@ -208,12 +289,22 @@ export function evaluateGuarantees(m: Measurements): Guarantee[] {
   }
   const b = m.busyAgents;
   if (b) {
-    add('busy agents: no overlapping turns, order held, one write each', 'all 0', `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`, b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0);
+    add(
+      'busy agents: no overlapping turns, order held, one write each',
+      'all 0',
+      `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`,
+      b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0,
+    );
   }
   const l = m.longTurns;
   if (l) {
     const ok = l.returned === l.turns && l.handoffsNotWrittenOnce === 0 && l.writeViolations === 0;
-    add(`long turns: ${l.turns} x ${l.turnSeconds} s all RETURNED, each written once, no violation`, 'all', `${l.returned} returned, ${l.handoffsNotWrittenOnce} not once, ${l.writeViolations} violations`, ok);
+    add(
+      `long turns: ${l.turns} x ${l.turnSeconds} s all RETURNED, each written once, no violation`,
+      'all',
+      `${l.returned} returned, ${l.handoffsNotWrittenOnce} not once, ${l.writeViolations} violations`,
+      ok,
+    );
   }
   return g;
 }

@@ -115,7 +115,9 @@ export async function redisMemoryOfWaitingJobs(env: BenchEnvironment): Promise<n
  * connections open, so these backends live through a measured window.
  */
 async function benchBackendsCpu(env: BenchEnvironment): Promise<number> {
-  const { rows } = await env.pool.query<{ pid: number }>(`${BENCH_SQL} SELECT pid FROM pg_stat_activity WHERE application_name = 'baton-bench'`);
+  const { rows } = await env.pool.query<{ pid: number }>(
+    `${BENCH_SQL} SELECT pid FROM pg_stat_activity WHERE application_name = 'baton-bench'`,
+  );
   const cpu = await Promise.all(rows.map((r) => cpuOf(r.pid)));
   return cpu.reduce<number>((a, b) => a + (b ?? 0), 0);
 }
@@ -145,19 +147,35 @@ export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapsho
   let redisCommands: number | null = null;
   if (env.embedded.redis) redisCommands = Number(/total_commands_processed:(\d+)/.exec(await env.redis.info('stats'))?.[1] ?? NaN);
   return {
-    cpuMs: { api, workers: workers.some((w) => w === null) ? null : workers.reduce<number>((a, b) => a + (b ?? 0), 0), demoHost, postgres, redis, loadGenerator },
+    cpuMs: {
+      api,
+      workers: workers.some((w) => w === null) ? null : workers.reduce<number>((a, b) => a + (b ?? 0), 0),
+      demoHost,
+      postgres,
+      redis,
+      loadGenerator,
+    },
     postgresStatements,
     redisCommands,
   };
 }
 
-const perHandoff = (a: number | null, b: number | null, handoffs: number, digits: number) => (a === null || b === null ? null : round(Math.max(0, b - a) / handoffs, digits));
+const perHandoff = (a: number | null, b: number | null, handoffs: number, digits: number) =>
+  a === null || b === null ? null : round(Math.max(0, b - a) / handoffs, digits);
 
 export function usagePerHandoff(before: UsageSnapshot, after: UsageSnapshot, handoffs: number): UsagePerHandoff {
   const roles = Object.keys(before.cpuMs) as Array<keyof CpuByRole>;
-  const cpu = Object.fromEntries(roles.map((role) => [role, perHandoff(before.cpuMs[role], after.cpuMs[role], handoffs, 3)])) as unknown as CpuByRole;
+  const cpu = Object.fromEntries(
+    roles.map((role) => [role, perHandoff(before.cpuMs[role], after.cpuMs[role], handoffs, 3)]),
+  ) as unknown as CpuByRole;
   return {
-    cpuMs: { ...cpu, total: round(roles.reduce((sum, role) => sum + (cpu[role] ?? 0), 0), 2) },
+    cpuMs: {
+      ...cpu,
+      total: round(
+        roles.reduce((sum, role) => sum + (cpu[role] ?? 0), 0),
+        2,
+      ),
+    },
     postgresStatements: perHandoff(before.postgresStatements, after.postgresStatements, handoffs, 2),
     // The after snapshot's own INFO is not counted yet; the before one is.
     redisCommands: perHandoff(before.redisCommands === null ? null : before.redisCommands + 1, after.redisCommands, handoffs, 2),
@@ -211,6 +229,9 @@ export async function statementProfile(env: BenchEnvironment): Promise<(label: s
       .sort((a, b) => b[1] - a[1])
       .map(([name, calls]) => `${name} ${round(calls / n, 3)}`);
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, `${label}.txt`), `${label}: ${handoffs} handoffs\n\nRedis commands per handoff: ${commands.join(', ')}\n\n${lines.join('\n')}`);
+    await writeFile(
+      path.join(dir, `${label}.txt`),
+      `${label}: ${handoffs} handoffs\n\nRedis commands per handoff: ${commands.join(', ')}\n\n${lines.join('\n')}`,
+    );
   };
 }

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../libs/db/migrate.ts';
-import { freePort, startEmbeddedPostgres, startPrivateRedis, type EmbeddedPostgres, type Started } from '../../libs/processes/embedded-infra.ts';
+import {
+  freePort,
+  startEmbeddedPostgres,
+  startPrivateRedis,
+  type EmbeddedPostgres,
+  type Started,
+} from '../../libs/processes/embedded-infra.ts';
 import { spawnBaton, type BatonProcess } from '../../libs/processes/spawn-baton.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { ProcessLogs } from './process-logs.ts';
@@ -37,7 +43,8 @@ export const CHAOS_PROCESS_SETTINGS = {
  * the head read itself and a runtime-settings read, each a Postgres statement bounded by the
  * connect and query timeouts (the order invariant allows for it, see invariants.ts).
  */
-export const HEAD_READ_TO_RESERVE_MS = 2 * (Number(CHAOS_PROCESS_SETTINGS.BATON_DB_QUERY_TIMEOUT_MS) + Number(CHAOS_PROCESS_SETTINGS.BATON_DB_CONNECT_TIMEOUT_MS));
+export const HEAD_READ_TO_RESERVE_MS =
+  2 * (Number(CHAOS_PROCESS_SETTINGS.BATON_DB_QUERY_TIMEOUT_MS) + Number(CHAOS_PROCESS_SETTINGS.BATON_DB_CONNECT_TIMEOUT_MS));
 
 export type Role = 'api' | 'worker';
 
@@ -138,7 +145,14 @@ export class ChaosEnvironment {
       void demoHost.exited().then((code) => {
         if (env.closing) return;
         const output = demoHost.output();
-        env.unexpectedExits.push({ slot: 'demo-host', at: Date.now(), code, signal: demoHost.child.signalCode, wasServing: /demo sessions on/.test(output), reason: exitReason(output) });
+        env.unexpectedExits.push({
+          slot: 'demo-host',
+          at: Date.now(),
+          code,
+          signal: demoHost.child.signalCode,
+          wasServing: /demo sessions on/.test(output),
+          reason: exitReason(output),
+        });
       });
       await demoHost.waitFor(/demo sessions on/, 30_000);
       env.demoHostUrl = `http://127.0.0.1:${port}`;

@@ -4,7 +4,15 @@ import type { FaultProxy } from './fault-proxy.ts';
 import type { Random } from './random.ts';
 
 /** What the chaos run breaks. */
-export const FAULT_KINDS = ['worker_kill', 'api_kill', 'redis_restart', 'postgres_restart', 'proxy_latency', 'proxy_stall', 'proxy_drop'] as const;
+export const FAULT_KINDS = [
+  'worker_kill',
+  'api_kill',
+  'redis_restart',
+  'postgres_restart',
+  'proxy_latency',
+  'proxy_stall',
+  'proxy_drop',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** How often each kind is drawn once every kind has been injected once. */
@@ -111,7 +119,14 @@ export class FaultInjector {
         const down = this.rng.int(0, 800);
         const at = Date.now();
         await this.env.restartRedis(down);
-        this.done({ kind, at, targets: ['redis-server'], server: 'redis', durationMs: Date.now() - at, detail: `down ${down} ms before the start` });
+        this.done({
+          kind,
+          at,
+          targets: ['redis-server'],
+          server: 'redis',
+          durationMs: Date.now() - at,
+          detail: `down ${down} ms before the start`,
+        });
         return;
       }
       case 'postgres_restart': {
@@ -162,7 +177,14 @@ export class FaultInjector {
     await sleep(down);
     for (const s of victims) await this.env.start(s, false);
     await Promise.all(victims.map((s) => this.env.serving(s, RESTART_SERVING_MS)));
-    this.done({ kind, at, targets: victims.map((s) => s.name), server: null, durationMs: Date.now() - at, detail: `restarted after ${down} ms` });
+    this.done({
+      kind,
+      at,
+      targets: victims.map((s) => s.name),
+      server: null,
+      durationMs: Date.now() - at,
+      detail: `restarted after ${down} ms`,
+    });
   }
 
   /** Slows some processes' connections to one server (or both) for a few seconds, in the background. */

@@ -88,7 +88,10 @@ export function checkAllFinal(handoffs: readonly HandoffRow[]): InvariantRow {
     byState.set(h.state, (byState.get(h.state) ?? 0) + 1);
     if (!SETTLED_STATES.has(h.state)) open.push(`${h.id} to ${h.recipient ?? '@project'} is ${h.state}`);
   }
-  const states = [...byState].sort((a, b) => b[1] - a[1]).map(([s, c]) => `${s} ${n(c)}`).join(', ');
+  const states = [...byState]
+    .sort((a, b) => b[1] - a[1])
+    .map(([s, c]) => `${s} ${n(c)}`)
+    .join(', ');
   return row('every handoff in a final state', open, `${n(handoffs.length)} handoffs: ${states || 'none'}`);
 }
 
@@ -98,7 +101,9 @@ export function checkRequestIdsOnce(writes: readonly DemoWrite[]): InvariantRow 
   const ids = new Set(writes.map((w) => w.requestId)).size;
   return row(
     'no request id written twice',
-    repeated.map((v) => (v.kind === 'repeated_request_id' ? `request ${v.requestId} (handoff ${v.writes[0]?.handoffId}) written ${v.writes.length} times` : '')),
+    repeated.map((v) =>
+      v.kind === 'repeated_request_id' ? `request ${v.requestId} (handoff ${v.writes[0]?.handoffId}) written ${v.writes.length} times` : '',
+    ),
     `${n(writes.length)} writes of ${n(ids)} request ids (demo host write log)`,
   );
 }
@@ -110,7 +115,9 @@ export function checkNoOverlap(writes: readonly DemoWrite[]): InvariantRow {
   const landed = writes.filter((w) => w.answer === 'accepted').length;
   return row(
     'no two turns of one agent overlapping',
-    overlaps.map((v) => (v.kind === 'overlap' ? `${v.write.session}: request ${v.write.requestId} arrived while ${v.write.liveTurn} was live` : '')),
+    overlaps.map((v) =>
+      v.kind === 'overlap' ? `${v.write.session}: request ${v.write.requestId} arrived while ${v.write.liveTurn} was live` : '',
+    ),
     `${n(writes.length)} writes (${n(landed)} turns) to ${n(sessions)} sessions`,
   );
 }
@@ -122,11 +129,16 @@ export function checkNoOverlap(writes: readonly DemoWrite[]): InvariantRow {
  * earlier turn of it ended failed or interrupted (the bounded resends, each under a new request
  * id): otherwise it is one turn per handoff.
  */
-export function checkOutcomesMatchSessions(handoffs: readonly HandoffRow[], writes: readonly DemoWrite[], attempts: readonly AttemptRow[]): InvariantRow {
+export function checkOutcomesMatchSessions(
+  handoffs: readonly HandoffRow[],
+  writes: readonly DemoWrite[],
+  attempts: readonly AttemptRow[],
+): InvariantRow {
   const landed = new Map<string, number>();
   for (const w of writes) if (w.answer === 'accepted') landed.set(w.handoffId, (landed.get(w.handoffId) ?? 0) + 1);
   const resent = new Map<string, number>();
-  for (const a of attempts) if (a.status === 'failed' || a.status === 'interrupted') resent.set(a.handoffId, (resent.get(a.handoffId) ?? 0) + 1);
+  for (const a of attempts)
+    if (a.status === 'failed' || a.status === 'interrupted') resent.set(a.handoffId, (resent.get(a.handoffId) ?? 0) + 1);
   const problems: string[] = [];
   let once = 0;
   let more = 0;
@@ -138,8 +150,10 @@ export function checkOutcomesMatchSessions(handoffs: readonly HandoffRow[], writ
     else if (n > 1) more++;
     else never.set(h.state, (never.get(h.state) ?? 0) + 1);
     if (h.state === 'RETURNED' && n === 0) problems.push(`${h.id} to ${h.recipient} is RETURNED but no turn of it reached the session`);
-    if (h.state === 'CANCELLED' && n > 0) problems.push(`${h.id} to ${h.recipient} is CANCELLED (proven absent) but its turn reached the session ${n} time(s)`);
-    if (n > 1 + (resent.get(h.id) ?? 0)) problems.push(`${h.id} to ${h.recipient} reached the session ${n} times with ${resent.get(h.id) ?? 0} resend(s) allowed`);
+    if (h.state === 'CANCELLED' && n > 0)
+      problems.push(`${h.id} to ${h.recipient} is CANCELLED (proven absent) but its turn reached the session ${n} time(s)`);
+    if (n > 1 + (resent.get(h.id) ?? 0))
+      problems.push(`${h.id} to ${h.recipient} reached the session ${n} times with ${resent.get(h.id) ?? 0} resend(s) allowed`);
   }
   const neverText = [...never].map(([state, c]) => `${state} ${n(c)}`).join(', ');
   return row(
@@ -194,7 +208,10 @@ export function checkAgentOrder(
     if (!firstWrite.has(w.handoffId)) firstWrite.set(w.handoffId, { at, requestId: w.requestId });
   });
   const attemptOf = new Map(attempts.map((a) => [a.requestId, a]));
-  const eventsOf = groupBy([...events].sort((a, b) => a.id - b.id), (e) => e.handoffId);
+  const eventsOf = groupBy(
+    [...events].sort((a, b) => a.id - b.id),
+    (e) => e.handoffId,
+  );
   const notBeforeOf = groupBy(notBefore, (r) => r.handoffId);
   const byAgent = groupBy(
     handoffs.filter((h) => h.recipient !== null && firstWrite.has(h.id)),
@@ -277,7 +294,12 @@ function statesSeen(events: readonly EventRow[], w: ChoiceWindow): Array<Deliver
 }
 
 /** Why the head, seen in one of the states `seen` (statesSeen), could not start an attempt when B was chosen; null: it could. */
-function headExcuse(seen: ReadonlyArray<DeliveryState | null>, notBefore: readonly NotBeforeRow[], w: ChoiceWindow, opts: OrderOptions): Excuse | null {
+function headExcuse(
+  seen: ReadonlyArray<DeliveryState | null>,
+  notBefore: readonly NotBeforeRow[],
+  w: ChoiceWindow,
+  opts: OrderOptions,
+): Excuse | null {
   for (const state of seen) {
     if (state === null) return 'head not yet committed';
     if (state === 'UNCERTAIN') return 'head UNCERTAIN';

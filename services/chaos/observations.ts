@@ -33,12 +33,25 @@ export async function collectObservations(pool: pg.Pool, demoHostUrl: string): P
         `SELECT d.handoff_id AS "handoffId", d.request_id AS "requestId", d.started_at AS "startedAt", d.status::text AS status, c.at AS "committedAt"
          FROM delivery_attempts d LEFT JOIN chaos.commit_log c ON c.kind = 'attempt' AND c.ref = d.id::text`,
       ),
-      pool.query<{ id: string; handoffId: string; to: ReasonedEvent['to']; event: string; actor: string | null; reason: string | null; workFrom: string | null; workTo: string | null; at: Date; committedAt: Date | null }>(
+      pool.query<{
+        id: string;
+        handoffId: string;
+        to: ReasonedEvent['to'];
+        event: string;
+        actor: string | null;
+        reason: string | null;
+        workFrom: string | null;
+        workTo: string | null;
+        at: Date;
+        committedAt: Date | null;
+      }>(
         `SELECT e.id::text AS id, e.handoff_id AS "handoffId", e.to_state AS "to", e.event, e.actor_id AS actor, e.reason,
            e.work_from_state::text AS "workFrom", e.work_to_state::text AS "workTo", e.created_at AS at, c.at AS "committedAt"
          FROM handoff_events e LEFT JOIN chaos.commit_log c ON c.kind = 'event' AND c.ref = e.id::text ORDER BY e.id`,
       ),
-      pool.query<{ handoffId: string; notBefore: Date | null; at: Date }>('SELECT handoff_id AS "handoffId", not_before AS "notBefore", at FROM chaos.not_before_log'),
+      pool.query<{ handoffId: string; notBefore: Date | null; at: Date }>(
+        'SELECT handoff_id AS "handoffId", not_before AS "notBefore", at FROM chaos.not_before_log',
+      ),
     ]);
     return {
       writes,
@@ -50,7 +63,12 @@ export async function collectObservations(pool: pg.Pool, demoHostUrl: string): P
         status: r.status,
         ...(r.committedAt ? { committedAt: r.committedAt.getTime() } : {}),
       })),
-      events: events.rows.map(({ committedAt, ...r }) => ({ ...r, id: Number(r.id), at: r.at.getTime(), ...(committedAt ? { committedAt: committedAt.getTime() } : {}) })),
+      events: events.rows.map(({ committedAt, ...r }) => ({
+        ...r,
+        id: Number(r.id),
+        at: r.at.getTime(),
+        ...(committedAt ? { committedAt: committedAt.getTime() } : {}),
+      })),
       notBefore: notBefore.rows.map((r) => ({ handoffId: r.handoffId, notBefore: ms(r.notBefore), at: r.at.getTime() })),
     };
   } finally {

@@ -16,7 +16,16 @@ export interface ChaosResult {
   readonly ok: boolean;
   readonly startedAt: string;
   readonly seed: number;
-  readonly options: { agents: number; manualAgents: number; handoffs: number; apis: number; workers: number; durationSec: number; deadlineSec: number; starved: number };
+  readonly options: {
+    agents: number;
+    manualAgents: number;
+    handoffs: number;
+    apis: number;
+    workers: number;
+    durationSec: number;
+    deadlineSec: number;
+    starved: number;
+  };
   /** `--starved`: the busy processes that spun beside Baton, on how many CPUs, for how long; null without it. */
   readonly starvation: { busyProcesses: number; cpus: number; seconds: number } | null;
   /** The highest 1-minute load average seen during the chaos (sampled every 5 s). */
@@ -61,22 +70,53 @@ export function summarizeFaults(records: readonly FaultRecord[]): FaultSummary[]
       case 'worker_kill':
       case 'api_kill': {
         const killed = of.reduce((s, r) => s + r.targets.length, 0);
-        detail = of.length ? `${killed} processes killed, each restarted ${range(of.map((r) => Number(/after (\d+) ms/.exec(r.detail)?.[1] ?? 0)), seconds)} later and serving ${range(of.map((r) => r.durationMs), seconds)} after the kill` : '';
+        detail = of.length
+          ? `${killed} processes killed, each restarted ${range(
+              of.map((r) => Number(/after (\d+) ms/.exec(r.detail)?.[1] ?? 0)),
+              seconds,
+            )} later and serving ${range(
+              of.map((r) => r.durationMs),
+              seconds,
+            )} after the kill`
+          : '';
         break;
       }
       case 'redis_restart':
-        detail = of.length ? `down ${range(of.map((r) => r.durationMs), seconds)} (all state lost: no persistence)` : '';
+        detail = of.length
+          ? `down ${range(
+              of.map((r) => r.durationMs),
+              seconds,
+            )} (all state lost: no persistence)`
+          : '';
         break;
       case 'postgres_restart': {
         const fast = of.filter((r) => r.detail === 'fast').length;
-        detail = of.length ? `${fast} fast, ${of.length - fast} immediate (crash recovery); down ${range(of.map((r) => r.durationMs), seconds)}` : '';
+        detail = of.length
+          ? `${fast} fast, ${of.length - fast} immediate (crash recovery); down ${range(
+              of.map((r) => r.durationMs),
+              seconds,
+            )}`
+          : '';
         break;
       }
       case 'proxy_latency':
-        detail = of.length ? `+${range(of.map((r) => Number(r.detail.split('+')[0])), (v) => `${v}`)} ms (+ jitter) for ${range(of.map((r) => r.durationMs), seconds)}; postgres ${onServer('postgres')}, redis ${onServer('redis')}, both ${of.filter((r) => r.server === null).length}` : '';
+        detail = of.length
+          ? `+${range(
+              of.map((r) => Number(r.detail.split('+')[0])),
+              (v) => `${v}`,
+            )} ms (+ jitter) for ${range(
+              of.map((r) => r.durationMs),
+              seconds,
+            )}; postgres ${onServer('postgres')}, redis ${onServer('redis')}, both ${of.filter((r) => r.server === null).length}`
+          : '';
         break;
       case 'proxy_stall':
-        detail = of.length ? `${range(of.map((r) => r.durationMs), seconds)}; postgres ${onServer('postgres')}, redis ${onServer('redis')}` : '';
+        detail = of.length
+          ? `${range(
+              of.map((r) => r.durationMs),
+              seconds,
+            )}; postgres ${onServer('postgres')}, redis ${onServer('redis')}`
+          : '';
         break;
       case 'proxy_drop': {
         const broken = of.reduce((s, r) => s + Number(/^(\d+)/.exec(r.detail)?.[1] ?? 0), 0);
@@ -134,12 +174,35 @@ export function renderChaosReport(r: ChaosResult): string {
   );
   const details = r.invariants
     .filter((i) => i.violations > 0)
-    .map((i) => `${i.name}:\n${i.details.map((d) => `  - ${d}`).join('\n')}${i.violations > i.details.length ? `\n  … ${i.violations - i.details.length} more` : ''}`);
+    .map(
+      (i) =>
+        `${i.name}:\n${i.details.map((d) => `  - ${d}`).join('\n')}${i.violations > i.details.length ? `\n  … ${i.violations - i.details.length} more` : ''}`,
+    );
   const broken = r.invariants.filter((i) => i.violations > 0).length;
   const missing = r.faults.filter((f) => f.count === 0).map((f) => f.label);
   const verdict = r.ok
     ? 'PASS: every invariant held, under every kind of fault'
     : `FAIL: ${[broken > 0 ? `${broken} invariant(s) broken` : '', missing.length > 0 ? `never injected: ${missing.join(', ')}` : ''].filter(Boolean).join('; ')}`;
-  const exited = r.unexpectedExits.length === 0 ? ['processes that exited by themselves: none'] : [`processes that exited by themselves (an API or a worker is restarted 0.5 s later, as a supervisor would; each exit fails the run): ${r.unexpectedExits.length}`, ...exitLines];
-  return [head, '', faults, '', ...exited, '', invariants, ...(details.length ? ['', ...details] : []), '', ...renderUncertain(r.uncertain), '', verdict, ...(r.logs ? [`process logs: ${r.logs}`] : [])].join('\n');
+  const exited =
+    r.unexpectedExits.length === 0
+      ? ['processes that exited by themselves: none']
+      : [
+          `processes that exited by themselves (an API or a worker is restarted 0.5 s later, as a supervisor would; each exit fails the run): ${r.unexpectedExits.length}`,
+          ...exitLines,
+        ];
+  return [
+    head,
+    '',
+    faults,
+    '',
+    ...exited,
+    '',
+    invariants,
+    ...(details.length ? ['', ...details] : []),
+    '',
+    ...renderUncertain(r.uncertain),
+    '',
+    verdict,
+    ...(r.logs ? [`process logs: ${r.logs}`] : []),
+  ].join('\n');
 }

@@ -7,7 +7,15 @@ import { SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
 import { startBusyProcesses, type BusyProcesses } from './busy-processes.ts';
 import { ChaosEnvironment, HEAD_READ_TO_RESERVE_MS } from './chaos-environment.ts';
 import { FAULT_KINDS, FaultInjector } from './faults.ts';
-import { checkAgentOrder, checkAllFinal, checkClaims, checkNoOverlap, checkOutcomesMatchSessions, checkRequestIdsOnce, checkSendsKept } from './invariants.ts';
+import {
+  checkAgentOrder,
+  checkAllFinal,
+  checkClaims,
+  checkNoOverlap,
+  checkOutcomesMatchSessions,
+  checkRequestIdsOnce,
+  checkSendsKept,
+} from './invariants.ts';
 import { checkNoUnplannedExits, checkSettleTime } from './run-invariants.ts';
 import { summarizeUncertain } from './uncertain-summary.ts';
 import { collectObservations, openCount, recordsOf } from './observations.ts';
@@ -87,21 +95,27 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       starvedMs = Date.now();
       log(`chaos: starved: ${busy.count} busy processes spinning on ${busy.cpus} CPUs beside Baton until every handoff is final`);
     }
-    const api = new ApiCaller(
-      () => env.apis.map((s) => s.apiUrl!),
-      env.adminToken,
-    );
-    const plan = planTraffic(new Random(opts.seed), { agents: opts.agents, handoffs: opts.handoffs, manualAgents: opts.manualAgents, runId });
+    const api = new ApiCaller(() => env.apis.map((s) => s.apiUrl!), env.adminToken);
+    const plan = planTraffic(new Random(opts.seed), {
+      agents: opts.agents,
+      handoffs: opts.handoffs,
+      manualAgents: opts.manualAgents,
+      runId,
+    });
     await registerAgents(api, plan);
     const setupMs = Date.now() - t0;
     if (signal.aborted) throw new ChaosInterrupted();
-    log(`chaos: ${plan.demoAgents.length} demo and ${plan.manualAgents.length} manual agents registered in ${round1(setupMs)} s; sending ${plan.sends.length} handoffs over ${opts.durationSec} s under faults`);
+    log(
+      `chaos: ${plan.demoAgents.length} demo and ${plan.manualAgents.length} manual agents registered in ${round1(setupMs)} s; sending ${plan.sends.length} handoffs over ${opts.durationSec} s under faults`,
+    );
 
     const claimers = new Claimers(api, plan.manualAgents, new Random(opts.seed ^ 0x5bd1e995));
     const sender = new Sender(api, plan, (s, id) => {
       if (s.pull) claimers.add(id, s.pull.owner);
     });
-    const injector = new FaultInjector(env, new Random(opts.seed ^ 0x27d4eb2d), { gapMs: opts.durationSec < 60 ? [400, 1_400] : [800, 2_500] });
+    const injector = new FaultInjector(env, new Random(opts.seed ^ 0x27d4eb2d), {
+      gapMs: opts.durationSec < 60 ? [400, 1_400] : [800, 2_500],
+    });
     const chaosStart = Date.now();
     const stopSending = new AbortController();
     const stopClaiming = new AbortController();
@@ -118,7 +132,9 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       maxLoad = Math.max(maxLoad, loadavg()[0] ?? 0);
       void openCount(env.pool, [...SETTLED_STATES]).then((c) => {
         const faults = FAULT_KINDS.map((k) => `${k} ${injector.countOf(k)}`).join(', ');
-        log(`chaos ${round1(Date.now() - chaosStart)} s: ${sender.answered}/${plan.sends.length} sent, ${c ? `${c.total - c.open} final, ${c.open} open` : 'Postgres away'}; faults: ${faults}`);
+        log(
+          `chaos ${round1(Date.now() - chaosStart)} s: ${sender.answered}/${plan.sends.length} sent, ${c ? `${c.total - c.open} final, ${c.open} open` : 'Postgres away'}; faults: ${faults}`,
+        );
       });
     }, 5_000);
     let chaosMs = 0;
@@ -134,7 +150,9 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       if (!sender.done) stopSending.abort();
       await sending;
       if (signal.aborted) throw new ChaosInterrupted();
-      log(`chaos: faults over after ${round1(chaosMs)} s (${injector.records.length} injected); waiting up to ${opts.deadlineSec} s for every handoff to be final`);
+      log(
+        `chaos: faults over after ${round1(chaosMs)} s (${injector.records.length} injected); waiting up to ${opts.deadlineSec} s for every handoff to be final`,
+      );
       allFinalAt = await waitAllFinal(env, sender, lastFaultEndedAt + opts.deadlineSec * 1_000, signal);
       if (signal.aborted) throw new ChaosInterrupted();
     } finally {
@@ -177,7 +195,16 @@ export async function runChaos(opts: ChaosOptions, log: (line: string) => void, 
       ok,
       startedAt: startedAt.toISOString(),
       seed: opts.seed,
-      options: { agents: opts.agents, manualAgents: opts.manualAgents, handoffs: opts.handoffs, apis: opts.apis, workers: opts.workers, durationSec: opts.durationSec, deadlineSec: opts.deadlineSec, starved: opts.starved },
+      options: {
+        agents: opts.agents,
+        manualAgents: opts.manualAgents,
+        handoffs: opts.handoffs,
+        apis: opts.apis,
+        workers: opts.workers,
+        durationSec: opts.durationSec,
+        deadlineSec: opts.deadlineSec,
+        starved: opts.starved,
+      },
       starvation: busy ? { busyProcesses: busy.count, cpus: busy.cpus, seconds: round1(starvedMs) } : null,
       maxLoadAverage: Math.round(maxLoad * 10) / 10,
       seconds: {
@@ -235,7 +262,8 @@ async function registerAgents(api: ApiCaller, plan: TrafficPlan): Promise<void> 
           if (a.status === 201 || a.status === 200) break;
           // An earlier try that got no answer in time (a starved API) may have registered it.
           if (attempt > 0 && a.status === 409 && 'body' in a && a.body?.error?.code === 'agent_exists') break;
-          if (attempt >= 10 || (a.status >= 400 && a.status < 500)) throw new Error(`registering ${JSON.stringify(bodies[i])} failed: ${JSON.stringify(a)}`);
+          if (attempt >= 10 || (a.status >= 400 && a.status < 500))
+            throw new Error(`registering ${JSON.stringify(bodies[i])} failed: ${JSON.stringify(a)}`);
           await sleep(200);
         }
       }

@@ -39,7 +39,12 @@ export function checkNoUnplannedExits(exits: readonly UnexpectedExit[], processe
 /** All final within the deadline after the last fault ended. */
 export function checkSettleTime(lastFaultEndedAt: number, allFinalAt: number | null, deadlineMs: number): InvariantRow {
   if (allFinalAt === null) {
-    return row('last fault to all final', [`not all final within the deadline of ${seconds(deadlineMs)}`], `not reached (deadline ${seconds(deadlineMs)})`, 1);
+    return row(
+      'last fault to all final',
+      [`not all final within the deadline of ${seconds(deadlineMs)}`],
+      `not reached (deadline ${seconds(deadlineMs)})`,
+      1,
+    );
   }
   const took = Math.max(0, allFinalAt - lastFaultEndedAt);
   const late = took > deadlineMs ? [`took ${seconds(took)}, deadline ${seconds(deadlineMs)}`] : [];

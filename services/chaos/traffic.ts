@@ -163,7 +163,9 @@ export class Sender {
         return;
       }
       // An abort only ends the wait early; the loop checks the signal.
-      await sleep(Math.min(2_000, 100 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random() / 2), undefined, { signal }).catch(() => undefined);
+      await sleep(Math.min(2_000, 100 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random() / 2), undefined, { signal }).catch(
+        () => undefined,
+      );
     }
   }
 }
@@ -276,12 +278,24 @@ export class Claimers {
       return;
     }
     const outcome = this.rng.chance(0.05) ? 'failed' : 'succeeded';
-    const body = { as: agent, claimToken: token, summary: `${agent} ${outcome === 'failed' ? 'could not finish' : 'finished'} ${id}`, outcome };
+    const body = {
+      as: agent,
+      claimToken: token,
+      summary: `${agent} ${outcome === 'failed' ? 'could not finish' : 'finished'} ${id}`,
+      outcome,
+    };
     for (let attempt = 0; attempt < 6 && !signal.aborted; attempt++) {
       const r = await timed(`/v1/handoffs/${id}/return`, body);
       if (r.a.status === 200 && 'body' in r.a) {
         this.counts.returns++;
-        this.calls.push({ agent, handoffId: id, op: 'return', sentAt: r.sentAt, answeredAt: r.answeredAt, held: r.a.body.recovered !== true });
+        this.calls.push({
+          agent,
+          handoffId: id,
+          op: 'return',
+          sentAt: r.sentAt,
+          answeredAt: r.answeredAt,
+          held: r.a.body.recovered !== true,
+        });
         if (outcome === 'succeeded') this.board.delete(id);
         return;
       }

@@ -152,9 +152,13 @@ export function renderUncertain(s: UncertainSummary): string[] {
     ...(nw.total > 0
       ? [
           `  never-written, how each ended: ${list(nw.outcomes)}${nw.uncertainMs ? `; UNCERTAIN for ${spell(nw.uncertainMs)}` : ''}`,
-          ...(Object.keys(nw.cancelledByReserverFate).length > 0 ? [`  never-written and CANCELLED, the worker that reserved them: ${list(nw.cancelledByReserverFate)}`] : []),
+          ...(Object.keys(nw.cancelledByReserverFate).length > 0
+            ? [`  never-written and CANCELLED, the worker that reserved them: ${list(nw.cancelledByReserverFate)}`]
+            : []),
           ...(nw.cancelledReservedToUncertainMs && nw.cancelledToFirstScanMs
-            ? [`  never-written and CANCELLED: reserved to UNCERTAIN ${spell(nw.cancelledReservedToUncertainMs)}, UNCERTAIN to the first history scan ${spell(nw.cancelledToFirstScanMs)}`]
+            ? [
+                `  never-written and CANCELLED: reserved to UNCERTAIN ${spell(nw.cancelledReservedToUncertainMs)}, UNCERTAIN to the first history scan ${spell(nw.cancelledToFirstScanMs)}`,
+              ]
             : []),
         ]
       : []),

@@ -18,7 +18,9 @@ export function assertPortFree(host: string, port: number): Promise<void> {
 
 /** A metrics port that cannot be listened on, as the one line `cannot start` prints. */
 export function metricsPortError(err: unknown, host: string, port: number): StartupError {
-  return new StartupError(`cannot serve metrics on ${host}:${port}: ${(err as Error).message}; set BATON_METRICS_PORT to a free port`, { cause: err });
+  return new StartupError(`cannot serve metrics on ${host}:${port}: ${(err as Error).message}; set BATON_METRICS_PORT to a free port`, {
+    cause: err,
+  });
 }
 
 /**
@@ -30,7 +32,9 @@ export function metricsPortError(err: unknown, host: string, port: number): Star
  */
 export async function checkPorts(config: BatonConfig, roles: { readonly api: boolean; readonly worker: boolean }): Promise<void> {
   const host = config.api.host;
-  if (roles.api) await assertPortFree(host, config.api.port).catch((err: unknown) => Promise.reject(listenStartupError(err, host, config.api.port)));
+  if (roles.api)
+    await assertPortFree(host, config.api.port).catch((err: unknown) => Promise.reject(listenStartupError(err, host, config.api.port)));
   const metricsPort = config.metricsPort;
-  if (roles.worker && metricsPort !== undefined) await assertPortFree(host, metricsPort).catch((err: unknown) => Promise.reject(metricsPortError(err, host, metricsPort)));
+  if (roles.worker && metricsPort !== undefined)
+    await assertPortFree(host, metricsPort).catch((err: unknown) => Promise.reject(metricsPortError(err, host, metricsPort)));
 }

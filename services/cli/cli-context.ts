@@ -94,7 +94,13 @@ export function createCliContext(
       const url = opts.url ?? (fromEnv('BATON_URL') ? c.api.publicUrl : (profile?.url ?? c.api.publicUrl));
       const project = opts.project ?? (fromEnv('BATON_PROJECT') ? c.defaultProject : profile?.project);
       const token = c.token ?? profile?.token;
-      return { url, project, token, tokenFrom: c.token !== undefined ? 'env' : token !== undefined ? 'profile' : 'none', profilePath: c.profilePath };
+      return {
+        url,
+        project,
+        token,
+        tokenFrom: c.token !== undefined ? 'env' : token !== undefined ? 'profile' : 'none',
+        profilePath: c.profilePath,
+      };
     },
     client(cmd: Command) {
       const { url, project, token, profilePath } = this.connection(cmd);
@@ -148,7 +154,11 @@ export async function longText(
   if (given.value === undefined && !given.required) return undefined;
   const piped = await ctx.stdin();
   if (piped === null) {
-    throw new UsageError(given.value === '-' ? `${what} is "-" (stdin) but nothing is piped in` : `${what} is missing: give it as an argument, with --file PATH, or on stdin`);
+    throw new UsageError(
+      given.value === '-'
+        ? `${what} is "-" (stdin) but nothing is piped in`
+        : `${what} is missing: give it as an argument, with --file PATH, or on stdin`,
+    );
   }
   if (piped.trim() === '') throw new UsageError(`${what} is missing: stdin was empty`);
   return withoutFinalNewline(piped);
@@ -157,7 +167,8 @@ export async function longText(
 /** Parses a whole positive number option; commander reports a bad one as a usage error (exit 2). */
 export function positiveInt(name: string, max = Number.MAX_SAFE_INTEGER) {
   return (raw: string): number => {
-    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new InvalidArgumentError(`${name} must be a whole number from 1 to ${max}`);
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
+      throw new InvalidArgumentError(`${name} must be a whole number from 1 to ${max}`);
     return Number(raw);
   };
 }
@@ -192,7 +203,7 @@ export const ALL_OWNERS_HELP = 'admin: every handoff of the project, owned ones 
 export function allOwnersOptions(command: Command): Command {
   return command
     .option('--all-owners', `${ALL_OWNERS_HELP}; the default for an admin token`)
-    .option('--no-all-owners', 'admin: only unowned work and what this token sent (the API\'s default view)');
+    .option('--no-all-owners', "admin: only unowned work and what this token sent (the API's default view)");
 }
 
 /** `path` with `all_owners=true` added to its query when the admin asked for every owner's handoffs. */

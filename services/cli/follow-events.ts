@@ -59,8 +59,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>, onBytes?: () =>
       if (field === 'id') {
         id = value;
         idLine = true;
-      }
-      else if (field === 'event') event = value;
+      } else if (field === 'event') event = value;
       else if (field === 'data') data.push(value);
     }
   }
@@ -114,7 +113,11 @@ export async function followEvents(client: ApiClient, opts: FollowOptions): Prom
     };
     try {
       heard();
-      const res = await client.openStream(`/v1/events${query.size > 0 ? `?${query}` : ''}`, last !== undefined ? { 'last-event-id': last } : {}, connection.signal);
+      const res = await client.openStream(
+        `/v1/events${query.size > 0 ? `?${query}` : ''}`,
+        last !== undefined ? { 'last-event-id': last } : {},
+        connection.signal,
+      );
       if (!res.body) throw new Error('the event stream has no body');
       for await (const msg of readSse(res.body, heard)) {
         if (msg.id !== undefined) last = msg.id;
@@ -125,7 +128,11 @@ export async function followEvents(client: ApiClient, opts: FollowOptions): Prom
       if (opts.signal.aborted) return;
       if (err instanceof ApiError && err.status !== 503) throw err;
       const silent = connection.signal.aborted ? (connection.signal.reason as Error) : null;
-      reason = silent ? `the stream went silent (${silent.message})` : err instanceof ApiError || err instanceof ApiUnreachable ? err.message : `the stream broke (${(err as Error).message})`;
+      reason = silent
+        ? `the stream went silent (${silent.message})`
+        : err instanceof ApiError || err instanceof ApiUnreachable
+          ? err.message
+          : `the stream broke (${(err as Error).message})`;
     } finally {
       clearTimeout(idle);
       opts.signal.removeEventListener('abort', onAbort);
@@ -162,7 +169,10 @@ export function exitCodeFor(state: string): number {
 
 /** Ends the command with an outcome's exit code (runCli returns it) after its output was printed. */
 export class OutcomeExit extends Error {
-  constructor(readonly exitCode: number, message: string) {
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
     super(message);
     this.name = 'OutcomeExit';
   }

@@ -31,7 +31,16 @@ export interface HandoffJson {
   result: { summary: string | null } | null;
   createdAt: string;
   attempts?: Array<{ number: number; requestId: string; status: string; error: string | null }>;
-  events?: Array<{ from: string | null; to: string; workFrom?: string | null; workTo?: string | null; event: string; actor: { kind: string; id: string | null }; reason: string | null; at: string }>;
+  events?: Array<{
+    from: string | null;
+    to: string;
+    workFrom?: string | null;
+    workTo?: string | null;
+    event: string;
+    actor: { kind: string; id: string | null };
+    reason: string | null;
+    at: string;
+  }>;
 }
 
 const two = (n: number) => String(n).padStart(2, '0');
@@ -54,7 +63,14 @@ export function relativeTime(iso: string, now: number = Date.now()): string {
   const size = Math.abs(s);
   if (size < 2) return 'just now';
   if (size >= 7 * 86_400) return localTime(iso).slice(0, 10);
-  const amount = size < 60 ? `${size} s` : size < 3600 ? `${Math.floor(size / 60)} min` : size < 86_400 ? `${Math.floor(size / 3600)} h` : `${Math.floor(size / 86_400)} day${size < 2 * 86_400 ? '' : 's'}`;
+  const amount =
+    size < 60
+      ? `${size} s`
+      : size < 3600
+        ? `${Math.floor(size / 60)} min`
+        : size < 86_400
+          ? `${Math.floor(size / 3600)} h`
+          : `${Math.floor(size / 86_400)} day${size < 2 * 86_400 ? '' : 's'}`;
   return s > 0 ? `${amount} ago` : `in ${amount}`;
 }
 
@@ -111,13 +127,16 @@ export function handoffDetail(h: HandoffJson): string {
   if (h.dueAt) lines.push(`  due      ${timeText(h.dueAt)}`);
   if (h.attempts && h.attempts.length > 0) {
     lines.push('  attempts');
-    for (const a of h.attempts) lines.push(`    #${a.number} ${a.status.padEnd(11)} request ${a.requestId}${a.error ? `  ${a.error}` : ''}`);
+    for (const a of h.attempts)
+      lines.push(`    #${a.number} ${a.status.padEnd(11)} request ${a.requestId}${a.error ? `  ${a.error}` : ''}`);
   }
   if (h.events && h.events.length > 0) {
     lines.push('  timeline');
     for (const e of h.events) {
       const who = e.actor.id ? `${e.actor.kind}:${e.actor.id}` : e.actor.kind;
-      const move = e.workTo ? `work ${(e.workFrom ?? '-').padEnd(9)} -> ${e.workTo.padEnd(9)}` : `${(e.from ?? '-').padEnd(14)} -> ${e.to.padEnd(14)}`;
+      const move = e.workTo
+        ? `work ${(e.workFrom ?? '-').padEnd(9)} -> ${e.workTo.padEnd(9)}`
+        : `${(e.from ?? '-').padEnd(14)} -> ${e.to.padEnd(14)}`;
       lines.push(`    ${localTime(e.at)}  ${move} ${e.event} by ${who}${e.reason ? ` (${e.reason})` : ''}`);
     }
   }

@@ -53,13 +53,23 @@ export interface BenchRequest {
  * `baton bench`: runs the benchmark and renders its report. An unknown name in `only` rejects
  * with a UsageError before anything starts.
  */
-export type BenchLauncher = (config: BatonConfig, request: BenchRequest, write: (s: string) => void) => Promise<{ readonly result: unknown; readonly report: string }>;
+export type BenchLauncher = (
+  config: BatonConfig,
+  request: BenchRequest,
+  write: (s: string) => void,
+) => Promise<{ readonly result: unknown; readonly report: string }>;
 
 export interface ChaosRequest {
   /** `--short`: the sizes the test suite uses, where `sizes` sets none. */
   readonly short: boolean;
   /** The sizes given on the command line (a missing one takes the default of the run's length). */
-  readonly sizes: { readonly agents?: number; readonly manualAgents?: number; readonly handoffs?: number; readonly durationSec?: number; readonly deadlineSec?: number };
+  readonly sizes: {
+    readonly agents?: number;
+    readonly manualAgents?: number;
+    readonly handoffs?: number;
+    readonly durationSec?: number;
+    readonly deadlineSec?: number;
+  };
   readonly seed: number;
   readonly keepLogs: boolean;
   /** Busy processes per CPU beside Baton (0: none). */
@@ -76,7 +86,10 @@ export type ChaosLauncher = (
   signal: AbortSignal,
 ) => Promise<{ readonly ok: boolean; readonly result: unknown; readonly report: string }>;
 
-const missing = (what: string) => () => Promise.reject(new Error(`this program was built without the ${what} launcher (the \`baton\` entry point, main/launchers.ts, hands it in)`));
+const missing = (what: string) => () =>
+  Promise.reject(
+    new Error(`this program was built without the ${what} launcher (the \`baton\` entry point, main/launchers.ts, hands it in)`),
+  );
 
 /** For a program built without the entry point (tests of the client commands): every launcher rejects. */
 export const NO_LAUNCHERS: Launchers = { startApi: missing('API'), bench: missing('bench'), chaos: missing('chaos') };

@@ -33,10 +33,15 @@ export function readProfile(path: string): Profile | undefined {
   }
   if (typeof raw !== 'object' || raw === null) throw new UsageError(`${path} is not a JSON object`);
   const p = raw as Record<string, unknown>;
-  const str = (k: string) => (typeof p[k] === 'string' && p[k] !== '' ? (p[k]) : undefined);
+  const str = (k: string) => (typeof p[k] === 'string' && p[k] !== '' ? p[k] : undefined);
   const tokenFile = str('tokenFile');
-  const token = str('token') ?? (tokenFile ? readSecretFile(isAbsolute(tokenFile) ? tokenFile : resolve(dirname(path), tokenFile)).trim() : undefined);
-  return { ...(str('url') ? { url: str('url')! } : {}), ...(str('project') ? { project: str('project')! } : {}), ...(token ? { token } : {}) };
+  const token =
+    str('token') ?? (tokenFile ? readSecretFile(isAbsolute(tokenFile) ? tokenFile : resolve(dirname(path), tokenFile)).trim() : undefined);
+  return {
+    ...(str('url') ? { url: str('url')! } : {}),
+    ...(str('project') ? { project: str('project')! } : {}),
+    ...(token ? { token } : {}),
+  };
 }
 
 /** Only the profile's URL, for a token that came from elsewhere; an unreadable profile is no error then. */

@@ -92,7 +92,11 @@ export interface CliIo {
   stdin?: () => Promise<string | null>;
 }
 
-export const PROCESS_IO: CliIo = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdin: readProcessStdin };
+export const PROCESS_IO: CliIo = {
+  out: (s) => void process.stdout.write(s),
+  err: (s) => void process.stderr.write(s),
+  stdin: readProcessStdin,
+};
 
 /** Runs the CLI and returns the exit code (never throws); `launchers` as for buildProgram. */
 export async function runCli(
@@ -104,7 +108,9 @@ export async function runCli(
   const program = buildProgram(env, io.out, io.err, io.stdin?.bind(io), launchers);
   // With --json, a failure is one JSON line on stderr (below) instead of commander's text.
   const json = jsonRequested(argv);
-  const output = json ? { writeOut: io.out, writeErr: () => undefined, outputError: () => undefined } : { writeOut: io.out, writeErr: io.err };
+  const output = json
+    ? { writeOut: io.out, writeErr: () => undefined, outputError: () => undefined }
+    : { writeOut: io.out, writeErr: io.err };
   program.configureOutput(output);
   for (const cmd of program.commands) {
     cmd.configureOutput(output);
@@ -128,9 +134,15 @@ export async function runCli(
     if (err instanceof ConfigError) return fail(CLI_ERROR.config, 'configuration error: ', err.message, EXIT.usage);
     if (err instanceof ApiError) return fail(err.code, `error: ${err.code}: `, err.message, EXIT.failed);
     if (err instanceof Error && err.name === 'StartupError') return fail(CLI_ERROR.startup, 'cannot start: ', err.message, EXIT.failed);
-    if (err instanceof Error && err.name === 'DemoSetupError') return fail(CLI_ERROR.startup, 'cannot start the demo: ', err.message, EXIT.failed);
+    if (err instanceof Error && err.name === 'DemoSetupError')
+      return fail(CLI_ERROR.startup, 'cannot start the demo: ', err.message, EXIT.failed);
     if (err instanceof ApiUnreachable) return fail(CLI_ERROR.unreachable, 'error: ', err.message, EXIT.failed);
     // A stack for a person; JSON readers get the message only.
-    return fail(CLI_ERROR.internal, 'error: ', json ? ((err as Error)?.message ?? String(err)) : ((err as Error)?.stack ?? String(err)), EXIT.failed);
+    return fail(
+      CLI_ERROR.internal,
+      'error: ',
+      json ? ((err as Error)?.message ?? String(err)) : ((err as Error)?.stack ?? String(err)),
+      EXIT.failed,
+    );
   }
 }

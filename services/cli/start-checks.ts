@@ -12,7 +12,12 @@ import { describeUrl, postgresStartupError, StartupError, UNREACHABLE } from './
  * until `deadline`: the last try is at the deadline, so a server that never answers was waited
  * for the whole time.
  */
-async function untilAnswered(ping: (timeoutMs: number) => Promise<void>, retryable: (err: unknown) => boolean, deadline: number, signal: AbortSignal): Promise<void> {
+async function untilAnswered(
+  ping: (timeoutMs: number) => Promise<void>,
+  retryable: (err: unknown) => boolean,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<void> {
   let pause = 100;
   for (;;) {
     try {
@@ -57,14 +62,28 @@ export async function awaitDependencies(opts: { databaseUrl: string; redisUrl: s
   const deadline = Date.now() + opts.timeoutMs;
   const within = `within ${opts.timeoutMs / 1000} s`;
   const stop = new AbortController();
-  const postgres = untilAnswered((ms) => pingPostgres(opts.databaseUrl, ms), postgresMayAnswer, deadline, stop.signal).catch((err: unknown) => {
-    if (!postgresMayAnswer(err)) throw postgresStartupError(err, opts.databaseUrl);
-    throw new StartupError(`cannot reach Postgres at ${describeUrl(opts.databaseUrl)} ${within} (${reason(err)}): is it running? Check DATABASE_URL, or wait longer with BATON_START_TIMEOUT_MS`, { cause: err });
-  });
-  const redis = untilAnswered((ms) => pingRedis(opts.redisUrl, ms), (err) => isRedisConnectionError(err) || /timed? ?out/i.test(reason(err)), deadline, stop.signal).catch((err: unknown) => {
+  const postgres = untilAnswered((ms) => pingPostgres(opts.databaseUrl, ms), postgresMayAnswer, deadline, stop.signal).catch(
+    (err: unknown) => {
+      if (!postgresMayAnswer(err)) throw postgresStartupError(err, opts.databaseUrl);
+      throw new StartupError(
+        `cannot reach Postgres at ${describeUrl(opts.databaseUrl)} ${within} (${reason(err)}): is it running? Check DATABASE_URL, or wait longer with BATON_START_TIMEOUT_MS`,
+        { cause: err },
+      );
+    },
+  );
+  const redis = untilAnswered(
+    (ms) => pingRedis(opts.redisUrl, ms),
+    (err) => isRedisConnectionError(err) || /timed? ?out/i.test(reason(err)),
+    deadline,
+    stop.signal,
+  ).catch((err: unknown) => {
     const where = redisWhere(opts.redisUrl);
-    if (!isRedisConnectionError(err) && !/timed? ?out/i.test(reason(err))) throw new StartupError(`Redis at ${where} refused: ${reason(err)}; check REDIS_URL (user, password, database)`, { cause: err });
-    throw new StartupError(`cannot reach Redis at ${where} ${within} (${reason(err)}): is it running? Check REDIS_URL, or wait longer with BATON_START_TIMEOUT_MS`, { cause: err });
+    if (!isRedisConnectionError(err) && !/timed? ?out/i.test(reason(err)))
+      throw new StartupError(`Redis at ${where} refused: ${reason(err)}; check REDIS_URL (user, password, database)`, { cause: err });
+    throw new StartupError(
+      `cannot reach Redis at ${where} ${within} (${reason(err)}): is it running? Check REDIS_URL, or wait longer with BATON_START_TIMEOUT_MS`,
+      { cause: err },
+    );
   });
   try {
     await Promise.all([postgres, redis]);

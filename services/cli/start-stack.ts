@@ -44,7 +44,6 @@ export interface RunningStack {
 /** Why a close step gave up: the grace is over, Redis is away (nothing to wait for), or the step itself failed. */
 type StepOutcome = 'done' | 'failed' | 'timed out' | 'redis down';
 
-
 /**
  * Starts the API and/or a delivery worker (with its reconciler) in this process, in order:
  * check that the API's (and metrics') port is free, wait for Postgres and Redis to answer
@@ -83,7 +82,13 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   }
   // Named per process, so pg_stat_activity shows which process holds which connections.
   const role = opts.api && opts.worker ? 'serve' : opts.api ? 'api' : 'worker';
-  const db = openDatabase({ url: databaseUrl, poolSize: config.dbPoolSize, timeouts: config.dbTimeouts, logger, applicationName: `baton-${role}-${process.pid}` });
+  const db = openDatabase({
+    url: databaseUrl,
+    poolSize: config.dbPoolSize,
+    timeouts: config.dbTimeouts,
+    logger,
+    applicationName: `baton-${role}-${process.pid}`,
+  });
   const repos = createRepositories(db);
   // One registry per process: in `serve` the API's /metrics also shows this process's reconciler.
   const metrics = createBatonMetrics();
@@ -125,7 +130,14 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       }
     }
     if (opts.worker) {
-      const [{ createAdapters }, { DemoAgentHost }, { DemoHostClient }, { startDeliveryWorker }, { startReconciler }, { reportDeployment }] = await Promise.all([
+      const [
+        { createAdapters },
+        { DemoAgentHost },
+        { DemoHostClient },
+        { startDeliveryWorker },
+        { startReconciler },
+        { reportDeployment },
+      ] = await Promise.all([
         import('../../libs/adapters/create-adapters.ts'),
         import('../../libs/adapters/demo/demo-agent-host.ts'),
         import('../../libs/adapters/demo/demo-host-client.ts'),
@@ -169,8 +181,13 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       // Which deployment this worker serves, and a warning when it owns no agents but others do.
       void reportDeployment(repos.agents, worker.deps.deployment, logger);
       // Workers serving the same providers and pools share one reconciler leader.
-      const group = `${[...adapters.providers()].sort().join('+')}@${[...config.workerPools].map((p) => p || 'default').sort().join('+')}`;
-      reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) => metrics.reconcilerPass(report));
+      const group = `${[...adapters.providers()].sort().join('+')}@${[...config.workerPools]
+        .map((p) => p || 'default')
+        .sort()
+        .join('+')}`;
+      reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) =>
+        metrics.reconcilerPass(report),
+      );
       // A worker's own metrics (reconciler actions, process) on a port of its own, when asked for.
       if (config.metricsPort !== undefined) {
         const { serveMetrics } = await import('../../libs/metrics/serve-metrics.ts');

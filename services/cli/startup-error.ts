@@ -41,19 +41,26 @@ export function isPostgresFailure(err: unknown): boolean {
 export function postgresStartupError(err: unknown, url: string): StartupError {
   const e = err as { code?: string; message?: string };
   const where = describeUrl(url);
-  if ((err as Error)?.name === 'MigrationError') return new StartupError(`the database at ${where} cannot be migrated: ${e.message ?? ''}`, { cause: err });
+  if ((err as Error)?.name === 'MigrationError')
+    return new StartupError(`the database at ${where} cannot be migrated: ${e.message ?? ''}`, { cause: err });
   if (e?.code === '3D000') {
     const { dbName, command } = createdbCommand(url);
     return new StartupError(`database "${dbName}" does not exist (DATABASE_URL ${where}): create it with \`${command}\``, { cause: err });
   }
   if (e?.code === '28P01' || e?.code === '28000') {
-    return new StartupError(`Postgres refused the login (DATABASE_URL ${where}): ${e.message ?? e.code}; check the user and password in DATABASE_URL`, { cause: err });
+    return new StartupError(
+      `Postgres refused the login (DATABASE_URL ${where}): ${e.message ?? e.code}; check the user and password in DATABASE_URL`,
+      { cause: err },
+    );
   }
   if (e?.code && UNREACHABLE.has(e.code)) {
     return new StartupError(`cannot reach Postgres at ${where} (${e.code}): is it running? Check DATABASE_URL`, { cause: err });
   }
   if (!e?.code && isDatabaseUnavailable(err)) {
-    return new StartupError(`Postgres at ${where} went away during the start (${String(e?.message ?? err).split('\n')[0]}): is it restarting? Start again once it is up`, { cause: err });
+    return new StartupError(
+      `Postgres at ${where} went away during the start (${String(e?.message ?? err).split('\n')[0]}): is it restarting? Start again once it is up`,
+      { cause: err },
+    );
   }
   return new StartupError(`Postgres at ${where} failed: ${String(e?.message ?? err).split('\n')[0]}`, { cause: err });
 }
@@ -81,9 +88,13 @@ export function createdbCommand(url: string): { dbName: string; command: string 
 export function listenStartupError(err: unknown, host: string, port: number): StartupError {
   const code = (err as { code?: string })?.code;
   if (code === 'EADDRINUSE') {
-    return new StartupError(`${host}:${port} is already in use (another \`baton serve\` or \`baton api\`?): stop it, or set BATON_API_PORT`, { cause: err });
+    return new StartupError(
+      `${host}:${port} is already in use (another \`baton serve\` or \`baton api\`?): stop it, or set BATON_API_PORT`,
+      { cause: err },
+    );
   }
-  if (code === 'EACCES') return new StartupError(`not allowed to listen on ${host}:${port}: set BATON_API_PORT to a port above 1023`, { cause: err });
+  if (code === 'EACCES')
+    return new StartupError(`not allowed to listen on ${host}:${port}: set BATON_API_PORT to a port above 1023`, { cause: err });
   if (code === 'EADDRNOTAVAIL') return new StartupError(`${host} is no address of this machine: fix BATON_API_HOST`, { cause: err });
   return new StartupError(`cannot listen on ${host}:${port}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }

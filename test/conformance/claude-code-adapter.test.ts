@@ -67,7 +67,8 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
     const agent = byKey.get(String(exchange.headers['x-api-key'] ?? ''));
     const requestId = markerOf(exchange.prompt);
     if (!agent || !requestId) return { kind: 'error', status: 400, message: 'not a turn of a conformance agent' };
-    if (requestId.startsWith('blocker-')) return { kind: 'reply', text: 'the blocking turn ends', until: blockers.get(agent.handle)?.hold ?? Promise.resolve() };
+    if (requestId.startsWith('blocker-'))
+      return { kind: 'reply', text: 'the blocking turn ends', until: blockers.get(agent.handle)?.hold ?? Promise.resolve() };
     let behaviour = agent.byRequest.get(requestId);
     if (!behaviour) {
       behaviour = agent.model.shift() ?? 'ok';
@@ -94,7 +95,14 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
     binary,
     configDir,
     apiKey: a.apiKey,
-    env: { ANTHROPIC_BASE_URL: fake.url, CLAUDE_CODE_MAX_RETRIES: '0', HOME: home, DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', ...tripwire.env() },
+    env: {
+      ANTHROPIC_BASE_URL: fake.url,
+      CLAUDE_CODE_MAX_RETRIES: '0',
+      HOME: home,
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      ...tripwire.env(),
+    },
     timeoutMs: FOREVER,
   });
 
@@ -113,7 +121,11 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
       newHold(blocker);
       blockers.set(agent.handle, blocker);
       const other = createClaudeCodeAdapter({ runDir, baseEnv: inheritedEnv(process.env) });
-      const started = await other.sendTurn(target, { ...turn, requestId: `blocker-${agent.handle}`, message: 'a turn Baton started before a crash' }, new AbortController().signal);
+      const started = await other.sendTurn(
+        target,
+        { ...turn, requestId: `blocker-${agent.handle}`, message: 'a turn Baton started before a crash' },
+        new AbortController().signal,
+      );
       expect(started.outcome, JSON.stringify(started)).toBe('accepted');
       const sent = await inner.sendTurn(target, turn, signal);
       blocker.release();
@@ -126,7 +138,11 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
     // Starting claude (a detached supervisor, then the CLI) takes far longer than 5 ms.
     lostWriteDeadlineMs: 5,
     adapters(deadlines) {
-      const registry = createAdapters(['claude_code'], { demoHost: undefined, claudeCode: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { claude_code: deadlines } });
+      const registry = createAdapters(['claude_code'], {
+        demoHost: undefined,
+        claudeCode: { runDir, baseEnv: inheritedEnv(process.env) },
+        deadlines: { claude_code: deadlines },
+      });
       return new AdapterRegistry([withBusySetup(registry.get('claude_code') as ProviderAdapter)]);
     },
     async agent(handle, script) {
@@ -161,7 +177,9 @@ async function claudeCodeHarness(): Promise<ConformanceHarness> {
         const requestId = markerOf(ex.prompt);
         if (!requestId || requestId.startsWith('blocker-')) continue;
         const group = runs.get(requestId)?.group;
-        const live = [...runs.values()].find((r) => r.requestId !== requestId && r.group === group && r.start <= ex.at && (r.end === null || r.end > ex.at));
+        const live = [...runs.values()].find(
+          (r) => r.requestId !== requestId && r.group === group && r.start <= ex.at && (r.end === null || r.end > ex.at),
+        );
         out.push({ requestId, handoffId: '', at: ex.at, liveTurn: live?.requestId ?? null, answer: 'accepted' });
       }
       return out;
@@ -193,9 +211,13 @@ function runTimes(runDir: string): Map<string, { requestId: string; group: strin
   for (const group of readdirSync(runDir)) {
     for (const requestId of readdirSync(join(runDir, group)).filter((n) => !n.startsWith('.'))) {
       const dir = join(runDir, group, requestId);
-      const started = existsSync(join(dir, 'started.json')) ? (JSON.parse(readFileSync(join(dir, 'started.json'), 'utf8')) as { startedAt: number }) : null;
+      const started = existsSync(join(dir, 'started.json'))
+        ? (JSON.parse(readFileSync(join(dir, 'started.json'), 'utf8')) as { startedAt: number })
+        : null;
       if (!started) continue;
-      const exit = existsSync(join(dir, 'exit.json')) ? (JSON.parse(readFileSync(join(dir, 'exit.json'), 'utf8')) as { endedAt: number }) : null;
+      const exit = existsSync(join(dir, 'exit.json'))
+        ? (JSON.parse(readFileSync(join(dir, 'exit.json'), 'utf8')) as { endedAt: number })
+        : null;
       out.set(requestId, { requestId, group, start: started.startedAt, end: exit?.endedAt ?? null });
     }
   }
@@ -203,4 +225,7 @@ function runTimes(runDir: string): Map<string, { requestId: string; group: strin
 }
 
 // Starting the real CLI takes about a second per turn on a shared CI machine.
-conformanceSuite('claude_code (the real claude CLI, fake model on loopback)', claudeCodeHarness, { writeDeadlineMs: 10_000, timeoutMs: 60_000 });
+conformanceSuite('claude_code (the real claude CLI, fake model on loopback)', claudeCodeHarness, {
+  writeDeadlineMs: 10_000,
+  timeoutMs: 60_000,
+});

@@ -19,7 +19,17 @@ import { conformanceSuite, type ConformanceBehavior, type ConformanceHarness, ty
 async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite>[1]>[0]): Promise<ConformanceHarness> {
   const fx = await startCodexFixture();
   const registries: AdapterRegistry[] = [];
-  const agents = new Map<string, { threadId: string; script: ConformanceBehavior[]; writes: RecipientWrite[]; live: string | null; held: Array<() => void>; finishEarly: boolean }>();
+  const agents = new Map<
+    string,
+    {
+      threadId: string;
+      script: ConformanceBehavior[];
+      writes: RecipientWrite[];
+      live: string | null;
+      held: Array<() => void>;
+      finishEarly: boolean;
+    }
+  >();
   const byThread = new Map<string, string>();
   /** Outside turns by prompt: they carry no marker and are answered from their hold. */
   const outside = new Map<string, ReturnType<typeof fx.hold>>();
@@ -71,7 +81,8 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     // How the outside turn ends is not what this test checks, only when (below).
     run.catch(() => undefined);
     // The outside turn is live once its model request arrived (and is held).
-    while (!closed && !fx.fake.exchanges.slice(previous).some((x) => x.prompt.includes(prompt))) await new Promise((r) => setTimeout(r, 20));
+    while (!closed && !fx.fake.exchanges.slice(previous).some((x) => x.prompt.includes(prompt)))
+      await new Promise((r) => setTimeout(r, 20));
     void (async () => {
       while (!closed) {
         const { rows } = await baton.db.pool.query(
@@ -92,7 +103,11 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
     provider: 'codex',
     lostWriteDeadlineMs: 5,
     adapters(deadlines) {
-      const r = createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 }, deadlines: { codex: deadlines } });
+      const r = createAdapters(['codex'], {
+        demoHost: undefined,
+        codex: { baseEnv: fx.env, pollMs: 100 },
+        deadlines: { codex: deadlines },
+      });
       registries.push(r);
       return r;
     },
@@ -120,7 +135,9 @@ async function codexHarness(baton: Parameters<Parameters<typeof conformanceSuite
       for (const a of agents.values()) for (const release of a.held.splice(0)) release();
       await Promise.all(registries.map((r) => r.close()));
       if (fx.tripwire.attempts.length > 0 || fx.fake.refusedConnections > 0) {
-        throw new Error(`egress attempted: ${JSON.stringify(fx.tripwire.attempts)}, refused non-loopback connections: ${fx.fake.refusedConnections}`);
+        throw new Error(
+          `egress attempted: ${JSON.stringify(fx.tripwire.attempts)}, refused non-loopback connections: ${fx.fake.refusedConnections}`,
+        );
       }
       await fx.close();
     },

@@ -48,7 +48,12 @@ async function commandHarness(): Promise<ConformanceHarness> {
     // Starting a program (a detached supervisor, then the program) takes far longer than 5 ms:
     // a real write that outlives its deadline, and a reply that never reaches the engine.
     lostWriteDeadlineMs: 5,
-    adapters: (deadlines) => createAdapters(['command'], { demoHost: undefined, command: { runDir, baseEnv: inheritedEnv(process.env) }, deadlines: { command: deadlines } }),
+    adapters: (deadlines) =>
+      createAdapters(['command'], {
+        demoHost: undefined,
+        command: { runDir, baseEnv: inheritedEnv(process.env) },
+        deadlines: { command: deadlines },
+      }),
     async agent(handle, script) {
       const dir = dirOf(handle);
       mkdirSync(dir, { recursive: true });
@@ -59,11 +64,21 @@ async function commandHarness(): Promise<ConformanceHarness> {
       return { settings: { argv: [process.execPath, agentFile, dir], timeoutMs: 120_000 } };
     },
     async writes(handle): Promise<RecipientWrite[]> {
-      const lines = readFileSync(join(dirOf(handle), 'ledger.jsonl'), 'utf8').split('\n').filter((l) => l !== '');
-      const events = lines.map((l) => JSON.parse(l) as { requestId: string; handoffId: string; behavior: string; event: 'start' | 'end'; at: number });
+      const lines = readFileSync(join(dirOf(handle), 'ledger.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '');
+      const events = lines.map(
+        (l) => JSON.parse(l) as { requestId: string; handoffId: string; behavior: string; event: 'start' | 'end'; at: number },
+      );
       const runs = new Map<string, { requestId: string; handoffId: string; behavior: string; start: number; end: number | null }>();
       for (const e of events) {
-        const run = runs.get(e.requestId) ?? { requestId: e.requestId, handoffId: e.handoffId, behavior: e.behavior, start: e.at, end: null };
+        const run = runs.get(e.requestId) ?? {
+          requestId: e.requestId,
+          handoffId: e.handoffId,
+          behavior: e.behavior,
+          start: e.at,
+          end: null,
+        };
         if (e.event === 'end') run.end = e.at;
         runs.set(e.requestId, run);
       }

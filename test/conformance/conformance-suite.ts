@@ -73,7 +73,11 @@ export function writeViolations(writes: readonly RecipientWrite[]): string[] {
  * The one behavioural suite every provider adapter must pass, through the same harness shape
  * and Baton's real delivery engine. Registers a describe block for `harness`.
  */
-export function conformanceSuite(name: string, makeHarness: (baton: TestBaton) => Promise<ConformanceHarness>, opts: { writeDeadlineMs?: number; timeoutMs?: number } = {}): void {
+export function conformanceSuite(
+  name: string,
+  makeHarness: (baton: TestBaton) => Promise<ConformanceHarness>,
+  opts: { writeDeadlineMs?: number; timeoutMs?: number } = {},
+): void {
   // Generous for ordinary writes (a loaded CI machine must not turn them into lost ones); the
   // lost-write cases use a deadline of their own (losingWorker).
   const writeDeadlineMs = opts.writeDeadlineMs ?? 5_000;
@@ -101,7 +105,12 @@ export function conformanceSuite(name: string, makeHarness: (baton: TestBaton) =
     async function recipient(script: readonly ConformanceBehavior[]): Promise<string> {
       const handle = `${harness.provider.replace(/_/g, '-')}-${++n}`;
       const { settings, target } = await harness.agent(handle, script);
-      const res = await baton.post('/v1/agents', { id: handle, provider: harness.provider, settings, ...(target !== undefined ? { target } : {}) });
+      const res = await baton.post('/v1/agents', {
+        id: handle,
+        provider: harness.provider,
+        settings,
+        ...(target !== undefined ? { target } : {}),
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       return handle;
     }

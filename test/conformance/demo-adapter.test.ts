@@ -20,7 +20,10 @@ async function demoHarness(): Promise<ConformanceHarness> {
     provider: 'demo',
     adapters: (deadlines) => createAdapters(['demo'], { demoHost: host, deadlines: { demo: deadlines } }),
     async agent(handle, script) {
-      host.script(handle, script.map((b) => AS_DEMO[b]));
+      host.script(
+        handle,
+        script.map((b) => AS_DEMO[b]),
+      );
       return { settings: script.includes('hang_write') ? { thinkMs: 50, replyDelayMs: 5_000 } : { thinkMs: 50 } };
     },
     async writes(handle): Promise<RecipientWrite[]> {

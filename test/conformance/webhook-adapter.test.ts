@@ -42,7 +42,8 @@ async function webhookHarness(baton: Parameters<Parameters<typeof conformanceSui
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      const answer = (status: number, json: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(json));
+      const answer = (status: number, json: unknown, headers: Record<string, string> = {}) =>
+        res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(json));
       if (!verified(req.headers, raw)) return answer(401, { error: 'bad signature' });
       const [, kind, handle = '', requestId = ''] = (req.url ?? '').split('/').map(decodeURIComponent);
       if (req.method === 'GET' && kind === 'status') {
@@ -81,7 +82,8 @@ async function webhookHarness(baton: Parameters<Parameters<typeof conformanceSui
   const { port } = server.address() as AddressInfo;
   return {
     provider: 'webhook',
-    adapters: (deadlines) => createAdapters(['webhook'], { demoHost: undefined, turnReports: baton.repos.turnReports, deadlines: { webhook: deadlines } }),
+    adapters: (deadlines) =>
+      createAdapters(['webhook'], { demoHost: undefined, turnReports: baton.repos.turnReports, deadlines: { webhook: deadlines } }),
     async agent(handle, script) {
       scripts.set(handle, [...script]);
       ledger.set(handle, []);

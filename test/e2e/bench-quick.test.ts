@@ -8,14 +8,23 @@ const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && 
 /** Checks the shape of `npm run bench -- --quick --json`, never its speed. */
 describe('baton bench --quick --json', () => {
   it('runs every scenario and prints machine-readable results of the documented shape', async () => {
-    const { code, output } = await runBaton(['bench', '--quick', '--json', '--no-progress'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'error' }, 360_000);
+    const { code, output } = await runBaton(
+      ['bench', '--quick', '--json', '--no-progress'],
+      { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'error' },
+      360_000,
+    );
     expect(code, output.slice(-3000)).toBe(0);
     const start = output.indexOf('{\n');
     const end = output.indexOf('\n}', start);
     const r = JSON.parse(output.slice(start, end + 2));
     expect(r).toMatchObject({ version: 1, mode: 'quick' });
     expect(isNumber(r.seconds)).toBe(true);
-    expect(r.machine).toMatchObject({ cpus: expect.any(Number), node: expect.any(String), postgres: expect.any(String), redis: expect.any(String) });
+    expect(r.machine).toMatchObject({
+      cpus: expect.any(Number),
+      node: expect.any(String),
+      postgres: expect.any(String),
+      redis: expect.any(String),
+    });
     for (const k of ['postgres1', 'postgres8', 'bullmq']) expect(isNumber(r.ceilings[k]), `ceilings.${k}`).toBe(true);
     for (const k of ['oneClient', 'thirtyTwoClients']) {
       expect(r.send[k]).toMatchObject({ requests: expect.any(Number), errors: 0 });
@@ -31,12 +40,22 @@ describe('baton bench --quick --json', () => {
       expect(d.returned).toBe(d.handoffs);
       expect(d.warmUp).toMatchObject({ handoffs: 50 });
       expect(d.warmUp.perHandoff.cpuMs.total).toBeGreaterThan(0);
-      for (const f of ['acceptedPerSec', 'returnedPerSec', 'acceptedP50Ms', 'acceptedP99Ms', 'returnedP50Ms', 'returnedP99Ms', 'dispatchP50Ms', 'dispatchP99Ms']) {
+      for (const f of [
+        'acceptedPerSec',
+        'returnedPerSec',
+        'acceptedP50Ms',
+        'acceptedP99Ms',
+        'returnedP50Ms',
+        'returnedP99Ms',
+        'dispatchP50Ms',
+        'dispatchP99Ms',
+      ]) {
         expect(isNumber(d[f]), `delivery.${d.agents}.${f}`).toBe(true);
       }
       expect(d.cost.redisConnectionsPerWorker).toHaveLength(2);
       // Node processes are always measured; the servers only when the bench runs its own.
-      for (const role of ['api', 'workers', 'demoHost', 'loadGenerator', 'total']) expect(isNumber(d.perHandoff.cpuMs[role]), `perHandoff.cpuMs.${role}`).toBe(true);
+      for (const role of ['api', 'workers', 'demoHost', 'loadGenerator', 'total'])
+        expect(isNumber(d.perHandoff.cpuMs[role]), `perHandoff.cpuMs.${role}`).toBe(true);
       expect(d.perHandoff.cpuMs.total).toBeGreaterThan(0);
       for (const k of ['postgres', 'redis']) expect(d.perHandoff.cpuMs[k] === null || isNumber(d.perHandoff.cpuMs[k])).toBe(true);
       for (const k of ['postgresStatements', 'redisCommands']) expect(d.perHandoff[k] === null || isNumber(d.perHandoff[k])).toBe(true);
@@ -45,34 +64,49 @@ describe('baton bench --quick --json', () => {
       expect(isNumber(d.cost.queuedAtPeak)).toBe(true);
     }
     expect(r.dispatchLatency).toMatchObject({ agents: 100, perSecond: 50, handoffs: 100, errors: 0 });
-    for (const f of ['dispatchP50Ms', 'dispatchP99Ms', 'acceptedP50Ms', 'returnedP99Ms']) expect(isNumber(r.dispatchLatency[f]), `dispatchLatency.${f}`).toBe(true);
+    for (const f of ['dispatchP50Ms', 'dispatchP99Ms', 'acceptedP50Ms', 'returnedP99Ms'])
+      expect(isNumber(r.dispatchLatency[f]), `dispatchLatency.${f}`).toBe(true);
     expect(r.busyAgents).toMatchObject({ overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 });
     expect(isNumber(r.recovery.killToUncertainSec)).toBe(true);
     expect(isNumber(r.recovery.wipeToFinalSec)).toBe(true);
     expect(isNumber(r.recovery.stallAfterWipeSec)).toBe(true);
     // Long turns: many agents each in one turn at once, followed to the end, each written once.
     const l = r.longTurns;
-    expect(l).toMatchObject({ turns: 40, returned: 40, handoffsNotWrittenOnce: 0, writeViolations: 0, workers: 2, queueShards: expect.any(Number), workerConcurrency: expect.any(Number) });
+    expect(l).toMatchObject({
+      turns: 40,
+      returned: 40,
+      handoffsNotWrittenOnce: 0,
+      writeViolations: 0,
+      workers: 2,
+      queueShards: expect.any(Number),
+      workerConcurrency: expect.any(Number),
+    });
     expect(l.slots).toBe(l.workers * l.queueShards * l.workerConcurrency);
     expect(l.peakInFlight).toBeGreaterThan(0);
     expect(l.peakInFlight).toBeLessThanOrEqual(40);
     expect(l.turnsPerWorker.reduce((a: number, b: number) => a + b, 0)).toBe(40);
-    for (const f of ['turnSeconds', 'lastSendToAllReturnedSec', 'firstSendToLastAcceptedSec', 'liveInWindow', 'quietSeconds']) expect(isNumber(l[f]), `longTurns.${f}`).toBe(true);
+    for (const f of ['turnSeconds', 'lastSendToAllReturnedSec', 'firstSendToLastAcceptedSec', 'liveInWindow', 'quietSeconds'])
+      expect(isNumber(l[f]), `longTurns.${f}`).toBe(true);
     expect(typeof l.quietWindowClean).toBe('boolean');
     expect(isNumber(l.queuedJobsInWindow)).toBe(true);
     expect(typeof l.workerWarnings).toBe('object');
     expect(l.workerRssIdleMiB).toHaveLength(2);
     expect(l.workerRssLiveMiB).toHaveLength(2);
     expect(isNumber(l.cpuMsPerSecPerTurn.total)).toBe(true);
-    for (const f of ['activeJobsPerLiveTurn', 'redisCommandsPerSecPerTurn', 'postgresStatementsPerSecPerTurn']) expect(l[f] === null || isNumber(l[f]), `longTurns.${f}`).toBe(true);
+    for (const f of ['activeJobsPerLiveTurn', 'redisCommandsPerSecPerTurn', 'postgresStatementsPerSecPerTurn'])
+      expect(l[f] === null || isNumber(l[f]), `longTurns.${f}`).toBe(true);
     // The RSS difference can be negative (a GC in between): a number or null, not a size check.
     expect(l.workerRssKiBPerTurn === null || typeof l.workerRssKiBPerTurn === 'number').toBe(true);
-    for (const k of ['redisTopCommands', 'postgresTopStatements']) expect(l[k] === null || Array.isArray(l[k]), `longTurns.${k}`).toBe(true);
+    for (const k of ['redisTopCommands', 'postgresTopStatements'])
+      expect(l[k] === null || Array.isArray(l[k]), `longTurns.${k}`).toBe(true);
     // Issue 16's targets, every one of them (met, NO, or n/a where this run cannot measure it).
     expect(r.targets.map((t: any) => t.id)).toEqual(TARGETS.map((t) => t.id));
     for (const t of r.targets) {
       expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String) });
-      expect(t.met === null ? t.measured === 'n/a' && t.value === null : typeof t.met === 'boolean' && isNumber(t.value), `${t.id}: ${JSON.stringify(t)}`).toBe(true);
+      expect(
+        t.met === null ? t.measured === 'n/a' && t.value === null : typeof t.met === 'boolean' && isNumber(t.value),
+        `${t.id}: ${JSON.stringify(t)}`,
+      ).toBe(true);
     }
     // The quick run has no 10,000-agent run: those rows name the 100 agents actually measured.
     expect(r.targets.find((t: any) => t.id === 'cpu-many').name).toBe('CPU per handoff, all processes (100 agents; full run: 10000)');
@@ -81,7 +115,13 @@ describe('baton bench --quick --json', () => {
     expect(statements.met === null, JSON.stringify(statements)).toBe(r.delivery[0].perHandoff.postgresStatements === null);
     expect(r.guarantees.map((g: any) => g.name)).toContainEqual(expect.stringMatching(/^long turns: /));
     expect(r.guarantees.map((g: any) => g.name)).toContainEqual(expect.stringMatching(/^busy agents: /));
-    for (const g of r.guarantees) expect(g).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String), met: expect.any(Boolean) });
+    for (const g of r.guarantees)
+      expect(g).toMatchObject({
+        name: expect.any(String),
+        goal: expect.any(String),
+        measured: expect.any(String),
+        met: expect.any(Boolean),
+      });
     // The human table goes to stderr beside the JSON.
     expect(output).toContain('target (issue 16)');
     expect(output).toContain('guarantee');

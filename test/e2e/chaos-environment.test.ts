@@ -63,7 +63,11 @@ describe('chaos environment', () => {
     expect(env.unexpectedExits.slice(before)).toMatchObject([{ slot: 'api-1', code: null, signal: 'SIGKILL', wasServing: true }]);
     expect(await env.serving(slot, 60_000), 'started again, as a supervisor would').toBe(true);
     // The port-taken start above is not counted; the crash is.
-    const row = checkNoUnplannedExits(env.unexpectedExits, { started: env.processesStarted, killedOnPurpose: env.killedOnPurpose }, Date.now());
+    const row = checkNoUnplannedExits(
+      env.unexpectedExits,
+      { started: env.processesStarted, killedOnPurpose: env.killedOnPurpose },
+      Date.now(),
+    );
     expect(row.violations).toBe(1);
     expect(row.details[0]).toMatch(/^api-1 exited \(signal SIGKILL\) while serving/);
     // Every start's whole output is kept, in order, with how each ended.

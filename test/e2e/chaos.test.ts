@@ -43,7 +43,10 @@ afterAll(async () => {
 async function leftovers(): Promise<string[]> {
   const found: string[] = [];
   for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
-    const [cmdline, environ] = await Promise.all([readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''), readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')]);
+    const [cmdline, environ] = await Promise.all([
+      readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''),
+      readFile(`/proc/${pid}/environ`, 'utf8').catch(() => ''),
+    ]);
     if (cmdline.includes(tmp) || environ.includes(tmp)) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ').trim()}`);
   }
   return found;
@@ -61,7 +64,10 @@ describe('baton chaos --short', () => {
     const r = JSON.parse(output.slice(start, end + 2));
     const why = `seed ${seed}, ${seconds.toFixed(0)} s:\n${output.slice(-6000)}`;
 
-    expect(r.invariants.map((i: { name: string }) => i.name), why).toEqual(INVARIANTS);
+    expect(
+      r.invariants.map((i: { name: string }) => i.name),
+      why,
+    ).toEqual(INVARIANTS);
     for (const i of r.invariants) expect(i.violations, `${i.name}: ${i.checked}\n${i.details.join('\n')}\n${why}`).toBe(0);
     for (const kind of FAULT_KINDS) {
       const f = r.faults.find((x: { kind: string }) => x.kind === kind);

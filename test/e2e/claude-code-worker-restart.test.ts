@@ -90,13 +90,18 @@ describe('a worker killed in the middle of a Claude Code turn', () => {
     startWorker();
     release();
     const h = await waitForState(baton, id, 'RETURNED', 60_000);
-    expect(h.attempts.filter((a: any) => a.status !== 'not_sent').map((a: any) => a.requestId), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([requestId]);
+    expect(
+      h.attempts.filter((a: any) => a.status !== 'not_sent').map((a: any) => a.requestId),
+      JSON.stringify(h.events.map((e: any) => [e.event, e.reason])),
+    ).toEqual([requestId]);
     expect(h.resultSummary ?? h.result?.summary).toBe('finished after the worker died');
     // Written once: one model request with the marker, one prompt in the session's transcript.
     expect(fake.exchanges.map((ex) => MARKER.exec(ex.prompt)?.[1])).toEqual([requestId]);
     const sessionId = String(fake.exchanges[0]!.headers['x-claude-code-session-id']);
     const transcript = readFileSync(transcriptPath(settings.configDir, cwd, sessionId), 'utf8');
-    expect(transcript.split('\n').filter((l) => l.includes('"type":"user"') && l.includes(`baton-request-id: ${requestId}`))).toHaveLength(1);
+    expect(transcript.split('\n').filter((l) => l.includes('"type":"user"') && l.includes(`baton-request-id: ${requestId}`))).toHaveLength(
+      1,
+    );
     expect(tripwire.attempts).toEqual([]);
   }, 120_000);
 });

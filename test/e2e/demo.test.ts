@@ -18,7 +18,9 @@ async function demoDirs(): Promise<string[]> {
 
 const ID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** A settled handoff's line: time, id, from -> to, "title", outcome and how long it took. */
-const SETTLED_LINE = new RegExp(`^\\d\\d:\\d\\d:\\d\\d  (${ID})  \\w+ -> \\w+ +"[^"]+" +(RETURNED|FAILED|CANCELLED|UNAVAILABLE|ACKNOWLEDGED|DUPLICATE) in \\d`);
+const SETTLED_LINE = new RegExp(
+  `^\\d\\d:\\d\\d:\\d\\d  (${ID})  \\w+ -> \\w+ +"[^"]+" +(RETURNED|FAILED|CANCELLED|UNAVAILABLE|ACKNOWLEDGED|DUPLICATE) in \\d`,
+);
 const SUMMARY_LINE = /^ +-- settled \d+( \([A-Z]+ \d+(, [A-Z]+ \d+)*\))?, in flight \d+$/;
 
 describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => {
@@ -27,7 +29,13 @@ describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => 
     const demo = spawnBaton(['demo', '--verbose', '--think-ms', '150'], { TMPDIR: tmp });
     await demo.waitFor(/API: http:\/\/127\.0\.0\.1:\d+/, 60_000);
     expect(await demoDirs(), 'the embedded Postgres lives under TMPDIR while the demo runs').toHaveLength(1);
-    for (const step of [/new\s+-> WAITING/, /WAITING\s+-> SENDING/, /SENDING\s+-> ACCEPTED/, /ACCEPTED\s+-> RUNNING/, /RUNNING\s+-> RETURNED/]) {
+    for (const step of [
+      /new\s+-> WAITING/,
+      /WAITING\s+-> SENDING/,
+      /SENDING\s+-> ACCEPTED/,
+      /ACCEPTED\s+-> RUNNING/,
+      /RUNNING\s+-> RETURNED/,
+    ]) {
       // Every transition line names its handoff, so what is seen can be looked up.
       await demo.waitFor(new RegExp(`^\\d\\d:\\d\\d:\\d\\d  ${ID}  .*${step.source}`, 'm'), 30_000);
     }
@@ -48,16 +56,30 @@ describe('baton demo on a fresh machine (no DATABASE_URL, no REDIS_URL)', () => 
 
 describe('baton demo without --verbose', () => {
   it('prints how to look a handoff up, then one line per settled handoff whose id the printed `show` command finds, summaries, and a last summary', async () => {
-    const demo = spawnBaton(['demo', '--think-ms', '100'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'silent' });
+    const demo = spawnBaton(['demo', '--think-ms', '100'], {
+      DATABASE_URL: TEST_PG_ADMIN_URL,
+      REDIS_URL: TEST_REDIS_URL,
+      BATON_LOG_LEVEL: 'silent',
+    });
     const lookup = (await demo.waitFor(/^ +BATON_URL=\S+ BATON_TOKEN=\S+ BATON_PROJECT=demo-\w+ \S+ show <id>$/m, 60_000)).trim();
     // The summary line comes every 5 s: by then several handoffs have settled.
     await demo.waitFor(/^ +-- settled [1-9]/m, 60_000);
-    const id = demo.output().split('\n').map((l) => SETTLED_LINE.exec(l)?.[1]).find((x) => x !== undefined);
+    const id = demo
+      .output()
+      .split('\n')
+      .map((l) => SETTLED_LINE.exec(l)?.[1])
+      .find((x) => x !== undefined);
     expect(id, demo.output()).toBeDefined();
     // The command works as printed: it names the API, token and project itself, whatever the
     // shell says (here: another URL and project, and a BATON_HOME with no profile).
     const shown = await promisify(execFile)('/bin/sh', ['-c', lookup.replace('<id>', id!)], {
-      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], BATON_HOME: scratchDir('baton-demo-show-'), BATON_URL: 'http://127.0.0.1:9', BATON_PROJECT: 'elsewhere' },
+      env: {
+        PATH: process.env['PATH'],
+        HOME: process.env['HOME'],
+        BATON_HOME: scratchDir('baton-demo-show-'),
+        BATON_URL: 'http://127.0.0.1:9',
+        BATON_PROJECT: 'elsewhere',
+      },
     });
     expect(shown.stdout).toContain(`handoff ${id}`);
     expect(shown.stdout).toMatch(/state\s+RETURNED/);
@@ -77,7 +99,9 @@ describe('baton demo without --verbose', () => {
     expect(new Set(ids).size, 'each handoff has exactly one line').toBe(ids.length);
     expect(ids.length).toBeGreaterThanOrEqual(3);
     expect(body.filter((l) => SUMMARY_LINE.test(l)).length).toBeGreaterThanOrEqual(1);
-    expect(lines[last], 'the last summary counts the lines printed').toMatch(new RegExp(`^demo summary: \\d+ handoffs sent in .+; settled ${ids.length} \\(RETURNED \\d+`));
+    expect(lines[last], 'the last summary counts the lines printed').toMatch(
+      new RegExp(`^demo summary: \\d+ handoffs sent in .+; settled ${ids.length} \\(RETURNED \\d+`),
+    );
     expect(demo.output()).toContain('Live page: http://127.0.0.1:');
     expect(demo.output()).toContain('Ctrl+C stops everything');
     expect(demo.output()).toContain('demo data deleted');
@@ -86,21 +110,43 @@ describe('baton demo without --verbose', () => {
 
 describe('baton demo --json', () => {
   it('prints one JSON object per line: started, the four agents, transitions to RETURNED, and stopped', async () => {
-    const demo = spawnBaton(['demo', '--json', '--think-ms', '100', '--duration', '6'], { DATABASE_URL: TEST_PG_ADMIN_URL, REDIS_URL: TEST_REDIS_URL, BATON_LOG_LEVEL: 'silent' });
+    const demo = spawnBaton(['demo', '--json', '--think-ms', '100', '--duration', '6'], {
+      DATABASE_URL: TEST_PG_ADMIN_URL,
+      REDIS_URL: TEST_REDIS_URL,
+      BATON_LOG_LEVEL: 'silent',
+    });
     const code = await demo.exited();
     expect(code, demo.output()).toBe(0);
-    const lines = demo.output().split('\n').filter((l) => l.trim() !== '');
+    const lines = demo
+      .output()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     const records = lines.map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
-    expect(records[0]).toMatchObject({ type: 'started', api: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), livePage: expect.stringContaining('/ui/') });
-    expect(records.filter((r) => r.type === 'agent_registered').map((r) => r['name'])).toEqual(['Planner', 'Engineer', 'Reviewer', 'Writer']);
-    const transitions = records.filter((r) => r.type === 'transition') as unknown as Array<{ state: { from: string | null; to: string }; handoff: string }>;
+    expect(records[0]).toMatchObject({
+      type: 'started',
+      api: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      livePage: expect.stringContaining('/ui/'),
+    });
+    expect(records.filter((r) => r.type === 'agent_registered').map((r) => r['name'])).toEqual([
+      'Planner',
+      'Engineer',
+      'Reviewer',
+      'Writer',
+    ]);
+    const transitions = records.filter((r) => r.type === 'transition') as unknown as Array<{
+      state: { from: string | null; to: string };
+      handoff: string;
+    }>;
     expect(transitions.some((t) => t.state.to === 'RETURNED')).toBe(true);
     // One `settled` object per handoff that settled, naming a handoff whose transitions were printed.
     const settled = records.filter((r) => r.type === 'settled') as unknown as Array<{ handoff: string; outcome: string; tookMs: number }>;
     expect(settled.length).toBeGreaterThan(0);
     expect(new Set(settled.map((s) => s.handoff)).size).toBe(settled.length);
     for (const s of settled) expect(transitions.some((t) => t.handoff === s.handoff && t.state.to === s.outcome)).toBe(true);
-    expect(records.find((r) => r.type === 'stopping')).toMatchObject({ settled: settled.length, outcomes: expect.objectContaining({ RETURNED: expect.any(Number) }) });
+    expect(records.find((r) => r.type === 'stopping')).toMatchObject({
+      settled: settled.length,
+      outcomes: expect.objectContaining({ RETURNED: expect.any(Number) }),
+    });
     expect(records.at(-1)).toEqual({ type: 'stopped' });
   }, 120_000);
 });

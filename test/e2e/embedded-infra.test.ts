@@ -41,7 +41,9 @@ describe('the embedded Postgres and Redis of `baton demo`', () => {
 
       const demoDirs = async () => (await readdir('/tmp')).filter((d) => d.startsWith('baton-demo-pg-'));
       const before = await demoDirs();
-      const started = await startEmbeddedPostgres({ binaries: { initdb: path.join(native, 'bin', 'initdb'), postgres: path.join(native, 'bin', 'postgres') } });
+      const started = await startEmbeddedPostgres({
+        binaries: { initdb: path.join(native, 'bin', 'initdb'), postgres: path.join(native, 'bin', 'postgres') },
+      });
       let stopped = false;
       cleanups.push(async () => {
         if (!stopped) await started.stop();

@@ -56,7 +56,9 @@ function startWorker(): BatonProcess {
 }
 
 async function counts(): Promise<Record<string, number>> {
-  const { rows } = await baton.db.pool.query<{ state: string; n: number }>('SELECT delivery_state AS state, count(*)::int AS n FROM handoffs GROUP BY 1');
+  const { rows } = await baton.db.pool.query<{ state: string; n: number }>(
+    'SELECT delivery_state AS state, count(*)::int AS n FROM handoffs GROUP BY 1',
+  );
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
@@ -68,7 +70,9 @@ beforeAll(async () => {
   served = await serveDemoHost(sessions);
   expect((await baton.post('/v1/agents', { id: 'dispatcher', provider: 'demo' })).status).toBe(201);
   for (let i = 0; i < AGENTS; i++) {
-    expect((await baton.post('/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 5 + ((i * 7) % 30) } })).status).toBe(201);
+    expect((await baton.post('/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 5 + ((i * 7) % 30) } })).status).toBe(
+      201,
+    );
   }
   for (let i = 0; i < 3; i++) startWorker();
 }, 120_000);
@@ -101,7 +105,12 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
     const ids: string[] = [];
     const admin = new Redis(redis.url, { maxRetriesPerRequest: null });
     for (let i = 0; i < HANDOFFS; i++) {
-      const res = await baton.post('/v1/handoffs', { from: 'dispatcher', to: `agent-${i % AGENTS}`, message: `task ${i}`, title: `task ${i}` });
+      const res = await baton.post('/v1/handoffs', {
+        from: 'dispatcher',
+        to: `agent-${i % AGENTS}`,
+        message: `task ${i}`,
+        title: `task ${i}`,
+      });
       expect(res.status).toBe(201);
       ids.push(res.body.id);
       if (i === 70) await admin.flushall();
@@ -115,17 +124,23 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
     }
     // Keep killing while the last sends are being delivered: three more kills after the last send.
     const killsAtLastSend = kills;
-    await eventually(async () => expect(kills).toBeGreaterThanOrEqual(killsAtLastSend + 3), { timeoutMs: 10_000, what: 'three kills after the last send' });
+    await eventually(async () => expect(kills).toBeGreaterThanOrEqual(killsAtLastSend + 3), {
+      timeoutMs: 10_000,
+      what: 'three kills after the last send',
+    });
     stopChaos = true;
     await chaos;
     expect(kills).toBeGreaterThan(5);
 
     // Everything settles, or is UNCERTAIN (a write cut off by a kill): never stuck elsewhere.
-    await eventually(async () => {
-      const c = await counts();
-      const stuck = Object.entries(c).filter(([s]) => !SETTLED_STATES.has(s as never) && s !== 'UNCERTAIN');
-      expect(stuck).toEqual([]);
-    }, { timeoutMs: 60_000, intervalMs: 250, what: 'all handoffs final or UNCERTAIN' });
+    await eventually(
+      async () => {
+        const c = await counts();
+        const stuck = Object.entries(c).filter(([s]) => !SETTLED_STATES.has(s as never) && s !== 'UNCERTAIN');
+        expect(stuck).toEqual([]);
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'all handoffs final or UNCERTAIN' },
+    );
 
     // Reconcile UNCERTAIN deliveries by observation, an hour passing on an injected clock.
     const clock = new ManualClock(Date.now());
@@ -145,10 +160,13 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
       await reconcileUncertain(deps);
       clock.advance(31 * 60_000);
     }
-    await eventually(async () => {
-      const c = await counts();
-      expect(Object.keys(c).filter((s) => !SETTLED_STATES.has(s as never))).toEqual([]);
-    }, { timeoutMs: 60_000, intervalMs: 250, what: 'all handoffs settled' });
+    await eventually(
+      async () => {
+        const c = await counts();
+        expect(Object.keys(c).filter((s) => !SETTLED_STATES.has(s as never))).toEqual([]);
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'all handoffs settled' },
+    );
 
     const final = await counts();
     const writes = sessions.writesByHandoff();
@@ -168,8 +186,13 @@ describe('workers killed at random, Redis wiped and restarted, mid-run', () => {
     const log = await demoClient.writes();
     demoClient.close();
     const landed = [...writes.values()].reduce((a, w) => a + w.length, 0);
-    expect(log.filter((w) => w.answer === 'accepted'), 'the write log holds every turn that landed').toHaveLength(landed);
+    expect(
+      log.filter((w) => w.answer === 'accepted'),
+      'the write log holds every turn that landed',
+    ).toHaveLength(landed);
     expect(findWriteViolations(log), 'no write during another turn of the session, no request id written twice').toEqual([]);
-    console.info(`fault run: ${spawned} worker processes started, ${kills} SIGKILLed, final states ${JSON.stringify(final)}, ${log.length} writes (${landed} landed)`);
+    console.info(
+      `fault run: ${spawned} worker processes started, ${kills} SIGKILLed, final states ${JSON.stringify(final)}, ${log.length} writes (${landed} landed)`,
+    );
   }, 240_000);
 });

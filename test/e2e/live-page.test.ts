@@ -34,25 +34,36 @@ async function signIn(page: Page, token: string, next = '/ui/', base = url): Pro
 
 /** Whether the element's box lies within the viewport (at least partly, and its top on screen). */
 async function inViewport(page: Page, selector: string): Promise<boolean> {
-  const r = await page.$eval(selector, (node) => node.getBoundingClientRect().toJSON() as { top: number; left: number; width: number; height: number });
+  const r = await page.$eval(
+    selector,
+    (node) => node.getBoundingClientRect().toJSON() as { top: number; left: number; width: number; height: number },
+  );
   const view = await page.evaluate<{ width: number; height: number }>('({ width: window.innerWidth, height: window.innerHeight })');
   return r.width > 0 && r.height > 0 && r.top >= 0 && r.top < view.height && r.left >= 0 && r.left < view.width;
 }
 
 /** What the chart's bars add up to for one outcome. */
 async function chartCount(page: Page, state: string): Promise<number> {
-  return page.$$eval(`#chart-settled rect.bar[data-state="${state}"]`, (bars) => bars.reduce((n, b) => n + Number(b.getAttribute('data-count')), 0));
+  return page.$$eval(`#chart-settled rect.bar[data-state="${state}"]`, (bars) =>
+    bars.reduce((n, b) => n + Number(b.getAttribute('data-count')), 0),
+  );
 }
 
 async function sendOverApi(body: Record<string, unknown>, token = baton.adminToken): Promise<{ id: string }> {
-  const res = await fetch(`${url}/v1/handoffs`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v1/handoffs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status, await res.clone().text()).toBe(201);
   return (await res.json()) as { id: string };
 }
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does), or point BATON_CHROMIUM at one`);
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does), or point BATON_CHROMIUM at one`,
+    );
   }
   mkdirSync(SHOTS, { recursive: true });
   baton = await startTestBaton();
@@ -103,7 +114,7 @@ describe('the live page in a browser', () => {
     await page.waitForSelector(`#timeline-section[data-handoff-id="${sent.id}"][data-loaded]`);
     expect(await inViewport(page, '#timeline-section'), 'the timeline panel is on screen').toBe(true);
     expect(await inViewport(page, '#timeline li:last-child'), 'its newest step is on screen').toBe(true);
-    expect(new URL(page.url()).pathname, 'the address is the handoff\'s own').toBe(`/ui/handoffs/${sent.id}`);
+    expect(new URL(page.url()).pathname, "the address is the handoff's own").toBe(`/ui/handoffs/${sent.id}`);
     expect(await page.getAttribute('#timeline-link', 'href')).toBe(`/ui/handoffs/${sent.id}`);
     const steps = await page.$$eval('#timeline li', (items) => items.map((li) => li.getAttribute('data-to')));
     expect(steps[0]).toBe('WAITING');
@@ -127,7 +138,12 @@ describe('the live page in a browser', () => {
   });
 
   it("opens a handoff's own address with its timeline in view, through sign-in", async () => {
-    const sent = await sendOverApi({ from: 'planner', to: 'reviewer', title: 'Browser test: a shared link', message: 'Review the login form' });
+    const sent = await sendOverApi({
+      from: 'planner',
+      to: 'reviewer',
+      title: 'Browser test: a shared link',
+      message: 'Review the login form',
+    });
     const context = await browser.newContext();
     const page = await context.newPage();
     // Not signed in yet: sign-in must bring the browser back to this very address.
@@ -163,7 +179,9 @@ describe('the live page in a browser', () => {
     const sent = [];
     for (let i = 0; i < 3; i++) sent.push(await sendOverApi({ from: 'planner', to: 'engineer', title: `Work cell ${i}`, message: 'x' }));
     for (const h of sent) await page.waitForSelector(`#handoffs tr[data-handoff-id="${h.id}"][data-state="RETURNED"]`, { timeout: 30_000 });
-    const cells = await page.$$eval('#handoffs tbody tr', (rows) => rows.filter((r) => r.cells[0]!.textContent!.startsWith('Work cell')).map((r) => r.cells[3]!.textContent));
+    const cells = await page.$$eval('#handoffs tbody tr', (rows) =>
+      rows.filter((r) => r.cells[0]!.textContent!.startsWith('Work cell')).map((r) => r.cells[3]!.textContent),
+    );
     expect(cells).toEqual(['returned', 'returned', 'returned']);
     expect(await page.evaluate('window.emptyWork')).toEqual([]);
     await context.close();
@@ -172,7 +190,8 @@ describe('the live page in a browser', () => {
   it('lets an admin switch projects: the choice is in the address, the page then shows that project only, live', async () => {
     expect((await baton.post('/v1/projects', { id: 'second', name: 'Second project' })).status).toBe(201);
     const inSecond = { 'x-baton-project': 'second' };
-    for (const id of ['lead', 'builder']) expect((await baton.post('/v1/agents', { id, provider: 'demo', settings: { thinkMs: 100 } }, inSecond)).status).toBe(201);
+    for (const id of ['lead', 'builder'])
+      expect((await baton.post('/v1/agents', { id, provider: 'demo', settings: { thinkMs: 100 } }, inSecond)).status).toBe(201);
     expect((await baton.post('/v1/agents', { id: 'desk', provider: 'manual' }, inSecond)).status).toBe(201);
     const there = await baton.post('/v1/handoffs', { from: 'lead', to: 'desk', title: 'Only in second', message: 'x' }, inSecond);
     expect(there.status).toBe(201);
@@ -180,7 +199,9 @@ describe('the live page in a browser', () => {
     const page = await context.newPage();
     await signIn(page, baton.adminToken);
     await page.waitForSelector('#project-picker:not([hidden])');
-    expect(await page.$$eval('#project option', (o) => o.map((x) => x.getAttribute('value')))).toEqual(expect.arrayContaining(['default', 'second']));
+    expect(await page.$$eval('#project option', (o) => o.map((x) => x.getAttribute('value')))).toEqual(
+      expect.arrayContaining(['default', 'second']),
+    );
     expect(await page.inputValue('#project')).toBe('default');
     await page.selectOption('#project', 'second');
     await page.waitForURL((u) => u.pathname === '/ui/' && u.searchParams.get('project') === 'second');
@@ -192,7 +213,11 @@ describe('the live page in a browser', () => {
     expect(agents).toEqual(['builder', 'desk', 'lead']);
     expect(await page.textContent('#handoffs')).not.toContain('Browser test');
     // Live in that project: a handoff sent there now arrives by the event stream.
-    const later = await baton.post('/v1/handoffs', { from: 'lead', to: 'builder', title: 'Sent to second while watching', message: 'x' }, inSecond);
+    const later = await baton.post(
+      '/v1/handoffs',
+      { from: 'lead', to: 'builder', title: 'Sent to second while watching', message: 'x' },
+      inSecond,
+    );
     await page.waitForSelector(`#handoffs tr[data-handoff-id="${later.body.id}"][data-state="RETURNED"]`, { timeout: 30_000 });
     // A handoff's link keeps the project.
     await page.click(`#handoffs tr[data-handoff-id="${there.body.id}"]`);
@@ -212,7 +237,10 @@ describe('the live page in a browser', () => {
     await page.waitForSelector('#connection[data-connection="live"]');
     const before = await chartCount(page, 'RETURNED');
     const sent = [];
-    for (let i = 0; i < 3; i++) sent.push((await baton.post('/v1/handoffs', { from: 'lead', to: 'builder', title: `Chart ${i}`, message: 'x' }, inSecond)).body.id as string);
+    for (let i = 0; i < 3; i++)
+      sent.push(
+        (await baton.post('/v1/handoffs', { from: 'lead', to: 'builder', title: `Chart ${i}`, message: 'x' }, inSecond)).body.id as string,
+      );
     const parked = await baton.post('/v1/handoffs', { from: 'lead', to: 'desk', title: 'Chart: cancelled', message: 'x' }, inSecond);
     expect((await baton.post(`/v1/handoffs/${parked.body.id}/cancel`, { as: 'lead' }, inSecond)).status).toBe(200);
     for (const id of sent) await page.waitForSelector(`#handoffs tr[data-handoff-id="${id}"][data-state="RETURNED"]`, { timeout: 30_000 });
@@ -220,8 +248,12 @@ describe('the live page in a browser', () => {
     await expect.poll(() => chartCount(page, 'CANCELLED'), { timeout: 10_000 }).toBe(1);
     // The bars say what the API says, minute by minute.
     const live = await baton.get('/v1/live?all_owners=true', inSecond);
-    const fromApi = (live.body.perMinute as Array<{ at: string; settled: Record<string, number> }>).flatMap((m) => Object.entries(m.settled).map(([state, n]) => `${m.at} ${state} ${n}`)).sort();
-    const drawn = await page.$$eval('#chart-settled rect.bar', (bars) => bars.map((b) => `${b.getAttribute('data-minute')} ${b.getAttribute('data-state')} ${b.getAttribute('data-count')}`).sort());
+    const fromApi = (live.body.perMinute as Array<{ at: string; settled: Record<string, number> }>)
+      .flatMap((m) => Object.entries(m.settled).map(([state, n]) => `${m.at} ${state} ${n}`))
+      .sort();
+    const drawn = await page.$$eval('#chart-settled rect.bar', (bars) =>
+      bars.map((b) => `${b.getAttribute('data-minute')} ${b.getAttribute('data-state')} ${b.getAttribute('data-count')}`).sort(),
+    );
     expect(drawn).toEqual(fromApi);
     expect(await page.getAttribute('#chart-legend [data-state="RETURNED"]', 'data-count')).toBe(String(before + 3));
     expect(await page.getAttribute('#chart-legend [data-state="CANCELLED"]', 'data-count')).toBe('1');
@@ -235,14 +267,22 @@ describe('the live page in a browser', () => {
   });
 
   it('fits a 375 px wide phone: no sideways scrolling, with long titles, and with the timeline open', async () => {
-    await sendOverApi({ from: 'planner', to: 'writer', title: 'A rather long title for a handoff that a phone must still show without sideways scrolling', message: 'x' });
+    await sendOverApi({
+      from: 'planner',
+      to: 'writer',
+      title: 'A rather long title for a handoff that a phone must still show without sideways scrolling',
+      message: 'x',
+    });
     const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
     const page = await context.newPage();
     await signIn(page, baton.adminToken);
     await page.waitForSelector('#connection[data-connection="live"]');
     await page.waitForSelector('#handoffs tbody tr');
     await page.waitForSelector('#chart-settled rect.bar');
-    const overflow = () => page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
+    const overflow = () =>
+      page.evaluate<{ scroll: number; client: number }>(
+        '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+      );
     const wide = await overflow();
     expect(wide.client).toBe(375);
     expect(wide.scroll, 'the document is no wider than the screen').toBeLessThanOrEqual(wide.client);
@@ -268,7 +308,9 @@ describe('the live page in a browser', () => {
     const later = await sendOverApi({ from: 'planner', to: 'reviewer', title: 'Also not for the writer', message: 'private' });
     const mineLater = await sendOverApi({ from: 'planner', to: 'writer', title: 'Also for the writer', message: 'yours' });
     await page.waitForSelector(`#handoffs tr[data-handoff-id="${mineLater.id}"]`, { timeout: 15_000 });
-    const shown = await page.$$eval('#handoffs tr[data-handoff-id], #attention li[data-handoff-id]', (rows) => rows.map((r) => r.getAttribute('data-handoff-id')));
+    const shown = await page.$$eval('#handoffs tr[data-handoff-id], #attention li[data-handoff-id]', (rows) =>
+      rows.map((r) => r.getAttribute('data-handoff-id')),
+    );
     expect(shown).not.toContain(secret.id);
     expect(shown).not.toContain(later.id);
     const text = (await page.textContent('body')) ?? '';
@@ -280,7 +322,7 @@ describe('the live page in a browser', () => {
   });
 
   it.each(['/%5Cevil.example', 'https://evil.example/ui/', '/v1/status'])(
-    'after sign-in never leaves for next=%s: only Baton\'s own pages on this origin',
+    "after sign-in never leaves for next=%s: only Baton's own pages on this origin",
     async (next) => {
       const context = await browser.newContext();
       const page = await context.newPage();
@@ -319,7 +361,10 @@ describe('the live page in a browser', () => {
     expect(left, 'Bull Board asked for nothing from another origin (no Google Fonts)').toEqual([]);
     const write = await page.evaluate(async () => {
       const session = (await (await fetch('/ui/session')).json()) as { csrfToken: string };
-      const res = await fetch(`/admin/queues/api/queues/${encodeURIComponent('{delivery-demo-0}')}/retry/failed`, { method: 'PUT', headers: { 'x-csrf-token': session.csrfToken } });
+      const res = await fetch(`/admin/queues/api/queues/${encodeURIComponent('{delivery-demo-0}')}/retry/failed`, {
+        method: 'PUT',
+        headers: { 'x-csrf-token': session.csrfToken },
+      });
       return { status: res.status, body: await res.text() };
     });
     expect(write.status, write.body).toBe(405);
@@ -339,7 +384,8 @@ describe('the live page in a browser', () => {
       const tab = await context.newPage();
       await signIn(tab, token as string, '/ui/', page);
       await tab.waitForSelector('#connection[data-connection="live"]', { timeout: 15_000 });
-      for (const name of ['Planner', 'Engineer', 'Reviewer', 'Writer']) await tab.waitForSelector(`#agents li >> text=${name}`, { timeout: 15_000 });
+      for (const name of ['Planner', 'Engineer', 'Reviewer', 'Writer'])
+        await tab.waitForSelector(`#agents li >> text=${name}`, { timeout: 15_000 });
       // Working: some agent is seen in a turn, and handoffs move on the page as they happen.
       await tab.waitForSelector('#agents li[data-activity="busy"]', { timeout: 30_000 });
       await tab.waitForSelector('#handoffs tr[data-state="RETURNED"]', { timeout: 30_000 });

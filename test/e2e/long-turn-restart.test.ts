@@ -61,14 +61,21 @@ afterAll(async () => {
 async function longTurn(handle: string, ms: number): Promise<{ id: string; ledger: string }> {
   const ledger = join(root, `${handle}.log`);
   writeFileSync(ledger, '');
-  const agent = await baton.post('/v1/agents', { id: handle, provider: 'command', settings: { argv: [process.execPath, join(root, 'agent.mjs'), ledger, String(ms)] } });
+  const agent = await baton.post('/v1/agents', {
+    id: handle,
+    provider: 'command',
+    settings: { argv: [process.execPath, join(root, 'agent.mjs'), ledger, String(ms)] },
+  });
   expect(agent.status, JSON.stringify(agent.body)).toBe(201);
   const sent = await baton.post('/v1/handoffs', { from: 'lead', to: handle, title: 'a long turn', message: 'take your time' });
   expect(sent.status).toBe(201);
   return { id: sent.body.id as string, ledger };
 }
 
-const starts = (ledger: string) => readFileSync(ledger, 'utf8').split('\n').filter((l) => l.startsWith('start '));
+const starts = (ledger: string) =>
+  readFileSync(ledger, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('start '));
 
 /**
  * The attempts that reached the program. (A worker starved of CPU may fail to prove its lock
@@ -79,27 +86,35 @@ const written = (h: any): string[] => h.attempts.filter((a: any) => a.status !==
 const live = (h: any): string => h.attempts[h.attempts.length - 1].requestId;
 
 describe('a worker restarted in the middle of a long turn', () => {
-  it('killed with SIGKILL: the next worker observes the running program to its end and never starts it again', async () => {
-    const first = startWorker();
-    const { id, ledger } = await longTurn('killed', 4_000);
-    const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
-    await first.stop('SIGKILL');
-    startWorker();
-    const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
-    expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
-    expect(h.resultSummary ?? h.result?.summary ?? JSON.stringify(h)).toContain('finished the long turn');
-    expect(starts(ledger)).toEqual([`start ${live(running)}`]);
-  }, 3 * SPAWNED_FIRST_TURN_MS);
+  it(
+    'killed with SIGKILL: the next worker observes the running program to its end and never starts it again',
+    async () => {
+      const first = startWorker();
+      const { id, ledger } = await longTurn('killed', 4_000);
+      const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
+      await first.stop('SIGKILL');
+      startWorker();
+      const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
+      expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
+      expect(h.resultSummary ?? h.result?.summary ?? JSON.stringify(h)).toContain('finished the long turn');
+      expect(starts(ledger)).toEqual([`start ${live(running)}`]);
+    },
+    3 * SPAWNED_FIRST_TURN_MS,
+  );
 
-  it('stopped with SIGTERM and a grace shorter than the turn: handed back, then followed to its end, never resent', async () => {
-    const first = startWorker(300);
-    const { id, ledger } = await longTurn('handed-back', 4_000);
-    const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
-    await first.stop('SIGTERM');
-    expect(first.child.exitCode !== null || first.child.signalCode !== null).toBe(true);
-    startWorker();
-    const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
-    expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
-    expect(starts(ledger)).toEqual([`start ${live(running)}`]);
-  }, 3 * SPAWNED_FIRST_TURN_MS);
+  it(
+    'stopped with SIGTERM and a grace shorter than the turn: handed back, then followed to its end, never resent',
+    async () => {
+      const first = startWorker(300);
+      const { id, ledger } = await longTurn('handed-back', 4_000);
+      const running = await waitForState(baton, id, 'RUNNING', SPAWNED_FIRST_TURN_MS);
+      await first.stop('SIGTERM');
+      expect(first.child.exitCode !== null || first.child.signalCode !== null).toBe(true);
+      startWorker();
+      const h = await waitForState(baton, id, 'RETURNED', SPAWNED_FIRST_TURN_MS);
+      expect(written(h), JSON.stringify(h.events.map((e: any) => [e.event, e.reason]))).toEqual([live(running)]);
+      expect(starts(ledger)).toEqual([`start ${live(running)}`]);
+    },
+    3 * SPAWNED_FIRST_TURN_MS,
+  );
 });

@@ -94,36 +94,65 @@ describe('the real Claude Code CLI with Baton as its MCP server', () => {
     fake.script((exchange) => {
       const offered = ((exchange.body as { tools?: Array<{ name?: string }> }).tools ?? []).some((t) => t.name === 'mcp__baton__send');
       const messages = (exchange.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
-      const answered = messages.some((m) => Array.isArray(m.content) && m.content.some((b: { type?: string }) => b?.type === 'tool_result'));
+      const answered = messages.some(
+        (m) => Array.isArray(m.content) && m.content.some((b: { type?: string }) => b?.type === 'tool_result'),
+      );
       if (offered && !answered) {
-        return { kind: 'tool_use', name: 'mcp__baton__send', input: { to: 'reviewer', title: 'Review the login form', message: 'Please review the login form before release.' } };
+        return {
+          kind: 'tool_use',
+          name: 'mcp__baton__send',
+          input: { to: 'reviewer', title: 'Review the login form', message: 'Please review the login form before release.' },
+        };
       }
       return { kind: 'reply', text: answered ? `Handed off. ${exchange.prompt.slice(0, 200)}` : 'the send tool was not offered' };
     });
 
     const run = await runClaude(
-      ['-p', 'Hand the login form review to the reviewer.', '--mcp-config', configFile, '--strict-mcp-config', '--allowedTools', 'mcp__baton__send', '--output-format', 'stream-json', '--verbose'],
+      [
+        '-p',
+        'Hand the login form review to the reviewer.',
+        '--mcp-config',
+        configFile,
+        '--strict-mcp-config',
+        '--allowedTools',
+        'mcp__baton__send',
+        '--output-format',
+        'stream-json',
+        '--verbose',
+      ],
       workdir,
     );
-    const lines = run.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
-    const init = lines.find((l) => l['type'] === 'system' && l['subtype'] === 'init') as { mcp_servers?: Array<{ name: string; status: string }> } | undefined;
+    const lines = run.stdout
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const init = lines.find((l) => l['type'] === 'system' && l['subtype'] === 'init') as
+      { mcp_servers?: Array<{ name: string; status: string }> } | undefined;
     // The server may still be starting when the CLI reports init ("pending"); it must not have failed.
-    expect(init?.mcp_servers?.map((s) => s.name), run.stderr).toContain('baton');
+    expect(
+      init?.mcp_servers?.map((s) => s.name),
+      run.stderr,
+    ).toContain('baton');
     expect(init?.mcp_servers?.find((s) => s.name === 'baton')?.status).not.toBe('failed');
-    const result = lines.find((l) => l['type'] === 'result') as { is_error?: boolean; result?: string; permission_denials?: unknown[] } | undefined;
+    const result = lines.find((l) => l['type'] === 'result') as
+      { is_error?: boolean; result?: string; permission_denials?: unknown[] } | undefined;
     expect(result?.is_error, JSON.stringify(result)).toBe(false);
     expect(result?.permission_denials).toEqual([]);
     expect(run.code).toBe(0);
     // The tool's answer reached the model: the last request carried Baton's result.
     expect(fake.exchanges.length).toBeGreaterThanOrEqual(2);
-    expect(fake.exchanges.at(-1)!.allText, fake.exchanges.at(-1)!.allText.slice(-1500)).toMatch(/"from":"writer","to":"reviewer","title":"Review the login form"/);
+    expect(fake.exchanges.at(-1)!.allText, fake.exchanges.at(-1)!.allText.slice(-1500)).toMatch(
+      /"from":"writer","to":"reviewer","title":"Review the login form"/,
+    );
 
     // Stored under the token's agent, and delivered by Baton as a turn of the reviewer.
     const listed = await baton.get('/v1/handoffs?all_owners=true');
     const created = listed.body.items.filter((h: { title: string }) => h.title === 'Review the login form');
     expect(created).toHaveLength(1);
     expect(created[0]).toMatchObject({ from: 'writer', to: 'reviewer' });
-    await eventually(async () => expect((await baton.get(`/v1/handoffs/${created[0].id}?all_owners=true`)).body.state).toBe('RETURNED'), { what: 'the handoff delivered' });
+    await eventually(async () => expect((await baton.get(`/v1/handoffs/${created[0].id}?all_owners=true`)).body.state).toBe('RETURNED'), {
+      what: 'the handoff delivered',
+    });
     expect(tripwire.attempts).toEqual([]);
   }, 120_000);
 });

@@ -112,37 +112,49 @@ describe('an API whose Postgres connection ends under a handoff read', () => {
   it.each([
     ['the connection is broken mid-read (Postgres restarting, a dropped link)', 'break'],
     ['the reply never comes and the read times out (a frozen Postgres, a starved machine)', 'no reply'],
-  ] as const)('%s: the read is answered 503, the process stays up, unready while Postgres is gone and ready once it is back', async (_, mode) => {
-    const sent = await call('POST', '/v1/handoffs', { from: 'sender', to: 'reader', message: `read under a ${mode} fault`, idempotencyKey: `${mode}-${randomBytes(4).toString('hex')}` });
-    expect(sent.status).toBe(201);
-    expect((await call('GET', `/v1/handoffs/${sent.body.id}`)).status).toBe(200);
+  ] as const)(
+    '%s: the read is answered 503, the process stays up, unready while Postgres is gone and ready once it is back',
+    async (_, mode) => {
+      const sent = await call('POST', '/v1/handoffs', {
+        from: 'sender',
+        to: 'reader',
+        message: `read under a ${mode} fault`,
+        idempotencyKey: `${mode}-${randomBytes(4).toString('hex')}`,
+      });
+      expect(sent.status).toBe(201);
+      expect((await call('GET', `/v1/handoffs/${sent.body.id}`)).status).toBe(200);
 
-    arm(SNAPSHOT, mode);
-    const read = await call('GET', `/v1/handoffs/${sent.body.id}`);
-    expect(armed, 'the fault hit the read').toBeNull();
-    expect(read.status).toBe(503);
-    expect(read.body.error.code).toBe('database_unavailable');
-    expect(alive(api), `the API exited:\n${api.output().slice(-3_000)}`).toBe(true);
-    expect((await call('GET', '/v1/health')).status).toBe(200);
+      arm(SNAPSHOT, mode);
+      const read = await call('GET', `/v1/handoffs/${sent.body.id}`);
+      expect(armed, 'the fault hit the read').toBeNull();
+      expect(read.status).toBe(503);
+      expect(read.body.error.code).toBe('database_unavailable');
+      expect(alive(api), `the API exited:\n${api.output().slice(-3_000)}`).toBe(true);
+      expect((await call('GET', '/v1/health')).status).toBe(200);
 
-    // Postgres gone altogether: the API says it is not ready (and stays up); back: ready again.
-    await proxy.refuse();
-    try {
-      const ready = await call('GET', '/v1/ready');
-      expect(ready.status).toBe(503);
-      expect(ready.body.checks.database).toBe('down');
-      expect((await call('GET', `/v1/handoffs/${sent.body.id}`)).status).toBe(503);
+      // Postgres gone altogether: the API says it is not ready (and stays up); back: ready again.
+      await proxy.refuse();
+      try {
+        const ready = await call('GET', '/v1/ready');
+        expect(ready.status).toBe(503);
+        expect(ready.body.checks.database).toBe('down');
+        expect((await call('GET', `/v1/handoffs/${sent.body.id}`)).status).toBe(503);
+        expect(alive(api)).toBe(true);
+      } finally {
+        await proxy.accept();
+      }
+      // The readiness check's own bound (1.5 s) and a new connection's, with room for a loaded host.
+      await eventually(async () => expect((await call('GET', '/v1/ready')).status).toBe(200), {
+        timeoutMs: 20 * (CONNECT_TIMEOUT_MS + QUERY_TIMEOUT_MS),
+        what: 'ready again',
+      });
+      const after = await call('GET', `/v1/handoffs/${sent.body.id}`);
+      expect(after.status).toBe(200);
+      expect(after.body.id).toBe(sent.body.id);
       expect(alive(api)).toBe(true);
-    } finally {
-      await proxy.accept();
-    }
-    // The readiness check's own bound (1.5 s) and a new connection's, with room for a loaded host.
-    await eventually(async () => expect((await call('GET', '/v1/ready')).status).toBe(200), { timeoutMs: 20 * (CONNECT_TIMEOUT_MS + QUERY_TIMEOUT_MS), what: 'ready again' });
-    const after = await call('GET', `/v1/handoffs/${sent.body.id}`);
-    expect(after.status).toBe(200);
-    expect(after.body.id).toBe(sent.body.id);
-    expect(alive(api)).toBe(true);
-  }, 90_000);
+    },
+    90_000,
+  );
 });
 
 describe('a process whose Postgres connection ends during its migration at start', () => {

@@ -51,7 +51,8 @@ beforeAll(async () => {
   // The API's first start on a fresh database wrote an admin token, readable by its owner only.
   token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
   expect(statSync(join(home, 'admin.token')).mode & 0o777).toBe(0o600);
-  for (const id of ['sender', 'receiver']) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 300 } })).status).toBe(201);
+  for (const id of ['sender', 'receiver'])
+    expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 300 } })).status).toBe(201);
 }, 60_000);
 
 afterAll(async () => {
@@ -85,7 +86,10 @@ describe('Postgres unavailable', () => {
     const after = await call('POST', '/v1/handoffs', { from: 'sender', to: 'receiver', message: 'after', title: 'after' });
     expect(after.status).toBe(201);
     for (const id of [before.body.id, after.body.id]) {
-      await eventually(async () => expect((await call('GET', `/v1/handoffs/${id}`)).body.state).toBe('RETURNED'), { timeoutMs: 20_000, what: `${id} RETURNED` });
+      await eventually(async () => expect((await call('GET', `/v1/handoffs/${id}`)).body.state).toBe('RETURNED'), {
+        timeoutMs: 20_000,
+        what: `${id} RETURNED`,
+      });
     }
     // The refused send left no trace.
     const list = await call('GET', '/v1/handoffs?limit=200');
@@ -94,7 +98,12 @@ describe('Postgres unavailable', () => {
   }, 90_000);
 
   it('a frozen Postgres (connections open, nothing answered): the API answers 503 database_unavailable with Retry-After within the configured timeouts, and a retry with the same idempotency key stores the send once', async () => {
-    const before = await call('POST', '/v1/handoffs', { from: 'sender', to: 'receiver', message: 'acknowledged before the freeze', title: 'before freeze' });
+    const before = await call('POST', '/v1/handoffs', {
+      from: 'sender',
+      to: 'receiver',
+      message: 'acknowledged before the freeze',
+      title: 'before freeze',
+    });
     expect(before.status).toBe(201);
     proxy.freeze();
     let frozenAnswer: Awaited<ReturnType<typeof call>>;
@@ -115,13 +124,19 @@ describe('Postgres unavailable', () => {
       proxy.thaw();
     }
     // Whether or not the first call's write landed, the retry with the same key leaves exactly one.
-    const retried = await eventually(async () => {
-      const r = await call('POST', '/v1/handoffs', body, key);
-      expect([200, 201]).toContain(r.status);
-      return r;
-    }, { timeoutMs: 15_000, what: 'the retried send accepted' });
+    const retried = await eventually(
+      async () => {
+        const r = await call('POST', '/v1/handoffs', body, key);
+        expect([200, 201]).toContain(r.status);
+        return r;
+      },
+      { timeoutMs: 15_000, what: 'the retried send accepted' },
+    );
     for (const id of [before.body.id, retried.body.id]) {
-      await eventually(async () => expect((await call('GET', `/v1/handoffs/${id}`)).body.state).toBe('RETURNED'), { timeoutMs: 20_000, what: `${id} RETURNED` });
+      await eventually(async () => expect((await call('GET', `/v1/handoffs/${id}`)).body.state).toBe('RETURNED'), {
+        timeoutMs: 20_000,
+        what: `${id} RETURNED`,
+      });
     }
     const list = await call('GET', '/v1/handoffs?limit=200');
     expect(list.body.items.filter((h: any) => h.message === body.message)).toHaveLength(1);
@@ -141,7 +156,10 @@ describe('Postgres unavailable', () => {
     expect(first.body.error.message).toMatch(/Idempotency-Key/);
     const retried = await call('POST', '/v1/handoffs', body, key);
     expect(retried.status).toBe(200);
-    await eventually(async () => expect((await call('GET', `/v1/handoffs/${retried.body.id}`)).body.state).toBe('RETURNED'), { timeoutMs: 20_000, what: 'the stored send delivered' });
+    await eventually(async () => expect((await call('GET', `/v1/handoffs/${retried.body.id}`)).body.state).toBe('RETURNED'), {
+      timeoutMs: 20_000,
+      what: 'the stored send delivered',
+    });
     const list = await call('GET', '/v1/handoffs?limit=200');
     expect(list.body.items.filter((h: any) => h.message === marker)).toHaveLength(1);
     const detail = await call('GET', `/v1/handoffs/${retried.body.id}`);

@@ -26,13 +26,22 @@ async function exitWithin(p: BatonProcess, ms: number): Promise<number | null> {
 const STACK = /^\s+at .+:\d+:\d+\)?$/m;
 
 function serve(env: Record<string, string>, command: 'serve' | 'api' | 'worker' = 'serve'): BatonProcess {
-  const p = spawnBaton([command], { REDIS_URL: TEST_REDIS_URL, BATON_REDIS_PREFIX: `t-${randomBytes(4).toString('hex')}`, BATON_LOG_LEVEL: 'info', ...env });
+  const p = spawnBaton([command], {
+    REDIS_URL: TEST_REDIS_URL,
+    BATON_REDIS_PREFIX: `t-${randomBytes(4).toString('hex')}`,
+    BATON_LOG_LEVEL: 'info',
+    ...env,
+  });
   running.push(p);
   return p;
 }
 
 /** The non-empty lines a process printed. */
-const linesOf = (p: BatonProcess) => p.output().split('\n').filter((l) => l.trim() !== '');
+const linesOf = (p: BatonProcess) =>
+  p
+    .output()
+    .split('\n')
+    .filter((l) => l.trim() !== '');
 
 /** A TCP server that holds a port (a busy port, or a "Redis" that accepts and hangs up at once), and its connections. */
 async function holdPort(onConnection: (socket: net.Socket) => void = () => undefined): Promise<{ port: number; close(): Promise<void> }> {
@@ -85,75 +94,129 @@ describe('starting `baton serve` where it cannot run', () => {
     const missing = `baton_missing_${randomBytes(4).toString('hex')}`;
     const p = serve({ DATABASE_URL: databaseUrl(missing), BATON_API_PORT: String(await freePort()) });
     expect(await exitWithin(p, 20_000), p.output()).toBe(1);
-    expect(p.output()).toMatch(new RegExp(`cannot start: database "${missing}" does not exist.*createdb -h 127\\.0\\.0\\.1 -p 5432 -U postgres ${missing}`));
+    expect(p.output()).toMatch(
+      new RegExp(`cannot start: database "${missing}" does not exist.*createdb -h 127\\.0\\.0\\.1 -p 5432 -U postgres ${missing}`),
+    );
     expect(p.output(), 'no stack trace').not.toMatch(STACK);
   }, 30_000);
 
-  it.each(['serve', 'api', 'worker'] as const)('an unreachable Postgres: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming the URL', async (command) => {
-    const port = await freePort();
-    const t0 = Date.now();
-    const p = serve({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/baton`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS) }, command);
-    expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), p.output()).toBe(1);
-    expect(Date.now() - t0, 'it waited for Postgres the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
-    expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
-    expect(p.output()).toMatch(new RegExp(`^cannot start: cannot reach Postgres at postgres@127\\.0\\.0\\.1:${port}/baton within 1\\.5 s \\(ECONNREFUSED\\).*DATABASE_URL.*BATON_START_TIMEOUT_MS`));
-  }, START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000);
-
-  it.each(['serve', 'api', 'worker'] as const)('an unreachable Redis: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming it (no API line, no worker errors)', async (command) => {
-    const port = await freePort();
-    const t0 = Date.now();
-    const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${port}`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS) }, command);
-    expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), `must exit by itself:\n${p.output().slice(-3000)}`).toBe(1);
-    expect(Date.now() - t0, 'it waited for Redis the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
-    expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
-    expect(p.output()).toMatch(new RegExp(`^cannot start: cannot reach Redis at 127\\.0\\.0\\.1:${port} within 1\\.5 s \\(ECONNREFUSED\\).*REDIS_URL.*BATON_START_TIMEOUT_MS`));
-  }, START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000);
-
-  it('a busy port is reported before anything is connected: one line, however long Postgres and Redis would take', async () => {
-    const held = await holdPort();
-    try {
-      // Neither answers: a start that reached them would wait the whole minute, or print their errors.
-      const p = serve({
-        DATABASE_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/baton`,
-        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
-        BATON_API_PORT: String(held.port),
-        BATON_START_TIMEOUT_MS: '60000',
-      });
-      expect(await exitWithin(p, PROCESS_MARGIN_MS), p.output()).toBe(1);
-      expect(linesOf(p), 'one line, nothing else').toEqual([`cannot start: 127.0.0.1:${held.port} is already in use (another \`baton serve\` or \`baton api\`?): stop it, or set BATON_API_PORT`]);
-    } finally {
-      await held.close();
-    }
-  }, PROCESS_MARGIN_MS + 10_000);
-
-  it('the start waits for Redis without a word, and Ctrl+C then ends it at once, not after BATON_START_TIMEOUT_MS or the grace', async () => {
-    // A "Redis" that hangs up on every connection: the start keeps trying, and each try shows here.
-    let firstTry: number | undefined;
-    const redis = await holdPort((socket) => {
-      firstTry ??= Date.now();
-      socket.destroy();
-    });
-    try {
-      const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${redis.port}`, BATON_API_PORT: String(await freePort()), BATON_START_TIMEOUT_MS: '120000', BATON_SHUTDOWN_GRACE_MS: '120000' });
-      // Trying for a few seconds: long enough for a start that did not wait to have printed its API line and errors.
-      await eventually(() => expect(firstTry !== undefined && Date.now() - firstTry >= 4_000, 'Redis tried for 4 s').toBe(true), { timeoutMs: PROCESS_MARGIN_MS, what: 'Redis tried for 4 s' });
-      expect(p.output(), 'still waiting for Redis, silently').toBe('');
+  it.each(['serve', 'api', 'worker'] as const)(
+    'an unreachable Postgres: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming the URL',
+    async (command) => {
+      const port = await freePort();
       const t0 = Date.now();
-      p.child.kill('SIGINT');
-      const ended = await Promise.race([p.exited().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10_000))]);
-      expect(ended, `still running 10 s after SIGINT:\n${p.output()}`).toBe(true);
-      expect(Date.now() - t0).toBeLessThan(10_000);
-      expect(p.output(), 'nothing started').not.toMatch(/Baton API on|delivery worker started/);
-    } finally {
-      await redis.close();
-    }
-  }, PROCESS_MARGIN_MS + 30_000);
+      const p = serve(
+        {
+          DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/baton`,
+          BATON_API_PORT: String(await freePort()),
+          BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS),
+        },
+        command,
+      );
+      expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), p.output()).toBe(1);
+      expect(Date.now() - t0, 'it waited for Postgres the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
+      expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
+      expect(p.output()).toMatch(
+        new RegExp(
+          `^cannot start: cannot reach Postgres at postgres@127\\.0\\.0\\.1:${port}/baton within 1\\.5 s \\(ECONNREFUSED\\).*DATABASE_URL.*BATON_START_TIMEOUT_MS`,
+        ),
+      );
+    },
+    START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000,
+  );
+
+  it.each(['serve', 'api', 'worker'] as const)(
+    'an unreachable Redis: `%s` tries for BATON_START_TIMEOUT_MS, then exits 1 with one line naming it (no API line, no worker errors)',
+    async (command) => {
+      const port = await freePort();
+      const t0 = Date.now();
+      const p = serve(
+        {
+          DATABASE_URL: db.url,
+          REDIS_URL: `redis://127.0.0.1:${port}`,
+          BATON_API_PORT: String(await freePort()),
+          BATON_START_TIMEOUT_MS: String(START_TIMEOUT_MS),
+        },
+        command,
+      );
+      expect(await exitWithin(p, START_TIMEOUT_MS + PROCESS_MARGIN_MS), `must exit by itself:\n${p.output().slice(-3000)}`).toBe(1);
+      expect(Date.now() - t0, 'it waited for Redis the whole start timeout').toBeGreaterThanOrEqual(START_TIMEOUT_MS);
+      expect(linesOf(p), 'one line, nothing else').toHaveLength(1);
+      expect(p.output()).toMatch(
+        new RegExp(
+          `^cannot start: cannot reach Redis at 127\\.0\\.0\\.1:${port} within 1\\.5 s \\(ECONNREFUSED\\).*REDIS_URL.*BATON_START_TIMEOUT_MS`,
+        ),
+      );
+    },
+    START_TIMEOUT_MS + PROCESS_MARGIN_MS + 10_000,
+  );
+
+  it(
+    'a busy port is reported before anything is connected: one line, however long Postgres and Redis would take',
+    async () => {
+      const held = await holdPort();
+      try {
+        // Neither answers: a start that reached them would wait the whole minute, or print their errors.
+        const p = serve({
+          DATABASE_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/baton`,
+          REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+          BATON_API_PORT: String(held.port),
+          BATON_START_TIMEOUT_MS: '60000',
+        });
+        expect(await exitWithin(p, PROCESS_MARGIN_MS), p.output()).toBe(1);
+        expect(linesOf(p), 'one line, nothing else').toEqual([
+          `cannot start: 127.0.0.1:${held.port} is already in use (another \`baton serve\` or \`baton api\`?): stop it, or set BATON_API_PORT`,
+        ]);
+      } finally {
+        await held.close();
+      }
+    },
+    PROCESS_MARGIN_MS + 10_000,
+  );
+
+  it(
+    'the start waits for Redis without a word, and Ctrl+C then ends it at once, not after BATON_START_TIMEOUT_MS or the grace',
+    async () => {
+      // A "Redis" that hangs up on every connection: the start keeps trying, and each try shows here.
+      let firstTry: number | undefined;
+      const redis = await holdPort((socket) => {
+        firstTry ??= Date.now();
+        socket.destroy();
+      });
+      try {
+        const p = serve({
+          DATABASE_URL: db.url,
+          REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+          BATON_API_PORT: String(await freePort()),
+          BATON_START_TIMEOUT_MS: '120000',
+          BATON_SHUTDOWN_GRACE_MS: '120000',
+        });
+        // Trying for a few seconds: long enough for a start that did not wait to have printed its API line and errors.
+        await eventually(() => expect(firstTry !== undefined && Date.now() - firstTry >= 4_000, 'Redis tried for 4 s').toBe(true), {
+          timeoutMs: PROCESS_MARGIN_MS,
+          what: 'Redis tried for 4 s',
+        });
+        expect(p.output(), 'still waiting for Redis, silently').toBe('');
+        const t0 = Date.now();
+        p.child.kill('SIGINT');
+        const ended = await Promise.race([p.exited().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10_000))]);
+        expect(ended, `still running 10 s after SIGINT:\n${p.output()}`).toBe(true);
+        expect(Date.now() - t0).toBeLessThan(10_000);
+        expect(p.output(), 'nothing started').not.toMatch(/Baton API on|delivery worker started/);
+      } finally {
+        await redis.close();
+      }
+    },
+    PROCESS_MARGIN_MS + 30_000,
+  );
 
   it('a redis+cluster:// URL naming a single Redis server: exit 1, one line saying to use redis://', async () => {
     const single = new URL(TEST_REDIS_URL);
     const p = serve({ DATABASE_URL: db.url, REDIS_URL: `redis+cluster://${single.host}`, BATON_API_PORT: String(await freePort()) });
     expect(await exitWithin(p, 20_000), p.output()).toBe(1);
-    expect(p.output()).toMatch(/cannot start: REDIS_URL names a Redis Cluster \(redis\+cluster:\/\/\) but .* is a single Redis server .*use redis:\/\//);
+    expect(p.output()).toMatch(
+      /cannot start: REDIS_URL names a Redis Cluster \(redis\+cluster:\/\/\) but .* is a single Redis server .*use redis:\/\//,
+    );
     expect(p.output(), 'no stack trace').not.toMatch(STACK);
   }, 30_000);
 });
@@ -165,10 +228,20 @@ describe('stopping `baton serve`', () => {
     try {
       // Far longer than the process needs to exit: waiting for it would show.
       const graceMs = 120_000;
-      const p = serve({ DATABASE_URL: db.url, REDIS_URL: redis.url, BATON_API_PORT: String(await freePort()), BATON_SHUTDOWN_GRACE_MS: String(graceMs) });
+      const p = serve({
+        DATABASE_URL: db.url,
+        REDIS_URL: redis.url,
+        BATON_API_PORT: String(await freePort()),
+        BATON_SHUTDOWN_GRACE_MS: String(graceMs),
+      });
       await p.waitFor(/delivery worker started/, 30_000);
       // The unnamed pool is named as people know it (it was logged as "").
-      expect(p.output().split('\n').find((l) => l.includes('delivery worker started'))).toMatch(/pools[^\n]*default/);
+      expect(
+        p
+          .output()
+          .split('\n')
+          .find((l) => l.includes('delivery worker started')),
+      ).toMatch(/pools[^\n]*default/);
       await p.waitFor(/Baton API on/, 30_000);
       await redis.stop();
       redisStopped = true;
@@ -213,26 +286,41 @@ async function serveWithAgents(env: Record<string, string>, postgresPort?: numbe
   await p.waitFor(/Baton API on/, 30_000);
   const token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${apiPort}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`http://127.0.0.1:${apiPort}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     return { status: res.status, body: (await res.json().catch(() => null)) as { id?: string; state?: string } | null };
   };
   const suffix = randomBytes(3).toString('hex');
   const [from, to] = [`from-${suffix}`, `to-${suffix}`];
-  for (const id of [from, to]) expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } })).status).toBe(201);
+  for (const id of [from, to])
+    expect((await call('POST', '/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } })).status).toBe(201);
   // Their audit rows are written after the answers: an outage must not begin under them.
-  const audited = async () => ((await call('GET', '/v1/audit?limit=10')).body as { items?: Array<{ route: string }> } | null)?.items?.filter((r) => r.route === '/v1/agents').length;
+  const audited = async () =>
+    ((await call('GET', '/v1/audit?limit=10')).body as { items?: Array<{ route: string }> } | null)?.items?.filter(
+      (r) => r.route === '/v1/agents',
+    ).length;
   await eventually(async () => expect(await audited()).toBe(2), { timeoutMs: 10_000, what: 'the agents audited' });
   return {
     p,
     call,
     fresh,
     /** Debug lines with this message printed since `from` lines. */
-    debugCount: (since: number, msg: string) => linesOf(p).slice(since).map(logLine).filter((l) => l?.level === 20 && l.msg === msg).length,
+    debugCount: (since: number, msg: string) =>
+      linesOf(p)
+        .slice(since)
+        .map(logLine)
+        .filter((l) => l?.level === 20 && l.msg === msg).length,
     /** A handoff sent now is delivered and returned: the process works. */
     async delivers() {
       const sent = await call('POST', '/v1/handoffs', { from, to, message: 'after the outage', title: 'after' });
       expect(sent.status).toBe(201);
-      await eventually(async () => expect((await call('GET', `/v1/handoffs/${sent.body!.id}`)).body?.state).toBe('RETURNED'), { timeoutMs: 30_000, what: 'the handoff RETURNED' });
+      await eventually(async () => expect((await call('GET', `/v1/handoffs/${sent.body!.id}`)).body?.state).toBe('RETURNED'), {
+        timeoutMs: 30_000,
+        what: 'the handoff RETURNED',
+      });
     },
   };
 }
@@ -241,9 +329,18 @@ async function serveWithAgents(env: Record<string, string>, postgresPort?: numbe
 function expectOneLineEach(outage: string[], lost: RegExp, restored: RegExp): void {
   const shown = outage.map((l) => logLine(l) ?? { level: 99, msg: l }).filter((l) => l.level >= 30);
   const listed = shown.map((l) => `${l.level} ${l.msg}`).join('\n');
-  expect(shown.filter((l) => lost.test(l.msg)), `one line when it goes:\n${listed}`).toHaveLength(1);
-  expect(shown.filter((l) => restored.test(l.msg)), `one line when it is back:\n${listed}`).toHaveLength(1);
-  expect(shown.filter((l) => l.level >= 40), `the lost line is the only warning:\n${listed}`).toHaveLength(1);
+  expect(
+    shown.filter((l) => lost.test(l.msg)),
+    `one line when it goes:\n${listed}`,
+  ).toHaveLength(1);
+  expect(
+    shown.filter((l) => restored.test(l.msg)),
+    `one line when it is back:\n${listed}`,
+  ).toHaveLength(1);
+  expect(
+    shown.filter((l) => l.level >= 40),
+    `the lost line is the only warning:\n${listed}`,
+  ).toHaveLength(1);
   expect(shown.length, listed).toBeLessThanOrEqual(3);
   expect(outage.filter((l) => (logLine(l)?.level ?? 99) >= 30).join('\n'), 'no stack trace shown').not.toMatch(/"stack"|^\s+at /m);
 }
@@ -260,7 +357,10 @@ describe('a dependency going away while `baton serve` runs', () => {
       await redis.stop();
       await s.p.waitFor(/redis connection lost/, 10_000);
       // Its connections keep trying, at debug only: wait for a good many tries.
-      await eventually(() => expect(s.debugCount(before, 'redis connection error')).toBeGreaterThanOrEqual(10), { timeoutMs: 30_000, what: 'reconnect attempts' });
+      await eventually(() => expect(s.debugCount(before, 'redis connection error')).toBeGreaterThanOrEqual(10), {
+        timeoutMs: 30_000,
+        what: 'reconnect attempts',
+      });
       redis = await startPrivateRedis({ port: redisPort });
       await s.p.waitFor(/redis connection restored/, 30_000);
       expectOneLineEach(linesOf(s.p).slice(before), /^redis connection lost/, /^redis connection restored$/);
@@ -285,7 +385,10 @@ describe('a dependency going away while `baton serve` runs', () => {
       await s.p.waitFor(/postgres connection lost/, 10_000);
       // Callers are told to come back (503), and the reconciler keeps trying, at debug only.
       for (let i = 0; i < 3; i++) expect((await s.call('GET', '/v1/handoffs')).status).toBe(503);
-      await eventually(() => expect(s.debugCount(before, 'postgres connection error')).toBeGreaterThanOrEqual(5), { timeoutMs: 30_000, what: 'connection attempts' });
+      await eventually(() => expect(s.debugCount(before, 'postgres connection error')).toBeGreaterThanOrEqual(5), {
+        timeoutMs: 30_000,
+        what: 'connection attempts',
+      });
       await proxy.restore();
       await s.p.waitFor(/postgres connection restored/, 30_000);
       expectOneLineEach(linesOf(s.p).slice(before), /^postgres connection lost/, /^postgres connection restored$/);

@@ -86,7 +86,9 @@ beforeAll(async () => {
   await Promise.all(workers.map((w) => w.waitFor(/delivery worker started/, 30_000)));
   expect((await call('POST', '/v1/agents', { id: 'dispatcher', provider: 'manual' })).status).toBe(201);
   for (let i = 0; i < AGENTS; i++) {
-    expect((await call('POST', '/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 60 + ((i * 53) % 200) } })).status).toBe(201);
+    expect(
+      (await call('POST', '/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 60 + ((i * 53) % 200) } })).status,
+    ).toBe(201);
   }
 }, 90_000);
 
@@ -109,7 +111,9 @@ describe('Baton on a Redis Cluster', () => {
     const redis = openRedis(clusterUrl(), 'producer', silentLogger()) as Cluster;
     try {
       const names = new RedisNames('baton');
-      const slots = await Promise.all([0, 1, 2, 3].map((s) => redis.call('CLUSTER', 'KEYSLOT', names.deliveryQueue('demo', s)) as Promise<number>));
+      const slots = await Promise.all(
+        [0, 1, 2, 3].map((s) => redis.call('CLUSTER', 'KEYSLOT', names.deliveryQueue('demo', s)) as Promise<number>),
+      );
       // Every BullMQ key of one queue carries the queue's tag: one slot per queue.
       for (const suffix of ['wait', 'active', 'meta', 'events', 'job-1']) {
         expect(await redis.call('CLUSTER', 'KEYSLOT', `baton:${names.deliveryQueue('demo', 0)}:${suffix}`)).toBe(slots[0]);
@@ -145,14 +149,21 @@ describe('Baton on a Redis Cluster', () => {
     // The live feed runs over the cluster too (Redis Stream wake-ups, XREAD on its node).
     await events.until((list) => list.some((e) => e.handoffId === ids[0]), 'the first handoff in the event feed');
 
-    await eventually(async () => (await returnedCount()) >= HANDOFFS / 4, { timeoutMs: 60_000, what: 'a quarter RETURNED before the fault' });
+    await eventually(async () => (await returnedCount()) >= HANDOFFS / 4, {
+      timeoutMs: 60_000,
+      what: 'a quarter RETURNED before the fault',
+    });
     const victim = cluster.nodes[1]!;
     await victim.kill();
     await new Promise((r) => setTimeout(r, 1_500));
     await victim.start();
     await cluster.waitHealthy(30_000);
 
-    await eventually(async () => expect(await returnedCount()).toBe(HANDOFFS), { timeoutMs: 90_000, intervalMs: 250, what: 'every handoff RETURNED after the node came back' });
+    await eventually(async () => expect(await returnedCount()).toBe(HANDOFFS), {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      what: 'every handoff RETURNED after the node came back',
+    });
     await events.close();
     sampling = false;
     await sampled;

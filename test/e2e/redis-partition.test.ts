@@ -53,7 +53,9 @@ beforeAll(async () => {
   served = await serveDemoHost(sessions);
   expect((await baton.post('/v1/agents', { id: 'dispatcher', provider: 'manual' })).status).toBe(201);
   for (let i = 0; i < AGENTS; i++) {
-    expect((await baton.post('/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 250 + ((i * 97) % 400) } })).status).toBe(201);
+    expect(
+      (await baton.post('/v1/agents', { id: `agent-${i}`, provider: 'demo', settings: { thinkMs: 250 + ((i * 97) % 400) } })).status,
+    ).toBe(201);
   }
   // The worker behind the proxy starts alone, so it holds the first turns when the first
   // partition comes; the direct worker starts right then.
@@ -74,21 +76,33 @@ describe('a worker partitioned from Redis in the middle of a run', () => {
   it('loses its locks within their lifetime and writes nothing after: no two turns at once, no request id twice', async () => {
     const ids: string[] = [];
     for (let i = 0; i < HANDOFFS; i++) {
-      const res = await baton.post('/v1/handoffs', { from: 'dispatcher', to: `agent-${i % AGENTS}`, title: `task ${i}`, message: `task ${i}` });
+      const res = await baton.post('/v1/handoffs', {
+        from: 'dispatcher',
+        to: `agent-${i % AGENTS}`,
+        title: `task ${i}`,
+        message: `task ${i}`,
+      });
       expect(res.status).toBe(201);
       ids.push(res.body.id);
     }
     const returned = async () => {
-      const { rows } = await baton.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM handoffs WHERE delivery_state = 'RETURNED'");
+      const { rows } = await baton.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM handoffs WHERE delivery_state = 'RETURNED'",
+      );
       return rows[0]!.n;
     };
     const live = async () => {
-      const { rows } = await baton.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM handoffs WHERE delivery_state IN ('ACCEPTED', 'RUNNING')");
+      const { rows } = await baton.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM handoffs WHERE delivery_state IN ('ACCEPTED', 'RUNNING')",
+      );
       return rows[0]!.n;
     };
     // The first partition cuts off the only worker while its turns are live; the direct worker
     // takes over. Two more partitions follow mid-run, each longer than the lock's lifetime.
-    await eventually(async () => (await returned()) >= 2 && (await live()) >= 2, { timeoutMs: 60_000, what: 'turns live on the proxied worker' });
+    await eventually(async () => (await returned()) >= 2 && (await live()) >= 2, {
+      timeoutMs: 60_000,
+      what: 'turns live on the proxied worker',
+    });
     proxy.freeze();
     startWorker(redis.url);
     await new Promise((r) => setTimeout(r, LOCK_TTL_MS * 3));
@@ -99,7 +113,11 @@ describe('a worker partitioned from Redis in the middle of a run', () => {
       await new Promise((r) => setTimeout(r, LOCK_TTL_MS * 3));
       proxy.thaw();
     }
-    await eventually(async () => expect(await returned()).toBe(HANDOFFS), { timeoutMs: 90_000, intervalMs: 250, what: 'every handoff RETURNED' });
+    await eventually(async () => expect(await returned()).toBe(HANDOFFS), {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      what: 'every handoff RETURNED',
+    });
 
     const log = sessions.writes();
     expect(findWriteViolations(log), 'no write while another turn of the session was live, no request id twice').toEqual([]);

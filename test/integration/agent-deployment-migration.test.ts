@@ -33,7 +33,10 @@ describe('the agent deployment migration', () => {
     try {
       const project = (await c.query<{ id: string }>(`SELECT id FROM projects LIMIT 1`)).rows[0]!.id;
       const insert = (id: string, handle: string) =>
-        c.query(`INSERT INTO agents (id, project_id, handle, display_name, provider, created_at, updated_at) VALUES ($1, $2, $3, $3, 'demo', now(), now())`, [id, project, handle]);
+        c.query(
+          `INSERT INTO agents (id, project_id, handle, display_name, provider, created_at, updated_at) VALUES ($1, $2, $3, $3, 'demo', now(), now())`,
+          [id, project, handle],
+        );
       await insert('00000000-0000-7000-8000-000000000001', 'old');
 
       expect(await migrate(url)).toContain(THIS);

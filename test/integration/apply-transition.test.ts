@@ -29,7 +29,15 @@ async function handoffIn(state: string): Promise<HandoffAtRevision> {
   await registerAgent(baton.core, { project: 'default', handle: to, provider: 'manual' });
   const { handoff } = await sendHandoff(baton.core, { project: 'default', from: 'a', to, message: `in ${state} ${Math.random()}` });
   await baton.db.pool.query(`UPDATE handoffs SET delivery_state = $2::delivery_state, revision = 7 WHERE id = $1`, [handoff.id, state]);
-  return { id: handoff.id, deliveryState: state as HandoffAtRevision['deliveryState'], revision: 7, attemptCount: 0, refusals: 0, errorResends: 0, interruptResends: 0 };
+  return {
+    id: handoff.id,
+    deliveryState: state as HandoffAtRevision['deliveryState'],
+    revision: 7,
+    attemptCount: 0,
+    refusals: 0,
+    errorResends: 0,
+    interruptResends: 0,
+  };
 }
 
 async function row(id: string) {
@@ -37,10 +45,13 @@ async function row(id: string) {
     'SELECT delivery_state, revision, settled_at FROM handoffs WHERE id = $1',
     [id],
   );
-  const { rows: events } = await baton.db.pool.query<{ from_state: string | null; to_state: string; event: string; revision: number; actor_kind: string }>(
-    'SELECT from_state, to_state, event, revision, actor_kind FROM handoff_events WHERE handoff_id = $1 ORDER BY id',
-    [id],
-  );
+  const { rows: events } = await baton.db.pool.query<{
+    from_state: string | null;
+    to_state: string;
+    event: string;
+    revision: number;
+    actor_kind: string;
+  }>('SELECT from_state, to_state, event, revision, actor_kind FROM handoff_events WHERE handoff_id = $1 ORDER BY id', [id]);
   return { ...rows[0]!, events };
 }
 
@@ -68,7 +79,9 @@ describe('applyTransition against Postgres', () => {
       const h = await handoffIn(state);
       for (const event of DELIVERY_EVENTS) {
         if (transitionEdges().some((e) => e.from === state && e.event === event)) continue;
-        await expect(applyTransition(baton.core, h, event, { kind: 'system', id: null })).rejects.toSatisfy((err: unknown) => hasErrorCode(err, 'invalid_transition'));
+        await expect(applyTransition(baton.core, h, event, { kind: 'system', id: null })).rejects.toSatisfy((err: unknown) =>
+          hasErrorCode(err, 'invalid_transition'),
+        );
         refused++;
       }
       const r = await row(h.id);
@@ -103,7 +116,9 @@ describe('applyTransition against Postgres', () => {
 
   it('refuses to edit or delete the event log', async () => {
     const h = await handoffIn('WAITING');
-    await expect(baton.db.pool.query(`UPDATE handoff_events SET reason = 'x' WHERE handoff_id = $1`, [h.id])).rejects.toThrow(/append-only/);
+    await expect(baton.db.pool.query(`UPDATE handoff_events SET reason = 'x' WHERE handoff_id = $1`, [h.id])).rejects.toThrow(
+      /append-only/,
+    );
     await expect(baton.db.pool.query(`DELETE FROM handoff_events WHERE handoff_id = $1`, [h.id])).rejects.toThrow(/append-only/);
   });
 });
@@ -112,7 +127,12 @@ describe('applyTransitions (a chain in one statement)', () => {
   it('writes each move as its own event with consecutive revisions, ending in the last state', async () => {
     const h = await handoffIn('SENDING');
     const { applyTransitions } = await import('../../libs/handoffs/apply-transition.ts');
-    const moved = await applyTransitions(baton.core, h, [['turn_accepted'], ['turn_started'], ['turn_returned', { patch: { resultSummary: 'done' } }]], { kind: 'system', id: 'w' });
+    const moved = await applyTransitions(
+      baton.core,
+      h,
+      [['turn_accepted'], ['turn_started'], ['turn_returned', { patch: { resultSummary: 'done' } }]],
+      { kind: 'system', id: 'w' },
+    );
     expect(moved).toMatchObject({ deliveryState: 'RETURNED', revision: 10 });
     const r = await row(h.id);
     expect(r.delivery_state).toBe('RETURNED');
@@ -127,9 +147,9 @@ describe('applyTransitions (a chain in one statement)', () => {
   it('refuses the whole chain, writing nothing, when any move is not in the table', async () => {
     const h = await handoffIn('SENDING');
     const { applyTransitions } = await import('../../libs/handoffs/apply-transition.ts');
-    await expect(applyTransitions(baton.core, h, [['turn_accepted'], ['turn_returned'], ['turn_started']], { kind: 'system', id: 'w' })).rejects.toSatisfy((err: unknown) =>
-      hasErrorCode(err, 'invalid_transition'),
-    );
+    await expect(
+      applyTransitions(baton.core, h, [['turn_accepted'], ['turn_returned'], ['turn_started']], { kind: 'system', id: 'w' }),
+    ).rejects.toSatisfy((err: unknown) => hasErrorCode(err, 'invalid_transition'));
     const r = await row(h.id);
     expect(r.delivery_state).toBe('SENDING');
     expect(r.events).toHaveLength(1);

@@ -68,7 +68,12 @@ describe('a missing or malformed Authorization header', () => {
     it(`${what}: 401 ${code}, nothing written, and the body is never looked at`, async () => {
       await refusedUnchanged(() => baton.post('/v1/handoffs', body, headers), 401, code, what);
       // Refused before the body is parsed: invalid JSON gets the same 401, not a 400.
-      const raw = await baton.app.inject({ method: 'POST', url: '/v1/handoffs', payload: '{"to":', headers: { 'content-type': 'application/json', ...(headers.authorization ? headers : {}) } });
+      const raw = await baton.app.inject({
+        method: 'POST',
+        url: '/v1/handoffs',
+        payload: '{"to":',
+        headers: { 'content-type': 'application/json', ...(headers.authorization ? headers : {}) },
+      });
       expect(raw.statusCode, what).toBe(401);
       // Reads too.
       expect((await baton.get('/v1/handoffs', headers)).status, what).toBe(401);
@@ -78,7 +83,12 @@ describe('a missing or malformed Authorization header', () => {
 
 describe('identity comes from the token, never from the body', () => {
   it('a forged sender is refused with 403 identity_mismatch and nothing is recorded', async () => {
-    const res = await refusedUnchanged(() => baton.post('/v1/handoffs', { from: 'bob', to: 'carol', message: 'from bob, honest' }, auth(alice)), 403, 'identity_mismatch', 'forged from');
+    const res = await refusedUnchanged(
+      () => baton.post('/v1/handoffs', { from: 'bob', to: 'carol', message: 'from bob, honest' }, auth(alice)),
+      403,
+      'identity_mismatch',
+      'forged from',
+    );
     expect(res.body.error.message).toContain('alice');
   });
 
@@ -130,14 +140,44 @@ describe('a token of another project', () => {
   it('sees nothing of this project and cannot reach into it', async () => {
     const sent = await baton.post('/v1/handoffs', { to: 'bob', message: 'internal' }, auth(alice));
     // Its own project is the only one it acts in: naming another is refused, whether or not it exists.
-    await refusedUnchanged(() => baton.get('/v1/handoffs', { ...auth(foreign), 'x-baton-project': 'default' }), 403, 'forbidden', 'header naming default');
-    await refusedUnchanged(() => baton.get('/v1/handoffs', { ...auth(foreign), 'x-baton-project': 'nonexistent' }), 403, 'forbidden', 'header naming a missing project');
-    await refusedUnchanged(() => baton.post('/v1/handoffs', { to: 'bob', message: 'hi' }, { ...auth(foreign), 'x-baton-project': 'default' }), 403, 'forbidden', 'send into default');
+    await refusedUnchanged(
+      () => baton.get('/v1/handoffs', { ...auth(foreign), 'x-baton-project': 'default' }),
+      403,
+      'forbidden',
+      'header naming default',
+    );
+    await refusedUnchanged(
+      () => baton.get('/v1/handoffs', { ...auth(foreign), 'x-baton-project': 'nonexistent' }),
+      403,
+      'forbidden',
+      'header naming a missing project',
+    );
+    await refusedUnchanged(
+      () => baton.post('/v1/handoffs', { to: 'bob', message: 'hi' }, { ...auth(foreign), 'x-baton-project': 'default' }),
+      403,
+      'forbidden',
+      'send into default',
+    );
     // Without a header it is in its own project, where the handoff does not exist.
-    await refusedUnchanged(() => baton.get(`/v1/handoffs/${sent.body.id}`, auth(foreign)), 404, 'handoff_not_found', 'read across projects');
-    await refusedUnchanged(() => baton.post(`/v1/handoffs/${sent.body.id}/accept`, {}, auth(foreign)), 404, 'handoff_not_found', 'claim across projects');
+    await refusedUnchanged(
+      () => baton.get(`/v1/handoffs/${sent.body.id}`, auth(foreign)),
+      404,
+      'handoff_not_found',
+      'read across projects',
+    );
+    await refusedUnchanged(
+      () => baton.post(`/v1/handoffs/${sent.body.id}/accept`, {}, auth(foreign)),
+      404,
+      'handoff_not_found',
+      'claim across projects',
+    );
     // Agents of another project are not recipients here.
-    await refusedUnchanged(() => baton.post('/v1/handoffs', { to: 'bob', message: 'hi' }, auth(foreign)), 422, 'unknown_recipient', 'send to an agent of another project');
+    await refusedUnchanged(
+      () => baton.post('/v1/handoffs', { to: 'bob', message: 'hi' }, auth(foreign)),
+      422,
+      'unknown_recipient',
+      'send to an agent of another project',
+    );
     const mine = await baton.get('/v1/handoffs', auth(foreign));
     expect(mine.status).toBe(200);
     expect(mine.body.items).toEqual([]);
@@ -153,7 +193,12 @@ describe('revocation', () => {
     const token = created.body.token;
     expect((await baton.get('/v1/whoami', auth(token))).body).toMatchObject({ agent: 'carol', admin: false, project: 'default' });
     expect((await baton.del(`/v1/tokens/${created.body.record.id}`)).status).toBe(204);
-    await refusedUnchanged(() => baton.post('/v1/handoffs', { to: 'bob', message: 'after revoke' }, auth(token)), 401, 'invalid_token', 'revoked');
+    await refusedUnchanged(
+      () => baton.post('/v1/handoffs', { to: 'bob', message: 'after revoke' }, auth(token)),
+      401,
+      'invalid_token',
+      'revoked',
+    );
     await refusedUnchanged(() => baton.get('/v1/handoffs', auth(token)), 401, 'invalid_token', 'revoked read');
     // Revoking twice: it is no longer a live token.
     expect((await baton.del(`/v1/tokens/${created.body.record.id}`)).body.error.code).toBe('token_not_found');
@@ -171,7 +216,7 @@ describe('revocation', () => {
 });
 
 describe('a removed agent', () => {
-  it("keeps its old tokens dead when its handle is registered again (a token belongs to one generation); a new token works", async () => {
+  it('keeps its old tokens dead when its handle is registered again (a token belongs to one generation); a new token works', async () => {
     expect((await baton.post('/v1/agents', { id: 'e1', provider: 'manual' })).status).toBe(201);
     const created = await baton.post('/v1/tokens', { agent: 'e1', name: 'e1 before removal' });
     expect(created.status).toBe(201);
@@ -184,7 +229,12 @@ describe('a removed agent', () => {
     expect(readded.body.generation).toBe(2);
 
     await refusedUnchanged(() => baton.get('/v1/whoami', auth(old)), 401, 'invalid_token', 'old token after re-adding');
-    await refusedUnchanged(() => baton.post('/v1/handoffs', { to: 'bob', message: 'from the old e1' }, auth(old)), 401, 'invalid_token', 'old token sends');
+    await refusedUnchanged(
+      () => baton.post('/v1/handoffs', { to: 'bob', message: 'from the old e1' }, auth(old)),
+      401,
+      'invalid_token',
+      'old token sends',
+    );
     // The listing says the removal ended it.
     const listed = (await baton.get('/v1/tokens')).body.items.find((t: any) => t.id === created.body.record.id);
     expect(listed).toMatchObject({ agent: 'e1', agentGeneration: 1, revokedAt: expect.any(String) });
@@ -219,7 +269,12 @@ describe('secrets', () => {
     const refused = await baton.get('/v1/handoffs', auth(wrong));
     expect(refused.status).toBe(401);
     expect(JSON.stringify(refused.body)).not.toContain(wrong.slice(6));
-    await baton.app.inject({ method: 'POST', url: '/v1/handoffs', payload: '{oops', headers: { 'content-type': 'application/json', ...auth(secret) } });
+    await baton.app.inject({
+      method: 'POST',
+      url: '/v1/handoffs',
+      payload: '{oops',
+      headers: { 'content-type': 'application/json', ...auth(secret) },
+    });
     const logs = logLines.join('');
     expect(logs.length).toBeGreaterThan(0);
     for (const s of [secret, wrong, baton.adminToken, alice]) expect(logs).not.toContain(s.slice(6));
@@ -236,7 +291,12 @@ describe('rate limits', () => {
       const calm = await limited.tokenFor('calm');
       const results = [];
       for (let i = 0; i < 12; i++) {
-        const res = await limited.app.inject({ method: 'POST', url: '/v1/handoffs', payload: { to: 'calm', message: `burst ${i}` }, headers: auth(busy) });
+        const res = await limited.app.inject({
+          method: 'POST',
+          url: '/v1/handoffs',
+          payload: { to: 'calm', message: `burst ${i}` },
+          headers: auth(busy),
+        });
         results.push(res);
       }
       const ok = results.filter((r) => r.statusCode === 201);
@@ -283,7 +343,7 @@ describe('audit', () => {
 });
 
 describe('directed connections', () => {
-  it('are checked on send: a blocked sender\'s handoff is HELD at once (no attempt), cannot be claimed, and goes out when allowed', async () => {
+  it("are checked on send: a blocked sender's handoff is HELD at once (no attempt), cannot be claimed, and goes out when allowed", async () => {
     expect((await baton.put('/v1/connections', { from: 'alice', to: 'carol', rule: 'block' })).status).toBe(200);
     const sent = await baton.post('/v1/handoffs', { to: 'carol', title: 'blocked work', message: 'please' }, auth(alice));
     expect(sent.status).toBe(201);

@@ -92,10 +92,9 @@ describe('batched enrollment', () => {
     expect((await timeline(duplicate.body.id))[0]).toBe('duplicate_detected');
 
     // Nothing refused was written; each accepted send is one row.
-    const { rows } = await baton.db.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM handoffs WHERE message = ANY($1::text[])`,
-      [sends.map(([, body]) => body['message'])],
-    );
+    const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM handoffs WHERE message = ANY($1::text[])`, [
+      sends.map(([, body]) => body['message']),
+    ]);
     expect(rows[0]!.n).toBe(7);
     await waitForState(baton, by['plain']!.body.id, 'RETURNED');
     await waitForState(baton, by['plain2']!.body.id, 'RETURNED');
@@ -103,14 +102,17 @@ describe('batched enrollment', () => {
   });
 });
 
-describe('the enrollment statement\'s plan', () => {
+describe("the enrollment statement's plan", () => {
   it('probes indexes per row in its generic plan, with thousands of agents and live turns (never a scan of agents or handoffs)', async () => {
     // jsonb_to_recordset makes the generic plan expect 100 rows whatever the batch holds; joins
     // the planner may hash then scanned the whole agents table and every live handoff per
     // statement (3x slower than one row per statement). The look-ups are LIMIT 1 laterals.
     const project = 'plan-check';
     const pool = baton.db.pool;
-    await pool.query(`INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, $1, $1 FROM workspaces WHERE slug = 'default'`, [project]);
+    await pool.query(
+      `INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, $1, $1 FROM workspaces WHERE slug = 'default'`,
+      [project],
+    );
     await pool.query(
       `INSERT INTO agents (id, project_id, handle, display_name, provider, deployment)
        SELECT gen_random_uuid(), p.id, 'pa' || g, 'pa' || g, 'manual', 'plan' FROM projects p, generate_series(1, 5000) g WHERE p.slug = $1`,
@@ -125,17 +127,49 @@ describe('the enrollment statement\'s plan', () => {
     await pool.query('ANALYZE agents');
     await pool.query('ANALYZE handoffs');
     const row = (n: number) => ({
-      n, id: crypto.randomUUID(), project, sender: 'pa1', recipient: `pa${n + 2}`, session: null, title: null, message: 'plan', focus: null,
-      done_when: null, context_summary: null, open_questions: [], next_steps: [], due_at: null, idempotency_key: null, content_hash: `c${n}`,
-      duplicate_of: null, state: 'WAITING', detail: null, guard: true, work_state: null, created_at: new Date(), event: 'enrolled',
-      actor_kind: 'sender', actor_id: 'pa1', token_id: null, reason: null, event_detail: null, busy_if_live: true, busy_state: 'BUSY',
-      busy_event: 'recipient_busy', busy_actor_kind: 'system', busy_actor_id: null, busy_reason: 'in a turn',
+      n,
+      id: crypto.randomUUID(),
+      project,
+      sender: 'pa1',
+      recipient: `pa${n + 2}`,
+      session: null,
+      title: null,
+      message: 'plan',
+      focus: null,
+      done_when: null,
+      context_summary: null,
+      open_questions: [],
+      next_steps: [],
+      due_at: null,
+      idempotency_key: null,
+      content_hash: `c${n}`,
+      duplicate_of: null,
+      state: 'WAITING',
+      detail: null,
+      guard: true,
+      work_state: null,
+      created_at: new Date(),
+      event: 'enrolled',
+      actor_kind: 'sender',
+      actor_id: 'pa1',
+      token_id: null,
+      reason: null,
+      event_detail: null,
+      busy_if_live: true,
+      busy_state: 'BUSY',
+      busy_event: 'recipient_busy',
+      busy_actor_kind: 'system',
+      busy_actor_id: null,
+      busy_reason: 'in a turn',
     });
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
       await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${ENROLL_SQL}`, [JSON.stringify([row(0), row(1)]), LIVE_TURN_STATES]);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${ENROLL_SQL}`, [
+        JSON.stringify([row(0), row(1)]),
+        LIVE_TURN_STATES,
+      ]);
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(plan).toContain('Index Scan using agents_project_id_handle_key');
       expect(plan).not.toMatch(/Seq Scan on agents/);
@@ -147,4 +181,3 @@ describe('the enrollment statement\'s plan', () => {
     }
   });
 });
-

@@ -74,7 +74,9 @@ describe.each(Object.keys(stalls) as Array<keyof typeof stalls>)('%s', (stall) =
     }
     expect(answers.filter((a) => a.status !== 503 || a.code !== 'database_unavailable').map((a) => `${a.status} ${a.code}`)).toEqual([]);
     const slowest = Math.max(...answers.map((a) => a.ms));
-    expect(slowest, `the slowest of ${SENDS} sends took ${slowest} ms (timers ran up to ${Math.round(lag.maxMs())} ms late)`).toBeLessThan(BOUND_MS + MARGIN_MS + lag.maxMs());
+    expect(slowest, `the slowest of ${SENDS} sends took ${slowest} ms (timers ran up to ${Math.round(lag.maxMs())} ms late)`).toBeLessThan(
+      BOUND_MS + MARGIN_MS + lag.maxMs(),
+    );
 
     // A 503 may or may not have been recorded; the same key again gives the one handoff either way.
     // (A batch at a time: this API's one batch in flight must not make a retry wait past its own deadline.)

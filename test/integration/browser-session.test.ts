@@ -18,8 +18,15 @@ interface Session {
   csrf: string;
 }
 
-async function inject(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, opts: { session?: Session; headers?: Record<string, string>; body?: unknown } = {}) {
-  const headers: Record<string, string> = { ...(opts.session ? { cookie: `${SESSION_COOKIE}=${opts.session.cookie}` } : {}), ...opts.headers };
+async function inject(
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  opts: { session?: Session; headers?: Record<string, string>; body?: unknown } = {},
+) {
+  const headers: Record<string, string> = {
+    ...(opts.session ? { cookie: `${SESSION_COOKIE}=${opts.session.cookie}` } : {}),
+    ...opts.headers,
+  };
   const res = await baton.app.inject({ method, url, headers, ...(opts.body !== undefined ? { payload: opts.body as object } : {}) });
   return { status: res.statusCode, headers: res.headers, text: res.body, body: res.body.startsWith('{') ? res.json() : null };
 }
@@ -58,7 +65,9 @@ describe('signing a browser in', () => {
   });
 
   it('refuses a wrong token (401), and a sign-in posted from another origin or with no Origin (403 csrf_failed)', async () => {
-    expect((await inject('POST', '/ui/session', { headers: { origin: ORIGIN }, body: { token: `baton_${'x'.repeat(43)}` } })).body.error.code).toBe('invalid_token');
+    expect(
+      (await inject('POST', '/ui/session', { headers: { origin: ORIGIN }, body: { token: `baton_${'x'.repeat(43)}` } })).body.error.code,
+    ).toBe('invalid_token');
     const foreign = await inject('POST', '/ui/session', { headers: { origin: 'http://evil.example' }, body: { token: tokens['a'] } });
     expect([foreign.status, foreign.body.error.code]).toEqual([403, 'csrf_failed']);
     expect(foreign.headers['set-cookie']).toBeUndefined();
@@ -79,7 +88,9 @@ describe('signing a browser in', () => {
       expect([url, res.status, res.body?.error?.code]).toEqual([url, 403, 'host_not_allowed']);
     }
     // A bearer token is not a browser: its calls are not Host-bound.
-    expect((await inject('GET', '/v1/live', { headers: { host: 'evil.example', authorization: `Bearer ${tokens['a']}` } })).status).toBe(200);
+    expect((await inject('GET', '/v1/live', { headers: { host: 'evil.example', authorization: `Bearer ${tokens['a']}` } })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -104,9 +115,15 @@ describe('a cookie session', () => {
   });
 
   it("shows an agent exactly what its token may see: its own handoffs and the project's unowned work, on the live view and single reads", async () => {
-    const ab = (await baton.post('/v1/handoffs', { to: 'b', title: 'a to b', message: 'private' }, { authorization: `Bearer ${tokens['a']}` })).body.id as string;
-    const bc = (await baton.post('/v1/handoffs', { to: 'c', title: 'b to c', message: 'for c' }, { authorization: `Bearer ${tokens['b']}` })).body.id as string;
-    const open = (await baton.post('/v1/handoffs', { to: '@project', title: 'anyone', message: 'unowned' }, { authorization: `Bearer ${tokens['a']}` })).body.id as string;
+    const ab = (
+      await baton.post('/v1/handoffs', { to: 'b', title: 'a to b', message: 'private' }, { authorization: `Bearer ${tokens['a']}` })
+    ).body.id as string;
+    const bc = (
+      await baton.post('/v1/handoffs', { to: 'c', title: 'b to c', message: 'for c' }, { authorization: `Bearer ${tokens['b']}` })
+    ).body.id as string;
+    const open = (
+      await baton.post('/v1/handoffs', { to: '@project', title: 'anyone', message: 'unowned' }, { authorization: `Bearer ${tokens['a']}` })
+    ).body.id as string;
     const session = await signIn(tokens['c'] as string);
     const live = await inject('GET', '/v1/live', { session });
     expect(live.status, live.text).toBe(200);
@@ -149,7 +166,9 @@ describe('the live page', () => {
     expect(csp).not.toContain('unsafe-inline');
     expect(page.text).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(page.text).not.toMatch(/<style|\sstyle=|\son[a-z]+=/);
-    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string).filter((a) => !a.startsWith('/admin') && !a.startsWith('/docs/'));
+    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)]
+      .map((m) => m[1] as string)
+      .filter((a) => !a.startsWith('/admin') && !a.startsWith('/docs/'));
     expect(assets.length).toBeGreaterThanOrEqual(2);
     for (const asset of assets) {
       expect(asset).toMatch(/^\/ui\//);
@@ -177,7 +196,11 @@ describe('Bull Board at /admin/queues', () => {
     expect(names).toEqual(['{delivery-demo.box-0}', '{delivery-demo.box-1}']);
     expect(list.body.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
     const queue = encodeURIComponent('{delivery-demo.box-0}');
-    for (const url of [`/admin/queues/api/queues/${queue}/retry/failed`, `/admin/queues/api/queues/${queue}/clean/completed`, `/admin/queues/api/queues/${queue}/pause`]) {
+    for (const url of [
+      `/admin/queues/api/queues/${queue}/retry/failed`,
+      `/admin/queues/api/queues/${queue}/clean/completed`,
+      `/admin/queues/api/queues/${queue}/pause`,
+    ]) {
       const write = await inject('PUT', url, { session: admin, headers: { origin: ORIGIN, 'x-csrf-token': admin.csrf } });
       expect([url, write.status]).toEqual([url, 405]);
     }
@@ -189,7 +212,12 @@ describe('Bull Board at /admin/queues', () => {
 describe('behind a TLS-terminating proxy (BATON_TRUST_PROXY)', () => {
   // What a proxy in front of Baton sends: the browser's https Origin and public name, the
   // scheme in X-Forwarded-Proto, the connection itself plain HTTP from the proxy.
-  const proxied = { origin: 'https://baton.example', host: 'baton.example', 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' };
+  const proxied = {
+    origin: 'https://baton.example',
+    host: 'baton.example',
+    'x-forwarded-proto': 'https',
+    'x-forwarded-for': '203.0.113.9',
+  };
 
   it('with the setting on, signs in and changes things from the https page, and the cookie is Secure', async () => {
     const behind = await startTestBaton({ trustProxy: true, allowedHosts: ['baton.example'] });
@@ -215,19 +243,36 @@ describe('behind a TLS-terminating proxy (BATON_TRUST_PROXY)', () => {
   });
 
   it('with the setting off (the default), the same https sign-in is refused csrf_failed: the proxy is not believed', async () => {
-    const res = await baton.app.inject({ method: 'POST', url: '/ui/session', headers: { ...proxied, host: 'localhost', origin: 'https://localhost' }, payload: { token: tokens['a'] } });
+    const res = await baton.app.inject({
+      method: 'POST',
+      url: '/ui/session',
+      headers: { ...proxied, host: 'localhost', origin: 'https://localhost' },
+      payload: { token: tokens['a'] },
+    });
     expect(res.statusCode).toBe(403);
     expect(res.json().error.code).toBe('csrf_failed');
   });
 
-  it('trusting only the proxy\'s address ignores the same headers from anyone else', async () => {
+  it("trusting only the proxy's address ignores the same headers from anyone else", async () => {
     const behind = await startTestBaton({ trustProxy: ['10.0.0.5'], allowedHosts: ['baton.example'] });
     try {
       expect((await behind.post('/v1/agents', { id: 'q', provider: 'manual' })).status).toBe(201);
       const token = await behind.tokenFor('q');
-      const fromProxy = await behind.app.inject({ method: 'POST', url: '/ui/session', headers: proxied, payload: { token }, remoteAddress: '10.0.0.5' });
+      const fromProxy = await behind.app.inject({
+        method: 'POST',
+        url: '/ui/session',
+        headers: proxied,
+        payload: { token },
+        remoteAddress: '10.0.0.5',
+      });
       expect(fromProxy.statusCode, fromProxy.body).toBe(200);
-      const fromElsewhere = await behind.app.inject({ method: 'POST', url: '/ui/session', headers: proxied, payload: { token }, remoteAddress: '198.51.100.7' });
+      const fromElsewhere = await behind.app.inject({
+        method: 'POST',
+        url: '/ui/session',
+        headers: proxied,
+        payload: { token },
+        remoteAddress: '198.51.100.7',
+      });
       expect(fromElsewhere.statusCode).toBe(403);
       expect(fromElsewhere.json().error.code).toBe('csrf_failed');
     } finally {

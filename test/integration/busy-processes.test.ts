@@ -38,7 +38,11 @@ describe('busy processes for a starved chaos run', () => {
     const busy = startBusyProcesses(1, lifetimeMs);
     try {
       // The lifetime, and room for a starved scheduler to let each one look at the clock.
-      await eventually(() => busy.pids.filter(spinning).length === 0, { timeoutMs: lifetimeMs + 15_000, intervalMs: 100, what: 'busy processes past their lifetime gone' });
+      await eventually(() => busy.pids.filter(spinning).length === 0, {
+        timeoutMs: lifetimeMs + 15_000,
+        intervalMs: 100,
+        what: 'busy processes past their lifetime gone',
+      });
     } finally {
       await busy.stop();
     }
@@ -46,13 +50,27 @@ describe('busy processes for a starved chaos run', () => {
 
   it('each ends by itself when the process that started it is SIGKILLed', async () => {
     const module = fileURLToPath(new URL('../../services/chaos/busy-processes.ts', import.meta.url));
-    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const { startBusyProcesses } = await import(${JSON.stringify(module)}); const b = startBusyProcesses(1, 600000); console.log(JSON.stringify(b.pids)); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const parent = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { startBusyProcesses } = await import(${JSON.stringify(module)}); const b = startBusyProcesses(1, 600000); console.log(JSON.stringify(b.pids)); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const pids = await new Promise<number[]>((resolve, reject) => {
       parent.stdout.once('data', (d: Buffer) => resolve(JSON.parse(d.toString()) as number[]));
       parent.once('exit', (code) => reject(new Error(`the parent exited (${code}) before starting them`)));
     });
     expect(pids.filter(spinning)).toHaveLength(pids.length);
     parent.kill('SIGKILL');
-    await eventually(() => pids.filter(spinning).length === 0, { timeoutMs: 15_000, intervalMs: 100, what: 'busy processes of a killed parent gone' });
+    await eventually(() => pids.filter(spinning).length === 0, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+      what: 'busy processes of a killed parent gone',
+    });
   }, 30_000);
 });

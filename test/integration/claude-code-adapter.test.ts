@@ -16,7 +16,12 @@ import { agentCli } from '../support/agent-clis.ts';
 import { eventually } from '../support/eventually.ts';
 import { anthropicProtocol } from '../support/fake-models/anthropic.ts';
 import { startEgressTripwire, type EgressTripwire } from '../support/fake-models/egress-tripwire.ts';
-import { startFakeModelServer, type FakeBehaviour, type FakeExchange, type FakeModelServer } from '../support/fake-models/fake-model-server.ts';
+import {
+  startFakeModelServer,
+  type FakeBehaviour,
+  type FakeExchange,
+  type FakeModelServer,
+} from '../support/fake-models/fake-model-server.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
 import { turnRequest } from '../support/turn-request.ts';
@@ -83,7 +88,13 @@ async function existingSession(handle: string): Promise<{ sessionId: string; set
   const sessionId = randomUUID();
   await promisify(execFile)(binary, ['-p', 'start the session by hand', '--session-id', sessionId, '--output-format', 'json'], {
     cwd: settings.cwd,
-    env: { ...inheritedEnv(process.env), ...settings.env, CLAUDE_CONFIG_DIR: configDir(), ANTHROPIC_API_KEY: settings.apiKey, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' },
+    env: {
+      ...inheritedEnv(process.env),
+      ...settings.env,
+      CLAUDE_CONFIG_DIR: configDir(),
+      ANTHROPIC_API_KEY: settings.apiKey,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    },
     timeout: 60_000,
   });
   return { sessionId, settings };
@@ -112,7 +123,9 @@ beforeAll(async () => {
   mkdirSync(join(root, 'home'), { recursive: true });
   fake = await startFakeModelServer([anthropicProtocol]);
   tripwire = await startEgressTripwire();
-  fake.script((ex) => scripts.get(String(ex.headers['x-api-key']))?.(ex) ?? { kind: 'reply', text: `done: ${ex.prompt.split('\n')[0] ?? ''}` });
+  fake.script(
+    (ex) => scripts.get(String(ex.headers['x-api-key']))?.(ex) ?? { kind: 'reply', text: `done: ${ex.prompt.split('\n')[0] ?? ''}` },
+  );
   baton = await startTestBaton();
   expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
 });
@@ -125,7 +138,7 @@ afterAll(async () => {
 });
 
 describe('claude_code turns through Baton, with the real claude CLI', () => {
-  it('lands a handoff as exactly one new turn of an existing session, visible in its transcript with the request id, and returns the model\'s final answer as the summary', async () => {
+  it("lands a handoff as exactly one new turn of an existing session, visible in its transcript with the request id, and returns the model's final answer as the summary", async () => {
     const { sessionId, settings } = await existingSession('reviewer');
     const before = requestsOf('reviewer').length;
     scripts.set('key-reviewer', () => ({ kind: 'reply', text: 'Reviewed: two nits, otherwise fine.' }));
@@ -157,7 +170,11 @@ describe('claude_code turns through Baton, with the real claude CLI', () => {
   it('holds a second handoff as BUSY while the first turn runs, and writes it after that turn ends, in order', async () => {
     const settings = agentSettings('builder');
     const first = hold();
-    scripts.set('key-builder', (ex) => (ex.prompt.includes('please build one') ? { kind: 'reply', text: 'built one', until: first.until } : { kind: 'reply', text: 'built two' }));
+    scripts.set('key-builder', (ex) =>
+      ex.prompt.includes('please build one')
+        ? { kind: 'reply', text: 'built one', until: first.until }
+        : { kind: 'reply', text: 'built two' },
+    );
     await register('builder', settings);
     const w = baton.startWorker({ adapters: adapters() });
     try {
@@ -209,11 +226,13 @@ describe('the claude_code adapter itself', () => {
   const turn = (requestId: string, message: string): TurnRequest => turnRequest(message, { requestId, handoffId: randomUUID() });
   const never = new AbortController().signal;
 
-  it('answers busy, writing nothing, while a claude process of Baton\'s is still alive in the session (as a crashed worker leaves it), and a new process follows that turn to its end', async () => {
+  it("answers busy, writing nothing, while a claude process of Baton's is still alive in the session (as a crashed worker leaves it), and a new process follows that turn to its end", async () => {
     const settings = agentSettings('solo');
     const target: DeliveryTarget = { agentId: randomUUID(), handle: 'solo', target: 'solo', settings };
     const held = hold();
-    scripts.set('key-solo', (ex) => (markerOf(ex) === 'req-solo-1' ? { kind: 'reply', text: 'the long turn ended', until: held.until } : { kind: 'reply', text: 'second' }));
+    scripts.set('key-solo', (ex) =>
+      markerOf(ex) === 'req-solo-1' ? { kind: 'reply', text: 'the long turn ended', until: held.until } : { kind: 'reply', text: 'second' },
+    );
     const crashed = createClaudeCodeAdapter({ runDir: runDir(), baseEnv: inheritedEnv(process.env) });
     expect((await crashed.sendTurn(target, turn('req-solo-1', 'a long turn'), never)).outcome).toBe('accepted');
     await eventually(() => expect(requestsOf('solo').map(markerOf)).toEqual(['req-solo-1']), { what: 'the first turn reached the model' });
@@ -234,16 +253,24 @@ describe('the claude_code adapter itself', () => {
     const settings = agentSettings('scribe');
     const target: DeliveryTarget = { agentId: randomUUID(), handle: 'scribe', target: 'scribe', settings };
     const cut = hold();
-    scripts.set('key-scribe', (ex) => (markerOf(ex) === 'req-scribe-2' ? { kind: 'reply', text: 'never seen', until: cut.until } : { kind: 'reply', text: 'the scribe answered' }));
+    scripts.set('key-scribe', (ex) =>
+      markerOf(ex) === 'req-scribe-2'
+        ? { kind: 'reply', text: 'never seen', until: cut.until }
+        : { kind: 'reply', text: 'the scribe answered' },
+    );
     const writer = createClaudeCodeAdapter({ runDir: runDir(), baseEnv: inheritedEnv(process.env) });
     expect((await writer.sendTurn(target, turn('req-scribe-1', 'write it down'), never)).outcome).toBe('accepted');
     await writer.waitForTurn(target, 'req-scribe-1', { onRunning: async () => undefined }, never);
     // A turn whose process dies before the answer: the prompt is in the transcript, no answer.
     expect((await writer.sendTurn(target, turn('req-scribe-2', 'and this'), never)).outcome).toBe('accepted');
-    await eventually(() => expect(requestsOf('scribe').map(markerOf)).toContain('req-scribe-2'), { what: 'the second turn reached the model' });
+    await eventually(() => expect(requestsOf('scribe').map(markerOf)).toContain('req-scribe-2'), {
+      what: 'the second turn reached the model',
+    });
     // Claude Code writes the prompt to the transcript on its own schedule (it may follow the model request).
     const path = transcriptPath(configDir(), settings.cwd, claudeSessionId(target));
-    await eventually(() => expect(readFileSync(path, 'utf8')).toContain('baton-request-id: req-scribe-2'), { what: 'the second prompt in the transcript' });
+    await eventually(() => expect(readFileSync(path, 'utf8')).toContain('baton-request-id: req-scribe-2'), {
+      what: 'the second prompt in the transcript',
+    });
     const record = join(runDir(), `session-${claudeSessionId(target)}`, 'req-scribe-2');
     const pid = (JSON.parse(readFileSync(join(record, 'started.json'), 'utf8')) as { programPid: number }).programPid;
     process.kill(-pid, 'SIGKILL');
@@ -251,11 +278,19 @@ describe('the claude_code adapter itself', () => {
     cut.release();
     // Another host's records (none for these turns): only the transcript can answer.
     const elsewhere = createClaudeCodeAdapter({ runDir: join(root, 'other-runs'), baseEnv: inheritedEnv(process.env) });
-    expect(await elsewhere.observeTurn(target, 'req-scribe-1', never)).toMatchObject({ found: true, status: 'returned', result: { summary: 'the scribe answered' } });
+    expect(await elsewhere.observeTurn(target, 'req-scribe-1', never)).toMatchObject({
+      found: true,
+      status: 'returned',
+      result: { summary: 'the scribe answered' },
+    });
     expect(await elsewhere.observeTurn(target, 'req-scribe-2', never)).toMatchObject({ found: true, status: 'interrupted' });
     expect(await elsewhere.observeTurn(target, 'req-never-written', never)).toEqual({ found: false, complete: true });
     // With its record, the killed turn reads as failed by the signal.
-    expect(await writer.observeTurn(target, 'req-scribe-2', never)).toMatchObject({ found: true, status: 'failed', error: expect.stringContaining('SIGKILL') });
+    expect(await writer.observeTurn(target, 'req-scribe-2', never)).toMatchObject({
+      found: true,
+      status: 'failed',
+      error: expect.stringContaining('SIGKILL'),
+    });
   }, 60_000);
 
   it('refuses a session id it cannot find as gone, without starting claude', async () => {
@@ -279,7 +314,8 @@ describe('claude_code settings', () => {
     for (const mode of ['default', 'plan', 'auto']) {
       expect(() => validateProviderSettings('claude_code', { ...base, permissionMode: mode })).toThrow(/waits for a human/);
     }
-    for (const mode of ['dontAsk', 'acceptEdits', 'bypassPermissions']) validateProviderSettings('claude_code', { ...base, permissionMode: mode });
+    for (const mode of ['dontAsk', 'acceptEdits', 'bypassPermissions'])
+      validateProviderSettings('claude_code', { ...base, permissionMode: mode });
     expect(() => validateProviderSettings('claude_code', { ...base, permissionMode: 'yolo' })).toThrow(/permissionMode/);
   });
 
@@ -288,13 +324,22 @@ describe('claude_code settings', () => {
     expect(() => validateProviderSettings('claude_code', { cwd: 'relative/dir' })).toThrow(/absolute/);
     expect(() => validateProviderSettings('claude_code', { ...base, sandbox: 'x' })).toThrow();
     expect(() => validateProviderSettings('claude_code', { ...base, env: { CLAUDE_CONFIG_DIR: '/x' } })).toThrow(/configDir/);
-    expect(() => validateProviderSettings('claude_code', { ...base, allowedTools: ['--dangerously-skip-permissions'] })).toThrow(/allowedTools/);
+    expect(() => validateProviderSettings('claude_code', { ...base, allowedTools: ['--dangerously-skip-permissions'] })).toThrow(
+      /allowedTools/,
+    );
   });
 
   it('never shows the API key or a token in the environment', () => {
-    const shown = redactProviderSettings('claude_code', { ...base, apiKey: 'sk-ant-secret', env: { ANTHROPIC_AUTH_TOKEN: 'tok', OTHER: 'plain', MINE: { value: 'v', secret: true } } });
+    const shown = redactProviderSettings('claude_code', {
+      ...base,
+      apiKey: 'sk-ant-secret',
+      env: { ANTHROPIC_AUTH_TOKEN: 'tok', OTHER: 'plain', MINE: { value: 'v', secret: true } },
+    });
     expect(JSON.stringify(shown)).not.toMatch(/sk-ant-secret|tok"|"v"/);
-    expect(shown).toMatchObject({ apiKey: '[redacted]', env: { OTHER: 'plain', ANTHROPIC_AUTH_TOKEN: { value: '[redacted]', secret: true }, MINE: { value: '[redacted]', secret: true } } });
+    expect(shown).toMatchObject({
+      apiKey: '[redacted]',
+      env: { OTHER: 'plain', ANTHROPIC_AUTH_TOKEN: { value: '[redacted]', secret: true }, MINE: { value: '[redacted]', secret: true } },
+    });
     expect(CLAUDE_CODE_SPEC.provider).toBe('claude_code');
   });
 });

@@ -34,15 +34,29 @@ function turn(requestId: string): TurnRequest {
 }
 
 /** One turn of a new agent whose model requests all get `error`; its end as the adapter followed it. */
-async function failedTurn(handle: string, error: FakeBehaviour, env: Record<string, string> = {}): Promise<{ end: TurnEnd; target: DeliveryTarget; requestId: string }> {
+async function failedTurn(
+  handle: string,
+  error: FakeBehaviour,
+  env: Record<string, string> = {},
+): Promise<{ end: TurnEnd; target: DeliveryTarget; requestId: string }> {
   fx.script(handle, () => error);
   const settings = fx.settings(handle);
-  const target: DeliveryTarget = { agentId: randomUUID(), handle, target: handle, settings: { ...settings, env: { ...settings.env, ...env } } };
+  const target: DeliveryTarget = {
+    agentId: randomUUID(),
+    handle,
+    target: handle,
+    settings: { ...settings, env: { ...settings.env, ...env } },
+  };
   const adapter = createClaudeCodeAdapter({ runDir: fx.runDir, baseEnv: inheritedEnv(process.env) });
   const requestId = `req-${handle}`;
   expect((await adapter.sendTurn(target, turn(requestId), never)).outcome).toBe('accepted');
   const end = await adapter.waitForTurn(target, requestId, followed, never);
-  expect(fx.requestsOf(handle).map(markerOf).every((m) => m === requestId)).toBe(true);
+  expect(
+    fx
+      .requestsOf(handle)
+      .map(markerOf)
+      .every((m) => m === requestId),
+  ).toBe(true);
   return { end, target, requestId };
 }
 
@@ -55,17 +69,22 @@ afterAll(async () => {
 });
 
 describe('what kind of failure a claude_code turn was, as the real claude reports it', () => {
-  it('a 401 is an authentication failure (not resent), from the stream and from the transcript alike, with the status and claude\'s words', async () => {
+  it("a 401 is an authentication failure (not resent), from the stream and from the transcript alike, with the status and claude's words", async () => {
     const { end, target, requestId } = await failedTurn('keyless', { kind: 'error', status: 401, message: 'invalid x-api-key' });
     expect(end).toMatchObject({ status: 'failed', failure: { kind: 'authentication', httpStatus: 401 } });
     expect(end.status === 'failed' && end.failure?.retryAfterMs).toBeFalsy();
     expect(end.status === 'failed' && end.error).toMatch(/API status 401, authentication_failed\): Invalid API key/);
     // Another host's records (none for this turn): the transcript's copy of claude's error message says the same.
     const elsewhere = createClaudeCodeAdapter({ runDir: join(fx.root, 'other-runs'), baseEnv: inheritedEnv(process.env) });
-    expect(await elsewhere.observeTurn(target, requestId, never)).toMatchObject({ found: true, status: 'failed', failure: { kind: 'authentication', httpStatus: 401 }, error: expect.stringContaining('Invalid API key') });
+    expect(await elsewhere.observeTurn(target, requestId, never)).toMatchObject({
+      found: true,
+      status: 'failed',
+      failure: { kind: 'authentication', httpStatus: 401 },
+      error: expect.stringContaining('Invalid API key'),
+    });
   }, 60_000);
 
-  it('a 500 is transient (resent later), with its status and the server\'s message', async () => {
+  it("a 500 is transient (resent later), with its status and the server's message", async () => {
     const { end } = await failedTurn('flaky', { kind: 'error', status: 500, message: 'the model is overloaded' });
     expect(end).toMatchObject({ status: 'failed', failure: { kind: 'transient', httpStatus: 500 } });
     expect(end.status === 'failed' && end.error).toMatch(/API status 500, server_error\): API Error: 500 the model is overloaded/);
@@ -73,7 +92,11 @@ describe('what kind of failure a claude_code turn was, as the real claude report
 
   it('a 429 with retry-after that claude retried once itself is transient, resent no sooner than the server asked', async () => {
     const retryAfterS = 3;
-    const { end } = await failedTurn('throttled', { kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after': String(retryAfterS) } }, { CLAUDE_CODE_MAX_RETRIES: '1' });
+    const { end } = await failedTurn(
+      'throttled',
+      { kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after': String(retryAfterS) } },
+      { CLAUDE_CODE_MAX_RETRIES: '1' },
+    );
     // claude's own retry, then the turn's failure.
     expect(fx.requestsOf('throttled')).toHaveLength(2);
     expect(end).toMatchObject({ status: 'failed', failure: { kind: 'transient', httpStatus: 429 } });

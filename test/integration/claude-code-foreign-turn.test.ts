@@ -26,7 +26,8 @@ let fx: ClaudeCodeFixture;
 let baton: TestBaton;
 const never = new AbortController().signal;
 
-const adapters = () => createAdapters(['claude_code'], { demoHost: undefined, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } });
+const adapters = () =>
+  createAdapters(['claude_code'], { demoHost: undefined, claudeCode: { runDir: fx.runDir, baseEnv: inheritedEnv(process.env) } });
 
 /**
  * The worker's adapter, counting its busy answers: the engine writes (sendTurn) for a fresh
@@ -51,8 +52,10 @@ function countingBusy(): { registry: AdapterRegistry; busyAnswers: () => number 
   };
   return { registry: new AdapterRegistry([counted]), busyAnswers: () => busy };
 }
-const adapter = (opts: { now?: () => number } = {}) => createClaudeCodeAdapter({ runDir: fx.runDir, baseEnv: inheritedEnv(process.env), ...opts });
-const exited = (child: { on(e: 'exit', f: (code: number | null) => void): unknown }) => new Promise<number | null>((resolve) => child.on('exit', resolve));
+const adapter = (opts: { now?: () => number } = {}) =>
+  createClaudeCodeAdapter({ runDir: fx.runDir, baseEnv: inheritedEnv(process.env), ...opts });
+const exited = (child: { on(e: 'exit', f: (code: number | null) => void): unknown }) =>
+  new Promise<number | null>((resolve) => child.on('exit', resolve));
 
 const turn = (requestId: string, message: string): TurnRequest => turnRequest(message, { requestId, handoffId: randomUUID() });
 
@@ -88,12 +91,19 @@ describe("a person's own claude turn in the session", () => {
     const settings = fx.settings(handle);
     const path = transcriptPath(fx.configDir, settings.cwd, sessionId);
     const held = hold();
-    fx.script(handle, (ex) => (markerOf(ex) === null && ex.prompt.includes('my own question') ? { kind: 'reply', text: "the person's answer", until: held.until } : { kind: 'reply', text: 'handled the handoff' }));
+    fx.script(handle, (ex) =>
+      markerOf(ex) === null && ex.prompt.includes('my own question')
+        ? { kind: 'reply', text: "the person's answer", until: held.until }
+        : { kind: 'reply', text: 'handled the handoff' },
+    );
     expect((await baton.post('/v1/agents', { id: handle, provider: 'claude_code', settings, target: sessionId })).status).toBe(201);
 
     const person = fx.personsClaude(handle, 'my own question', { resume: sessionId });
     const personExit = exited(person);
-    await eventually(() => expect(fx.requestsOf(handle).some((ex) => ex.prompt.includes('my own question'))).toBe(true), { what: "the person's turn at the model", timeoutMs: 30_000 });
+    await eventually(() => expect(fx.requestsOf(handle).some((ex) => ex.prompt.includes('my own question'))).toBe(true), {
+      what: "the person's turn at the model",
+      timeoutMs: 30_000,
+    });
     // What the pinned CLI keeps while it runs: its pid and session in <configDir>/sessions/<pid>.json.
     expect(sessionFiles()).toContainEqual(expect.objectContaining({ pid: person.pid, sessionId }));
 
@@ -104,12 +114,19 @@ describe("a person's own claude turn in the session", () => {
       expect(sent.status).toBe(201);
       const id = sent.body.id as string;
       const busy = await waitForState(baton, id, 'BUSY', 20_000);
-      expect(busy.events.find((e: any) => e.event === 'session_busy')?.reason).toContain(`claude process Baton did not start (pid ${person.pid}`);
+      expect(busy.events.find((e: any) => e.event === 'session_busy')?.reason).toContain(
+        `claude process Baton did not start (pid ${person.pid}`,
+      );
       // Asked again (every 100 ms in tests) while the person's turn waits on the model: still busy.
       await eventually(() => expect(counting.busyAnswers()).toBeGreaterThanOrEqual(5), { what: 'five busy answers', timeoutMs: 20_000 });
       expect((await baton.get(`/v1/handoffs/${id}`)).body.state).toBe('BUSY');
       // Nothing written: no Baton prompt reached the model or the session, no claude of Baton's started.
-      expect(fx.requestsOf(handle).map(markerOf).filter((m) => m !== null)).toEqual([]);
+      expect(
+        fx
+          .requestsOf(handle)
+          .map(markerOf)
+          .filter((m) => m !== null),
+      ).toEqual([]);
       expect(readFileSync(path, 'utf8')).not.toContain('baton-request-id');
       expect(existsSync(join(fx.runDir, `session-${sessionId}`))).toBe(false);
 
@@ -126,9 +143,15 @@ describe("a person's own claude turn in the session", () => {
       expect(batonRequests.map(markerOf)).toEqual(requestIds);
       expect(batonRequests[0]!.at).toBeGreaterThanOrEqual(releasedAt);
       expect(batonRequests[0]!.allText).toContain("the person's answer");
-      expect(fx.transcriptPrompts(path)).toEqual(['start the session by hand', 'my own question', expect.stringContaining(`baton-request-id: ${requestIds[0]}`)]);
+      expect(fx.transcriptPrompts(path)).toEqual([
+        'start the session by hand',
+        'my own question',
+        expect.stringContaining(`baton-request-id: ${requestIds[0]}`),
+      ]);
       const lines = fx.transcriptLines(path);
-      const personsAnswer = lines.findIndex((l) => l.type === 'assistant' && JSON.stringify(l.message?.content).includes("the person's answer"));
+      const personsAnswer = lines.findIndex(
+        (l) => l.type === 'assistant' && JSON.stringify(l.message?.content).includes("the person's answer"),
+      );
       const batonsPrompt = lines.findIndex((l) => l.type === 'user' && JSON.stringify(l.message?.content).includes('baton-request-id'));
       expect(personsAnswer).toBeGreaterThan(0);
       expect(batonsPrompt).toBeGreaterThan(personsAnswer);
@@ -143,17 +166,26 @@ describe("a person's own claude turn in the session", () => {
     const target: DeliveryTarget = { agentId: randomUUID(), handle, target: handle, settings };
     const sessionId = claudeSessionId(target);
     const held = hold();
-    fx.script(handle, (ex) => (markerOf(ex) === 'req-own-2' ? { kind: 'reply', text: 'never seen', until: held.until } : { kind: 'reply', text: 'first turn done' }));
+    fx.script(handle, (ex) =>
+      markerOf(ex) === 'req-own-2' ? { kind: 'reply', text: 'never seen', until: held.until } : { kind: 'reply', text: 'first turn done' },
+    );
     const a = adapter();
     expect((await a.sendTurn(target, turn('req-own-1', 'create the session'), never)).outcome).toBe('accepted');
     expect(await a.waitForTurn(target, 'req-own-1', { onRunning: async () => undefined }, never)).toMatchObject({ status: 'returned' });
     expect((await a.sendTurn(target, turn('req-own-2', 'a turn that will be killed'), never)).outcome).toBe('accepted');
     const path = transcriptPath(fx.configDir, settings.cwd, sessionId);
-    await eventually(() => expect(fx.requestsOf(handle).map(markerOf)).toContain('req-own-2'), { what: "Baton's second turn at the model", timeoutMs: 30_000 });
-    await eventually(() => expect(fx.transcriptPrompts(path).at(-1)).toContain('baton-request-id: req-own-2'), { what: "Baton's prompt in the transcript" });
+    await eventually(() => expect(fx.requestsOf(handle).map(markerOf)).toContain('req-own-2'), {
+      what: "Baton's second turn at the model",
+      timeoutMs: 30_000,
+    });
+    await eventually(() => expect(fx.transcriptPrompts(path).at(-1)).toContain('baton-request-id: req-own-2'), {
+      what: "Baton's prompt in the transcript",
+    });
     const record = join(fx.runDir, `session-${sessionId}`, 'req-own-2');
     const pid = (JSON.parse(readFileSync(join(record, 'started.json'), 'utf8')) as { programPid: number }).programPid;
-    await eventually(() => expect(sessionFiles()).toContainEqual(expect.objectContaining({ pid, sessionId })), { what: "Baton's claude in sessions/" });
+    await eventually(() => expect(sessionFiles()).toContainEqual(expect.objectContaining({ pid, sessionId })), {
+      what: "Baton's claude in sessions/",
+    });
     // Busy by its run record; and the look for other turns, asked alone, sees its claude as Baton's.
     expect(await a.isBusy(target, never)).toBe(true);
     const query = {
@@ -165,7 +197,9 @@ describe("a person's own claude turn in the session", () => {
       isBatonRun: async (id: string) => existsSync(join(fx.runDir, `session-${sessionId}`, id)),
     };
     expect(await findForeignTurn(query)).toBeNull();
-    expect(await findForeignTurn({ ...query, isBatonRun: async () => false })).toMatch(new RegExp(`claude process Baton did not start \\(pid ${pid}`));
+    expect(await findForeignTurn({ ...query, isBatonRun: async () => false })).toMatch(
+      new RegExp(`claude process Baton did not start \\(pid ${pid}`),
+    );
 
     process.kill(-pid, 'SIGKILL');
     await eventually(() => expect(existsSync(join(record, 'exit.json'))).toBe(true), { what: 'the supervisor recorded the kill' });
@@ -187,10 +221,19 @@ describe("a person's own claude turn in the session", () => {
     const path = transcriptPath(fx.configDir, settings.cwd, sessionId);
     const held = hold();
     // Baton's turn (its marker) first: claude sends an unanswered prompt again with the next one.
-    fx.script(handle, (ex) => (markerOf(ex) === null && ex.prompt.includes('a question that never gets its answer') ? { kind: 'reply', text: 'too late', until: held.until } : { kind: 'reply', text: 'handled' }));
+    fx.script(handle, (ex) =>
+      markerOf(ex) === null && ex.prompt.includes('a question that never gets its answer')
+        ? { kind: 'reply', text: 'too late', until: held.until }
+        : { kind: 'reply', text: 'handled' },
+    );
     const person = fx.personsClaude(handle, 'a question that never gets its answer', { resume: sessionId });
-    await eventually(() => expect(fx.requestsOf(handle).some((ex) => ex.prompt.includes('never gets its answer'))).toBe(true), { what: "the person's turn at the model", timeoutMs: 30_000 });
-    await eventually(() => expect(fx.transcriptPrompts(path).at(-1)).toBe('a question that never gets its answer'), { what: "the person's prompt in the transcript" });
+    await eventually(() => expect(fx.requestsOf(handle).some((ex) => ex.prompt.includes('never gets its answer'))).toBe(true), {
+      what: "the person's turn at the model",
+      timeoutMs: 30_000,
+    });
+    await eventually(() => expect(fx.transcriptPrompts(path).at(-1)).toBe('a question that never gets its answer'), {
+      what: "the person's prompt in the transcript",
+    });
     // Killed mid-turn: its sessions file stays behind (a dead pid), its prompt stays unanswered.
     person.kill('SIGKILL');
     await exited(person);
@@ -202,8 +245,16 @@ describe("a person's own claude turn in the session", () => {
     const within = adapter({ now: () => lastWrite + unfinishedTurnMs - 1_000 });
     expect(await within.isBusy(target, never)).toBe(true);
     const refused = await within.sendTurn(target, turn('req-crashed-1', 'too early'), never);
-    expect(refused).toMatchObject({ outcome: 'busy', detail: expect.stringContaining('ends in an unanswered prompt of a turn Baton did not start') });
-    expect(fx.requestsOf(handle).map(markerOf).filter((m) => m !== null)).toEqual([]);
+    expect(refused).toMatchObject({
+      outcome: 'busy',
+      detail: expect.stringContaining('ends in an unanswered prompt of a turn Baton did not start'),
+    });
+    expect(
+      fx
+        .requestsOf(handle)
+        .map(markerOf)
+        .filter((m) => m !== null),
+    ).toEqual([]);
     // Past it: stale, the session takes the turn.
     const past = adapter({ now: () => lastWrite + unfinishedTurnMs + 1 });
     expect(await past.isBusy(target, never)).toBe(false);
@@ -211,19 +262,32 @@ describe("a person's own claude turn in the session", () => {
     const off = { ...target, settings: { ...settings, unfinishedTurnMs: 0 } };
     expect(await within.isBusy(off, never)).toBe(false);
     expect((await past.sendTurn(target, turn('req-crashed-2', 'now it may'), never)).outcome).toBe('accepted');
-    expect(await past.waitForTurn(target, 'req-crashed-2', { onRunning: async () => undefined }, never)).toMatchObject({ status: 'returned', result: { summary: 'handled' } });
+    expect(await past.waitForTurn(target, 'req-crashed-2', { onRunning: async () => undefined }, never)).toMatchObject({
+      status: 'returned',
+      result: { summary: 'handled' },
+    });
   }, 90_000);
-
 });
 
 describe('the process evidence, one piece at a time (a stand-in process with the files claude writes)', () => {
   const sessionId = randomUUID();
   let configDir: string;
   const query = (over: Partial<Parameters<typeof findForeignTurn>[0]> = {}) =>
-    findForeignTurn({ configDir, sessionId, transcript: join(configDir, 'none.jsonl'), unfinishedTurnMs: 600_000, now: Date.now(), isBatonRun: async () => false, ...over });
+    findForeignTurn({
+      configDir,
+      sessionId,
+      transcript: join(configDir, 'none.jsonl'),
+      unfinishedTurnMs: 600_000,
+      now: Date.now(),
+      isBatonRun: async () => false,
+      ...over,
+    });
   /** A live process; `args` after `--` show in its command line. */
   const standIn = (args: string[] = [], env: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', ...args], { stdio: 'ignore', env: { ...inheritedEnv(process.env), ...env } });
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', ...args], {
+      stdio: 'ignore',
+      env: { ...inheritedEnv(process.env), ...env },
+    });
     stopAfter.push(child);
     return child;
   };
@@ -234,7 +298,10 @@ describe('the process evidence, one piece at a time (a stand-in process with the
   };
   const sessionFile = (pid: number, fields: Record<string, unknown>) => {
     mkdirSync(join(configDir, 'sessions'), { recursive: true });
-    writeFileSync(join(configDir, 'sessions', `${pid}.json`), JSON.stringify({ pid, sessionId, procStart: fields['procStart'] ?? procStart(pid), kind: 'interactive', ...fields }));
+    writeFileSync(
+      join(configDir, 'sessions', `${pid}.json`),
+      JSON.stringify({ pid, sessionId, procStart: fields['procStart'] ?? procStart(pid), kind: 'interactive', ...fields }),
+    );
   };
 
   beforeAll(() => {

@@ -167,10 +167,24 @@ describe('baton doctor', () => {
     const [redisPort, pgPort] = [await freePort(), await freePort()];
     // A long timeout: a refused connection must not wait for it (the bound below leaves a loaded machine 20 s).
     const timeoutMs = 20_000;
-    const r = await doctor(envOf({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, DATABASE_URL: `postgresql://postgres@127.0.0.1:${pgPort}/baton` }), '--timeout', String(timeoutMs));
+    const r = await doctor(
+      envOf({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, DATABASE_URL: `postgresql://postgres@127.0.0.1:${pgPort}/baton` }),
+      '--timeout',
+      String(timeoutMs),
+    );
     expect(r.code).toBe(1);
-    expect(r.out).toMatch(new RegExp(`^fail +redis +cannot reach Redis at 127\\.0\\.0\\.1:${redisPort} \\(.*ECONNREFUSED.*\\) +→ start Redis, or point REDIS_URL at a running one$`, 'm'));
-    expect(r.out).toMatch(new RegExp(`^fail +postgres +cannot reach Postgres at postgres@127\\.0\\.0\\.1:${pgPort}/baton \\(ECONNREFUSED\\) +→ start Postgres, or point DATABASE_URL at a running one$`, 'm'));
+    expect(r.out).toMatch(
+      new RegExp(
+        `^fail +redis +cannot reach Redis at 127\\.0\\.0\\.1:${redisPort} \\(.*ECONNREFUSED.*\\) +→ start Redis, or point REDIS_URL at a running one$`,
+        'm',
+      ),
+    );
+    expect(r.out).toMatch(
+      new RegExp(
+        `^fail +postgres +cannot reach Postgres at postgres@127\\.0\\.0\\.1:${pgPort}/baton \\(ECONNREFUSED\\) +→ start Postgres, or point DATABASE_URL at a running one$`,
+        'm',
+      ),
+    );
     // Nothing waits for a refused connection: it fails well within the network timeout.
     expect(r.ms).toBeLessThan(timeoutMs);
     // As a real process, too (the compiled CLI): the same line and exit code 1.
@@ -183,7 +197,10 @@ describe('baton doctor', () => {
     const port = await freePort();
     const r = await doctorJson(envOf({ BATON_URL: `http://127.0.0.1:${port}` }));
     expect(r.code).toBe(1);
-    expect(r.check('api')).toMatchObject({ status: 'fail', fix: "start it (`baton serve`, or `baton api`), or point BATON_URL, --url or the profile's url at it" });
+    expect(r.check('api')).toMatchObject({
+      status: 'fail',
+      fix: "start it (`baton serve`, or `baton api`), or point BATON_URL, --url or the profile's url at it",
+    });
     expect(r.check('api')?.detail).toMatch(new RegExp(`^cannot reach Baton at http://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\)$`));
     expect(r.check('token')).toMatchObject({ status: 'warn', detail: 'not checked (from BATON_TOKEN): the API does not answer' });
     // The database still lists the agents: their programs are checked all the same.
@@ -197,7 +214,10 @@ describe('baton doctor', () => {
     chmodSync(profile, 0o644);
     const r = await doctorJson(envOf({ BATON_TOKEN: '', BATON_URL: '', BATON_PROFILE: profile }));
     expect(r.code).toBe(1);
-    expect(r.check('token')).toMatchObject({ status: 'fail', detail: `${profile} is readable by others (mode 644); run: chmod 600 ${profile}` });
+    expect(r.check('token')).toMatchObject({
+      status: 'fail',
+      detail: `${profile} is readable by others (mode 644); run: chmod 600 ${profile}`,
+    });
     expect(r.check('api')?.status).toBe('warn');
     // Once only its owner may read it, the same profile names the API and the token.
     chmodSync(profile, 0o600);
@@ -209,10 +229,20 @@ describe('baton doctor', () => {
   it('a Redis and a Postgres that accept the connection and never answer: failed after --timeout, never hangs', async () => {
     const [redisPort, pgPort] = [await silentPort(), await silentPort()];
     const timeoutMs = 500;
-    const r = await doctorJson(envOf({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, DATABASE_URL: `postgresql://postgres@127.0.0.1:${pgPort}/baton` }), '--timeout', String(timeoutMs));
+    const r = await doctorJson(
+      envOf({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, DATABASE_URL: `postgresql://postgres@127.0.0.1:${pgPort}/baton` }),
+      '--timeout',
+      String(timeoutMs),
+    );
     expect(r.code).toBe(1);
-    expect(r.check('redis')).toMatchObject({ status: 'fail', detail: `Redis at 127.0.0.1:${redisPort} gave no answer within ${timeoutMs} ms` });
-    expect(r.check('postgres')).toMatchObject({ status: 'fail', detail: `Postgres at postgres@127.0.0.1:${pgPort}/baton gave no answer within ${timeoutMs} ms` });
+    expect(r.check('redis')).toMatchObject({
+      status: 'fail',
+      detail: `Redis at 127.0.0.1:${redisPort} gave no answer within ${timeoutMs} ms`,
+    });
+    expect(r.check('postgres')).toMatchObject({
+      status: 'fail',
+      detail: `Postgres at postgres@127.0.0.1:${pgPort}/baton gave no answer within ${timeoutMs} ms`,
+    });
     expect(r.check('redis')?.fix).toContain('firewall');
   }, 60_000);
 
@@ -242,12 +272,19 @@ describe('baton doctor', () => {
   it('a Redis Cluster: said so, with every primary checked; one of its nodes named as a single server fails', async () => {
     const cluster = await doctorJson(envOf({ REDIS_URL: clusterUrl() }));
     expect(cluster.check('redis')).toMatchObject({ status: 'ok' });
-    expect(cluster.check('redis')?.detail).toMatch(/^Redis \d+\.\d+\.\d+, a cluster of 3 primaries \(cluster_state ok\) via 127\.0\.0\.1:\d+$/);
+    expect(cluster.check('redis')?.detail).toMatch(
+      /^Redis \d+\.\d+\.\d+, a cluster of 3 primaries \(cluster_state ok\) via 127\.0\.0\.1:\d+$/,
+    );
     expect(cluster.check('redis maxmemory-policy')).toMatchObject({ status: 'ok', detail: 'noeviction on all 3 primaries' });
-    const node = clusterUrl().replace(/^redis\+cluster:\/\//, '').split(',')[0]!;
+    const node = clusterUrl()
+      .replace(/^redis\+cluster:\/\//, '')
+      .split(',')[0]!;
     const single = await doctorJson(envOf({ REDIS_URL: `redis://${node}` }));
     expect(single.code).toBe(1);
-    expect(single.check('redis')).toMatchObject({ status: 'fail', fix: `give the cluster's nodes: REDIS_URL=redis+cluster://${node}[,host:port...]` });
+    expect(single.check('redis')).toMatchObject({
+      status: 'fail',
+      fix: `give the cluster's nodes: REDIS_URL=redis+cluster://${node}[,host:port...]`,
+    });
   }, 60_000);
 
   it('missing migrations: an empty database fails, and so does one with only some applied', async () => {
@@ -255,7 +292,10 @@ describe('baton doctor', () => {
     const empty = await doctorJson(envOf({ DATABASE_URL: await scratchDatabase('empty') }));
     expect(empty.code).toBe(1);
     expect(empty.check('postgres')?.status).toBe('ok');
-    expect(empty.check('migrations')).toMatchObject({ status: 'fail', detail: `none of the ${known.length} migrations is applied (an empty database)` });
+    expect(empty.check('migrations')).toMatchObject({
+      status: 'fail',
+      detail: `none of the ${known.length} migrations is applied (an empty database)`,
+    });
     expect(empty.check('migrations')?.fix).toContain('baton db migrate');
 
     // The first three migrations only, as an older Baton would have left it.
@@ -270,14 +310,19 @@ describe('baton doctor', () => {
     const partial = await doctorJson(envOf({ DATABASE_URL: partialUrl }));
     expect(partial.code).toBe(1);
     const missing = known.slice(3).map((m) => m.name);
-    expect(partial.check('migrations')).toMatchObject({ status: 'fail', detail: `3 of ${known.length} migrations applied; missing ${missing.join(', ')}` });
+    expect(partial.check('migrations')).toMatchObject({
+      status: 'fail',
+      detail: `3 of ${known.length} migrations applied; missing ${missing.join(', ')}`,
+    });
   }, 60_000);
 
   it('a missing database: fail with the createdb command', async () => {
     const r = await doctorJson(envOf({ DATABASE_URL: databaseUrl('baton_doctor_nowhere') }));
     expect(r.code).toBe(1);
     expect(r.check('postgres')?.status).toBe('fail');
-    expect(r.check('postgres')?.fix).toMatch(/^create it with `createdb -h 127\.0\.0\.1 -p \d+ -U postgres baton_doctor_nowhere`, then `baton db migrate`$/);
+    expect(r.check('postgres')?.fix).toMatch(
+      /^create it with `createdb -h 127\.0\.0\.1 -p \d+ -U postgres baton_doctor_nowhere`, then `baton db migrate`$/,
+    );
   }, 60_000);
 
   it('a codex agent whose codex is not on the PATH: fail, naming the agent and the fix', async () => {
@@ -315,7 +360,9 @@ describe('baton doctor', () => {
         fix: `install that version (\`npm install -g @openai/codex@${AGENT_CLI_VERSIONS.codex}\`), or try this one knowing that Baton reads what ${AGENT_CLI_VERSIONS.codex} writes`,
       });
       expect(r.check(`claude_code ${join(bin, 'broken-claude')}`)).toMatchObject({ status: 'fail' });
-      expect(r.check(`claude_code ${join(bin, 'broken-claude')}`)?.detail).toMatch(/--version failed \(.*: cannot load\), for default\/broken$/);
+      expect(r.check(`claude_code ${join(bin, 'broken-claude')}`)?.detail).toMatch(
+        /--version failed \(.*: cannot load\), for default\/broken$/,
+      );
       expect(r.code).toBe(1);
     } finally {
       await removeAgent('old');
@@ -335,9 +382,14 @@ describe('baton doctor', () => {
     try {
       const r = await doctorJson(envOf({ DATABASE_URL: '' }));
       expect(r.check('postgres')).toMatchObject({ status: 'warn', detail: 'DATABASE_URL is not set: not checked' });
-      expect(r.check('agents')).toMatchObject({ status: 'ok', detail: '5 active that the token may list (API): claude_code 1, codex 1, manual 1, webhook 2' });
+      expect(r.check('agents')).toMatchObject({
+        status: 'ok',
+        detail: '5 active that the token may list (API): claude_code 1, codex 1, manual 1, webhook 2',
+      });
       expect(r.check('webhook default/gone-hook')).toMatchObject({ status: 'warn' });
-      expect(r.check('webhook default/gone-hook')?.detail).toMatch(new RegExp(`^cannot reach http://127\\.0\\.0\\.1:${closed}/turns \\(.*ECONNREFUSED.*\\)$`));
+      expect(r.check('webhook default/gone-hook')?.detail).toMatch(
+        new RegExp(`^cannot reach http://127\\.0\\.0\\.1:${closed}/turns \\(.*ECONNREFUSED.*\\)$`),
+      );
       // Warnings alone leave the exit code 0.
       expect(r.body.checks.filter((c) => c.status === 'fail')).toEqual([]);
       expect(r.code).toBe(0);
@@ -358,7 +410,12 @@ describe('baton doctor', () => {
     const r = await doctorJson(envOf({ BATON_QUEUE_SHARDS: 'many' }));
     expect(r.code).toBe(1);
     expect(r.body.checks).toEqual([
-      { name: 'config', status: 'fail', detail: 'BATON_QUEUE_SHARDS must be a whole number, got "many"', fix: 'fix that variable (README.md, "Configuration", lists each with what it takes)' },
+      {
+        name: 'config',
+        status: 'fail',
+        detail: 'BATON_QUEUE_SHARDS must be a whole number, got "many"',
+        fix: 'fix that variable (README.md, "Configuration", lists each with what it takes)',
+      },
     ]);
   });
 });

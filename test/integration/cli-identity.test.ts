@@ -205,7 +205,17 @@ describe('baton token', () => {
       expect(listed.out).not.toContain(s);
       expect(asJson.out).not.toContain(s);
     }
-    expect(Object.keys(item).sort()).toEqual(['admin', 'agent', 'agentGeneration', 'createdAt', 'id', 'lastUsedAt', 'name', 'project', 'revokedAt']);
+    expect(Object.keys(item).sort()).toEqual([
+      'admin',
+      'agent',
+      'agentGeneration',
+      'createdAt',
+      'id',
+      'lastUsedAt',
+      'name',
+      'project',
+      'revokedAt',
+    ]);
   });
 
   it('create --profile writes an owner-only profile that works on its own', async () => {
@@ -234,14 +244,19 @@ describe('baton token', () => {
     // The listing shows it revoked.
     const table = await ok(adminEnv, 'token', 'list');
     const revokedAt = table.split('\n')[0]!.indexOf('REVOKED');
-    expect(table.split('\n').find((l) => l.startsWith(doomed.id))?.slice(revokedAt)).toMatch(/^(just now|\d+ s ago)$/);
+    expect(
+      table
+        .split('\n')
+        .find((l) => l.startsWith(doomed.id))
+        ?.slice(revokedAt),
+    ).toMatch(/^(just now|\d+ s ago)$/);
     // Revoking it again is an error, not a silent success.
     const twice = await cli(adminEnv, 'token', 'revoke', doomed.id);
     expect(twice.code).toBe(1);
     expect(twice.err).toContain('token_not_found');
   });
 
-  it('an agent token cannot create, list or revoke others\' tokens', async () => {
+  it("an agent token cannot create, list or revoke others' tokens", async () => {
     const alice = withToken((await createToken('alice')).token);
     const bob = await createToken('bob');
     const tokensBefore = (JSON.parse(await ok(adminEnv, 'token', 'list', '--all', '--json')) as unknown[]).length;
@@ -259,13 +274,18 @@ describe('baton token', () => {
 });
 
 describe('identity comes from the token', () => {
-  it('alice\'s token sends, accepts and reads as alice, and as nobody else', async () => {
+  it("alice's token sends, accepts and reads as alice, and as nobody else", async () => {
     const aliceToken = await createToken('alice');
     const alice = withToken(aliceToken.token);
 
     // whoami names the token's agent and project.
     expect(await ok(alice, 'whoami')).toBe(`alice in project default (token ${aliceToken.id})\n`);
-    expect(JSON.parse(await ok(alice, 'whoami', '--json'))).toEqual({ tokenId: aliceToken.id, admin: false, agent: 'alice', project: 'default' });
+    expect(JSON.parse(await ok(alice, 'whoami', '--json'))).toEqual({
+      tokenId: aliceToken.id,
+      admin: false,
+      agent: 'alice',
+      project: 'default',
+    });
 
     // The two-argument send: the token says who sends.
     const sent = JSON.parse(await ok(alice, 'send', 'bob', 'hi', '--json'));

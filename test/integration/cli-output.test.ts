@@ -88,13 +88,16 @@ describe('CLI output', () => {
 
     const host = spawnBaton(['demo-host', '--json'], {});
     try {
-      const line = await eventually(() => {
-        const out = host.output();
-        const start = out.indexOf('{');
-        const end = out.indexOf('}', start);
-        if (start < 0 || end < 0) throw new Error('no JSON yet');
-        return out.slice(start, end + 1);
-      }, { what: 'the demo host start line', timeoutMs: 15_000 });
+      const line = await eventually(
+        () => {
+          const out = host.output();
+          const start = out.indexOf('{');
+          const end = out.indexOf('}', start);
+          if (start < 0 || end < 0) throw new Error('no JSON yet');
+          return out.slice(start, end + 1);
+        },
+        { what: 'the demo host start line', timeoutMs: 15_000 },
+      );
       expect(JSON.parse(line)).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
     } finally {
       await host.stop('SIGTERM');
@@ -168,7 +171,9 @@ describe('send --wait and the context packet (issue 31, item 7)', () => {
     expect(accepted.out).not.toContain('~~~');
     expect(accepted.out.trimEnd().split('\n')).toHaveLength(2);
 
-    const rich = JSON.parse((await asAgent('ann', 'send', 'bob', 'with context', '--title', 'Rich', '--summary', 'half done', '--json')).out);
+    const rich = JSON.parse(
+      (await asAgent('ann', 'send', 'bob', 'with context', '--title', 'Rich', '--summary', 'half done', '--json')).out,
+    );
     const full = await asAgent('bob', 'read', rich.id);
     expect(full.out).toContain('~~~\nSummary: half done\n~~~');
   });
@@ -196,7 +201,9 @@ describe('tables, names and times (issue 31, item 8)', () => {
     expect(cellOf(sessions.out, session.id, 'HANDOFFS')).toBe('1');
     expect(cellOf(sessions.out, session.id, 'TITLE')).toBe('A tracked task');
     const shown = (await cli(env, 'session', 'show', session.id)).out;
-    expect(shown).toMatch(/\nfacts \(1\)\nID +KIND +BY +ADDED +SUPERSEDED BY +TEXT\n\S+ +decision +ann +(just now|\d+ s ago) +use Postgres\n/);
+    expect(shown).toMatch(
+      /\nfacts \(1\)\nID +KIND +BY +ADDED +SUPERSEDED BY +TEXT\n\S+ +decision +ann +(just now|\d+ s ago) +use Postgres\n/,
+    );
     expect(shown).toMatch(/\nhandoffs \(1\)\nID +STATE +FROM +TO +SENT +TITLE\n\S+ +WAITING +ann +bob +/);
     // An agent sees the project's sessions, and counts only the handoffs it may see.
     const carols = await asAgent('carol', 'session', 'list', '--json');
@@ -214,7 +221,9 @@ describe('tables, names and times (issue 31, item 8)', () => {
     expect(cellOf(tokens.out, made.record.id, 'LAST USED')).toBe('never');
 
     const me = JSON.parse((await cli(env, 'whoami', '--json')).out);
-    const admin = (JSON.parse((await cli(env, 'token', 'list', '--all', '--json')).out) as Array<{ id: string; name: string }>).find((t) => t.id === me.tokenId)!;
+    const admin = (JSON.parse((await cli(env, 'token', 'list', '--all', '--json')).out) as Array<{ id: string; name: string }>).find(
+      (t) => t.id === me.tokenId,
+    )!;
     const audit = await cli(env, 'audit', '--limit', '3');
     expect(audit.code, audit.err).toBe(0);
     const lines = audit.out.trimEnd().split('\n');
@@ -243,7 +252,16 @@ describe('tables, names and times (issue 31, item 8)', () => {
     expect(shown).toMatch(new RegExp(`due      ${LOCAL_TIME.source} \\(in (29|30) min\\)`));
     expect(shown).toMatch(new RegExp(`\n    ${LOCAL_TIME.source}  - +-> WAITING`));
     expect(cellOf((await cli(env, 'list')).out, h.id, 'SENT')).toMatch(/^(just now|\d+ s ago)$/);
-    for (const argv of [['show', h.id], ['list'], ['token', 'list'], ['audit', '--limit', '5'], ['agent', 'show', 'bob'], ['agent', 'list'], ['session', 'list'], ['watch', h.id, '--timeout', '1']]) {
+    for (const argv of [
+      ['show', h.id],
+      ['list'],
+      ['token', 'list'],
+      ['audit', '--limit', '5'],
+      ['agent', 'show', 'bob'],
+      ['agent', 'list'],
+      ['session', 'list'],
+      ['watch', h.id, '--timeout', '1'],
+    ]) {
       const r = await cli(env, ...argv);
       expect(r.out, argv.join(' ')).not.toMatch(ISO_TIME);
     }
@@ -251,7 +269,7 @@ describe('tables, names and times (issue 31, item 8)', () => {
     expect(h.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
-  it('a mistyped command gets commander\'s suggestion and one line on where to look, not the whole help', async () => {
+  it("a mistyped command gets commander's suggestion and one line on where to look, not the whole help", async () => {
     const r = await cli(env, 'sned', 'bob', 'hi');
     expect(r.code).toBe(2);
     expect(r.out).toBe('');

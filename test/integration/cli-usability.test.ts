@@ -21,11 +21,15 @@ const tokens: Record<string, string> = {};
 async function cli(who: string, argv: string[], stdin?: string) {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { ...env, BATON_TOKEN: tokens[who] ?? baton.adminToken }, {
-    out: (s) => void (out += s),
-    err: (s) => void (err += s),
-    ...(stdin === undefined ? {} : { stdin: async () => stdin }),
-  });
+  const code = await runCli(
+    argv,
+    { ...env, BATON_TOKEN: tokens[who] ?? baton.adminToken },
+    {
+      out: (s) => void (out += s),
+      err: (s) => void (err += s),
+      ...(stdin === undefined ? {} : { stdin: async () => stdin }),
+    },
+  );
   return { code, out, err };
 }
 async function json(who: string, ...argv: string[]) {
@@ -51,10 +55,12 @@ afterAll(async () => {
 });
 
 describe('an admin and owned handoffs', () => {
-  it('sees another agent\'s owned handoff with --all-owners on list, show, read, status, board, inbox, outbox and session show', async () => {
+  it("sees another agent's owned handoff with --all-owners on list, show, read, status, board, inbox, outbox and session show", async () => {
     const session = await json('ann', 'session', 'new', 'Private work');
     const h = await json('ann', 'send', 'bob', 'owned by ann and bob', '--title', 'Owned', '--session', session.id);
-    expect((await cli('admin', ['show', h.id, '--no-all-owners'])).err, 'with --no-all-owners it stays hidden').toContain('handoff_not_found');
+    expect((await cli('admin', ['show', h.id, '--no-all-owners'])).err, 'with --no-all-owners it stays hidden').toContain(
+      'handoff_not_found',
+    );
     expect((await cli('admin', ['list', '--no-all-owners'])).out).not.toContain(h.id);
 
     expect((await json('admin', 'list', '--all-owners')).items.map((i: { id: string }) => i.id)).toContain(h.id);
@@ -132,8 +138,12 @@ describe('heartbeat and --json', () => {
   });
 
   it('allow, block, agent remove, token revoke and project create print JSON with --json', async () => {
-    expect((await json('admin', 'block', 'ann', 'cat')).items).toEqual(expect.arrayContaining([expect.objectContaining({ from: 'ann', to: 'cat', rule: 'block' })]));
-    expect((await json('admin', 'allow', 'ann', 'cat')).items).toEqual(expect.arrayContaining([expect.objectContaining({ from: 'ann', to: 'cat', rule: 'allow' })]));
+    expect((await json('admin', 'block', 'ann', 'cat')).items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ from: 'ann', to: 'cat', rule: 'block' })]),
+    );
+    expect((await json('admin', 'allow', 'ann', 'cat')).items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ from: 'ann', to: 'cat', rule: 'allow' })]),
+    );
     expect(await json('admin', 'project', 'create', 'side-project')).toMatchObject({ id: 'side-project' });
     const created = await json('admin', 'token', 'create', '--agent', 'cat');
     expect(await json('admin', 'token', 'revoke', created.record.id)).toEqual({ revoked: created.record.id });
@@ -214,7 +224,11 @@ describe('send is safe to repeat', () => {
   it('a send whose answer was lost is repeated with the same key and stored once', async () => {
     const front = await faultyFront('lose-reply');
     try {
-      const r = await runCli(['send', 'bob', 'answer lost'], { ...env, BATON_URL: front.url, BATON_TOKEN: tokens['ann']! }, { out: () => undefined, err: () => undefined });
+      const r = await runCli(
+        ['send', 'bob', 'answer lost'],
+        { ...env, BATON_URL: front.url, BATON_TOKEN: tokens['ann']! },
+        { out: () => undefined, err: () => undefined },
+      );
       expect(r, 'the retry succeeded').toBe(0);
       expect(front.seen.length, 'sent twice').toBe(2);
       expect(front.seen[1], 'with the same key').toBe(front.seen[0]);
@@ -229,7 +243,11 @@ describe('send is safe to repeat', () => {
     try {
       let err = '';
       let out = '';
-      const r = await runCli(['send', 'bob', 'db was down'], { ...env, BATON_URL: front.url, BATON_TOKEN: tokens['ann']! }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+      const r = await runCli(
+        ['send', 'bob', 'db was down'],
+        { ...env, BATON_URL: front.url, BATON_TOKEN: tokens['ann']! },
+        { out: (s) => void (out += s), err: (s) => void (err += s) },
+      );
       expect(r, err).toBe(0);
       expect(out).toMatch(/^sent:/);
       expect(err).toMatch(/503 database_unavailable.*retrying.*same idempotency key/);
@@ -244,10 +262,32 @@ describe('send is safe to repeat', () => {
 
 describe('registering real agents from the CLI', () => {
   it('adds command and webhook agents, refuses bad settings with invalid_settings, and never prints a secret', async () => {
-    const command = await json('admin', 'agent', 'add', 'runner', '--provider', 'command', '--pool', 'host-a', '--settings',
-      JSON.stringify({ argv: [process.execPath, '-e', 'process.stdout.write("ok")'], env: { API_TOKEN: { value: 'cli-command-secret', secret: true } } }));
+    const command = await json(
+      'admin',
+      'agent',
+      'add',
+      'runner',
+      '--provider',
+      'command',
+      '--pool',
+      'host-a',
+      '--settings',
+      JSON.stringify({
+        argv: [process.execPath, '-e', 'process.stdout.write("ok")'],
+        env: { API_TOKEN: { value: 'cli-command-secret', secret: true } },
+      }),
+    );
     expect(command).toMatchObject({ id: 'runner', provider: 'command', pool: 'host-a' });
-    const hook = await json('admin', 'agent', 'add', 'hook', '--provider', 'webhook', '--settings', JSON.stringify({ url: 'http://127.0.0.1:9/turns', secret: 'cli-webhook-secret-0123456789' }));
+    const hook = await json(
+      'admin',
+      'agent',
+      'add',
+      'hook',
+      '--provider',
+      'webhook',
+      '--settings',
+      JSON.stringify({ url: 'http://127.0.0.1:9/turns', secret: 'cli-webhook-secret-0123456789' }),
+    );
     expect(hook.settings.secret).toBe('[redacted]');
     const listed = await cli('admin', ['agent', 'list', '--json']);
     expect(listed.out).toContain('runner');
@@ -255,7 +295,15 @@ describe('registering real agents from the CLI', () => {
     expect(listed.out).not.toContain('cli-webhook-secret');
     expect((await cli('admin', ['agent', 'list'])).out).toMatch(/^runner +command +runner +runner +host-a +/m);
 
-    const bad = await cli('admin', ['agent', 'add', 'broken', '--provider', 'command', '--settings', JSON.stringify({ argv: [], shell: true })]);
+    const bad = await cli('admin', [
+      'agent',
+      'add',
+      'broken',
+      '--provider',
+      'command',
+      '--settings',
+      JSON.stringify({ argv: [], shell: true }),
+    ]);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('invalid_settings');
     const unknown = await cli('admin', ['agent', 'add', 'nope', '--provider', 'teleporter']);

@@ -36,7 +36,19 @@ describe('the baton CLI', () => {
     expect(added.out).toContain('added engineer');
     expect((await cli('agent', 'list')).out).toMatch(/engineer\s+demo/);
 
-    const sent = await cli('send', 'planner', 'engineer', 'Build the thing', '--title', 'Build', '--due-minutes', '30', '--question', 'which db?', '--json');
+    const sent = await cli(
+      'send',
+      'planner',
+      'engineer',
+      'Build the thing',
+      '--title',
+      'Build',
+      '--due-minutes',
+      '30',
+      '--question',
+      'which db?',
+      '--json',
+    );
     expect(sent.code).toBe(0);
     const h = JSON.parse(sent.out);
     expect(h).toMatchObject({ from: 'planner', to: 'engineer', title: 'Build', context: { openQuestions: ['which db?'] } });
@@ -82,7 +94,9 @@ describe('the baton CLI', () => {
     await eventually(async () => expect(JSON.parse((await cli('show', busy.id, '--json')).out).state).toBe('RUNNING'));
     const note = JSON.parse((await cli('send', 'lead', 'sleeper', 'fyi', '--due-minutes', '1', '--json')).out);
     // An admin token is no agent: it must say whom it acts for.
-    expect((await cli('ack', note.id)).err).toMatch(/validation_failed: an admin token acts for no agent: name the one to act as in body\/as \(the CLI: --as <agent>/);
+    expect((await cli('ack', note.id)).err).toMatch(
+      /validation_failed: an admin token acts for no agent: name the one to act as in body\/as \(the CLI: --as <agent>/,
+    );
     expect((await cli('ack', note.id, '--as', 'lead')).err).toContain('not_recipient');
     const acked = await runCli(['ack', note.id], { ...env, BATON_AGENT: 'sleeper' }, { out: () => undefined, err: () => undefined });
     expect(acked).toBe(0);
@@ -122,7 +136,11 @@ describe('the baton CLI', () => {
     expect(refused.code).toBe(1);
     expect(refused.err).toContain('unknown_recipient');
     let err = '';
-    const unreachable = await runCli(['status'], { BATON_URL: 'http://127.0.0.1:9' }, { out: () => undefined, err: (s) => void (err += s) });
+    const unreachable = await runCli(
+      ['status'],
+      { BATON_URL: 'http://127.0.0.1:9' },
+      { out: () => undefined, err: (s) => void (err += s) },
+    );
     expect(unreachable).toBe(1);
     expect(err).toMatch(/cannot reach Baton at http:\/\/127.0.0.1:9/);
   });

@@ -25,15 +25,28 @@ const signal = () => AbortSignal.timeout(20_000);
 const turn = (message: string): TurnRequest => turnRequest(message);
 
 function target(threadOrHandle: string | null, extra: Record<string, unknown> = {}): DeliveryTarget {
-  return { agentId: `agent-${++n}`, handle: 'eng', target: threadOrHandle, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary, ...extra } };
+  return {
+    agentId: `agent-${++n}`,
+    handle: 'eng',
+    target: threadOrHandle,
+    settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary, ...extra },
+  };
 }
 
 /** The thread's turns as a separate connection to the daemon reads them. */
-async function turnsOf(threadId: string): Promise<Array<{ id: string; status: string; items: Array<{ type: string; clientId?: string; text?: string; content?: Array<{ text?: string }> }> }>> {
+async function turnsOf(threadId: string): Promise<
+  Array<{
+    id: string;
+    status: string;
+    items: Array<{ type: string; clientId?: string; text?: string; content?: Array<{ text?: string }> }>;
+  }>
+> {
   const reader = new AppServerClient({ binary: fx.binary, codexHome: fx.codexHome, env: fx.env });
   await reader.start();
   try {
-    const page = (await reader.call('thread/turns/list', { threadId, sortDirection: 'asc', itemsView: 'full', limit: 100 }, signal())) as { data: any[] };
+    const page = (await reader.call('thread/turns/list', { threadId, sortDirection: 'asc', itemsView: 'full', limit: 100 }, signal())) as {
+      data: any[];
+    };
     return page.data;
   } finally {
     await reader.close();
@@ -47,7 +60,9 @@ async function follow(t: DeliveryTarget, requestId: string): Promise<{ end: Turn
 }
 
 const markerTurns = (turns: Awaited<ReturnType<typeof turnsOf>>, requestId: string) =>
-  turns.filter((t) => t.items.some((i) => i.type === 'userMessage' && (i.content ?? []).some((c) => (c.text ?? '').includes(markerLine(requestId)))));
+  turns.filter((t) =>
+    t.items.some((i) => i.type === 'userMessage' && (i.content ?? []).some((c) => (c.text ?? '').includes(markerLine(requestId)))),
+  );
 
 beforeAll(async () => {
   fx = await startCodexFixture();
@@ -84,7 +99,11 @@ describe('the Codex adapter against the real codex app-server', () => {
     // Observation from a fresh adapter (a restarted worker) finds it by its marker.
     const fresh = createCodexAdapter({ baseEnv: fx.env });
     try {
-      expect(await fresh.observeTurn(t, req.requestId, signal())).toMatchObject({ found: true, status: 'returned', result: { summary: 'the login form looks good' } });
+      expect(await fresh.observeTurn(t, req.requestId, signal())).toMatchObject({
+        found: true,
+        status: 'returned',
+        result: { summary: 'the login form looks good' },
+      });
       expect(await fresh.observeTurn(t, 'req-never-sent', signal())).toEqual({ found: false, complete: true });
     } finally {
       await fresh.close();
@@ -99,7 +118,9 @@ describe('the Codex adapter against the real codex app-server', () => {
     fx.fake.script((x) => (x.prompt.includes(first.requestId) ? held.behaviour : { kind: 'reply', text: 'second finished' }));
     expect(await adapter.sendTurn(t, first, signal())).toEqual({ outcome: 'accepted' });
     const following = follow(t, first.requestId);
-    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(first.requestId))).toBe(true), { what: 'the first turn reached the model' });
+    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(first.requestId))).toBe(true), {
+      what: 'the first turn reached the model',
+    });
     expect(await adapter.isBusy(t, signal())).toBe(true);
     expect(await adapter.sendTurn(t, second, signal())).toMatchObject({ outcome: 'busy' });
     held.release();
@@ -119,7 +140,9 @@ describe('the Codex adapter against the real codex app-server', () => {
     const held = fx.hold('outside answer');
     fx.fake.script((x) => (x.prompt.includes('outside Baton') ? held.behaviour : { kind: 'reply', text: 'ok' }));
     const outside = fx.execThread('a turn started outside Baton', threadId);
-    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes('outside Baton'))).toBe(true), { what: 'the outside turn is running' });
+    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes('outside Baton'))).toBe(true), {
+      what: 'the outside turn is running',
+    });
     const t = target(threadId);
     const req = turn('must wait');
     expect(await adapter.sendTurn(t, req, signal())).toMatchObject({ outcome: 'busy' });
@@ -132,7 +155,9 @@ describe('the Codex adapter against the real codex app-server', () => {
   it('ends a turn whose model call fails as FAILED with the error', async () => {
     const t = target(await fx.execThread('setup'));
     const req = turn('this will fail');
-    fx.fake.script((x) => (x.prompt.includes(req.requestId) ? { kind: 'stream_error', message: 'the model exploded' } : { kind: 'reply', text: 'ok' }));
+    fx.fake.script((x) =>
+      x.prompt.includes(req.requestId) ? { kind: 'stream_error', message: 'the model exploded' } : { kind: 'reply', text: 'ok' },
+    );
     expect(await adapter.sendTurn(t, req, signal())).toEqual({ outcome: 'accepted' });
     const { end } = await follow(t, req.requestId);
     expect(end.status).toBe('failed');
@@ -176,7 +201,7 @@ describe('the Codex adapter against the real codex app-server', () => {
       expect((await fresh.waitForTurn(t, b.requestId, { onRunning: async () => undefined }, signal())).status).toBe('returned');
       expect(await fresh.observeTurn(t, a.requestId, signal())).toMatchObject({ found: true, status: 'returned' });
       const bound = fx.fake.exchanges.filter((x) => x.allText.includes(b.requestId));
-      expect(bound.at(-1)!.allText, 'the second turn continued the first one\'s thread').toContain(a.requestId);
+      expect(bound.at(-1)!.allText, "the second turn continued the first one's thread").toContain(a.requestId);
     } finally {
       await fresh.close();
     }
@@ -207,10 +232,14 @@ describe('the Codex adapter against the real codex app-server', () => {
       const held = fx.hold('the long answer');
       fx.fake.script((x) => (x.prompt.includes(long.requestId) ? held.behaviour : { kind: 'reply', text: 'ok' }));
       expect(await other.sendTurn(t, long, signal())).toEqual({ outcome: 'accepted' });
-      await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(long.requestId))).toBe(true), { what: 'the long turn is running' });
+      await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(long.requestId))).toBe(true), {
+        what: 'the long turn is running',
+      });
       expect(await adapter.sendTurn(t, turn('must wait'), signal())).toMatchObject({ outcome: 'busy' });
       held.release();
-      expect(await other.waitForTurn(t, long.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({ status: 'returned' });
+      expect(await other.waitForTurn(t, long.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({
+        status: 'returned',
+      });
     } finally {
       await other.close();
     }
@@ -225,7 +254,9 @@ describe('the Codex adapter against the real codex app-server', () => {
     fx.fake.script((x) => (x.prompt.includes(req.requestId) ? held.behaviour : { kind: 'reply', text: 'ok' }));
     const own = createCodexAdapter({ baseEnv: fx.env, pollMs: 100 });
     expect(await own.sendTurn(t, req, signal())).toEqual({ outcome: 'accepted' });
-    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(req.requestId))).toBe(true), { what: 'the turn is running' });
+    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.prompt.includes(req.requestId))).toBe(true), {
+      what: 'the turn is running',
+    });
     const daemon = fx.daemonPid();
     // Its worker goes away (its connection to the daemon closes, as when the worker is killed);
     // the daemon, and the turn in it, carry on.
@@ -243,13 +274,18 @@ describe('the Codex adapter against the real codex app-server', () => {
       await next.close();
     }
     expect(fx.daemonPid(), 'the same daemon ran it throughout').toBe(daemon);
-    expect(fx.fake.exchanges.filter((x) => x.prompt.includes(req.requestId)), 'written once').toHaveLength(1);
+    expect(
+      fx.fake.exchanges.filter((x) => x.prompt.includes(req.requestId)),
+      'written once',
+    ).toHaveLength(1);
     expect(markerTurns(await turnsOf(t.target!), req.requestId).map((x) => x.status)).toEqual(['completed']);
   }, 30_000);
 
   it('runs one daemon per Codex home however many workers start it at once, and never lets it update itself', async () => {
     await fx.stopDaemon();
-    const starts = await Promise.all([1, 2, 3].map(() => ensureAppServerDaemon({ binary: fx.binary, codexHome: fx.codexHome, env: fx.env }, signal())));
+    const starts = await Promise.all(
+      [1, 2, 3].map(() => ensureAppServerDaemon({ binary: fx.binary, codexHome: fx.codexHome, env: fx.env }, signal())),
+    );
     expect(starts.map((x) => x.status).sort()).toEqual(['alreadyRunning', 'alreadyRunning', 'started']);
     expect(new Set(starts.map((x) => x.socketPath)).size).toBe(1);
     expect(fx.daemonPid()).not.toBeNull();
@@ -261,7 +297,9 @@ describe('the Codex adapter against the real codex app-server', () => {
     const req = turn('after a daemon restart');
     fx.fake.script(() => ({ kind: 'reply', text: 'still here' }));
     // Its connection to the stopped daemon closed; the next one waits out a short back-off.
-    await eventually(async () => expect(await adapter.isBusy(t, signal())).toBe(false), { what: 'the adapter reconnected to the new daemon' });
+    await eventually(async () => expect(await adapter.isBusy(t, signal())).toBe(false), {
+      what: 'the adapter reconnected to the new daemon',
+    });
     expect(await adapter.sendTurn(t, req, signal())).toEqual({ outcome: 'accepted' });
     expect((await follow(t, req.requestId)).end).toMatchObject({ status: 'returned', result: { summary: 'still here' } });
   }, 30_000);
@@ -270,9 +308,13 @@ describe('the Codex adapter against the real codex app-server', () => {
     expect(() => validateProviderSettings('codex', { cwd: fx.cwd, approvalPolicy: 'on-request' })).toThrow(/approvalPolicy/);
     expect(() => validateProviderSettings('codex', { cwd: 'relative/dir' })).toThrow(/absolute/);
     expect(() => validateProviderSettings('codex', { cwd: fx.cwd, sandbox: 'anything' })).toThrow(/invalid_settings|not valid/);
-    expect(() => validateProviderSettings('codex', { cwd: fx.cwd, approvalPolicy: 'never', sandbox: 'read-only', model: 'gpt-5.5' })).not.toThrow();
+    expect(() =>
+      validateProviderSettings('codex', { cwd: fx.cwd, approvalPolicy: 'never', sandbox: 'read-only', model: 'gpt-5.5' }),
+    ).not.toThrow();
     expect(await adapter.sendTurn(target(null, { cwd: `${fx.cwd}/missing` }), turn('x'), never)).toMatchObject({ outcome: 'rejected' });
-    expect(await adapter.sendTurn(target(null, { binary: `${fx.root}/no-codex-here` }), turn('x'), never)).toMatchObject({ outcome: 'rejected' });
+    expect(await adapter.sendTurn(target(null, { binary: `${fx.root}/no-codex-here` }), turn('x'), never)).toMatchObject({
+      outcome: 'rejected',
+    });
   });
 
   it('made no connection beyond loopback', () => {

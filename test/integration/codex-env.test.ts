@@ -28,7 +28,12 @@ const turn = (message: string): TurnRequest => turnRequest(message);
 
 /** An agent without a thread of its own yet (the first turn starts one), with or without the key in its `env`. */
 function agent(id: string, env?: Record<string, unknown>): DeliveryTarget {
-  return { agentId: id, handle: id, target: id, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary, ...(env ? { env } : {}) } };
+  return {
+    agentId: id,
+    handle: id,
+    target: id,
+    settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary, ...(env ? { env } : {}) },
+  };
 }
 
 async function run(t: DeliveryTarget, req: TurnRequest): Promise<TurnEnd> {
@@ -52,11 +57,18 @@ afterAll(async () => {
 });
 
 describe('the codex env setting, with the real codex app-server', () => {
-  it('is checked and redacted like claude_code\'s: secrets shown as [redacted] on every read, names Baton sets refused', () => {
-    const settings = { cwd: fx.cwd, env: { FAKE_OPENAI_KEY: { value: KEY, secret: true }, OPENAI_API_KEY: 'sk-plain', LOG_LEVEL: 'debug' } };
+  it("is checked and redacted like claude_code's: secrets shown as [redacted] on every read, names Baton sets refused", () => {
+    const settings = {
+      cwd: fx.cwd,
+      env: { FAKE_OPENAI_KEY: { value: KEY, secret: true }, OPENAI_API_KEY: 'sk-plain', LOG_LEVEL: 'debug' },
+    };
     expect(() => validateProviderSettings('codex', settings)).not.toThrow();
     const shown = providerSpec('codex').redact(settings);
-    expect(shown['env']).toEqual({ FAKE_OPENAI_KEY: { value: '[redacted]', secret: true }, OPENAI_API_KEY: { value: '[redacted]', secret: true }, LOG_LEVEL: 'debug' });
+    expect(shown['env']).toEqual({
+      FAKE_OPENAI_KEY: { value: '[redacted]', secret: true },
+      OPENAI_API_KEY: { value: '[redacted]', secret: true },
+      LOG_LEVEL: 'debug',
+    });
     expect(JSON.stringify(shown)).not.toContain(KEY);
     expect(JSON.stringify(shown)).not.toContain('sk-plain');
     expect(() => validateProviderSettings('codex', { cwd: fx.cwd, env: { CODEX_HOME: '/elsewhere' } })).toThrow(/CODEX_HOME.*codexHome/);
@@ -73,7 +85,7 @@ describe('the codex env setting, with the real codex app-server', () => {
     expect(fx.fake.exchanges.some((x) => x.allText.includes(req.requestId))).toBe(false);
   }, 30_000);
 
-  it('with the variable in the agent\'s env, the idle daemon is restarted with it and the model sees the key', async () => {
+  it("with the variable in the agent's env, the idle daemon is restarted with it and the model sees the key", async () => {
     const before = fx.daemonPid();
     const req = turn('has its key');
     fx.fake.script(() => ({ kind: 'reply', text: 'keyed answer' }));
@@ -81,7 +93,7 @@ describe('the codex env setting, with the real codex app-server', () => {
     const calls = fx.fake.exchanges.filter((x) => x.allText.includes(req.requestId));
     expect(calls).toHaveLength(1);
     expect(calls[0]!.headers['authorization']).toBe(`Bearer ${KEY}`);
-    expect(fx.daemonPid(), 'a new daemon, started with the agent\'s env').not.toBe(before);
+    expect(fx.daemonPid(), "a new daemon, started with the agent's env").not.toBe(before);
     // What Baton records of the daemon's env: names and a fingerprint, never a value.
     const record = readFileSync(daemonEnvFile(fx.codexHome), 'utf8');
     expect(JSON.parse(record)).toMatchObject({ pid: fx.daemonPid(), names: ['FAKE_OPENAI_KEY'] });
@@ -91,7 +103,9 @@ describe('the codex env setting, with the real codex app-server', () => {
     try {
       const again = turn('same env, another worker');
       expect(await other.sendTurn(withKey, again, signal())).toEqual({ outcome: 'accepted' });
-      expect(await other.waitForTurn(withKey, again.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({ status: 'returned' });
+      expect(await other.waitForTurn(withKey, again.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({
+        status: 'returned',
+      });
     } finally {
       await other.close();
     }
@@ -104,7 +118,9 @@ describe('the codex env setting, with the real codex app-server', () => {
     fx.fake.script((x) => (x.allText.includes(keyed.requestId) ? held.behaviour : { kind: 'reply', text: 'ok' }));
     expect(await adapter.sendTurn(withKey, keyed, signal())).toEqual({ outcome: 'accepted' });
     const following = adapter.waitForTurn(withKey, keyed.requestId, { onRunning: async () => undefined }, signal());
-    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.allText.includes(keyed.requestId))).toBe(true), { what: 'the keyed turn reached the model' });
+    await eventually(async () => expect(fx.fake.exchanges.some((x) => x.allText.includes(keyed.requestId))).toBe(true), {
+      what: 'the keyed turn reached the model',
+    });
     const daemon = fx.daemonPid();
     const other = turn('an agent with another env');
     const answer = await adapter.sendTurn(withoutKey, other, signal());
@@ -125,13 +141,20 @@ describe('the codex env setting, with the real codex app-server', () => {
       expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
       const settings = { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary };
       expect((await baton.post('/v1/agents', { id: 'nokey', provider: 'codex', settings })).status).toBe(201);
-      const added = await baton.post('/v1/agents', { id: 'haskey', provider: 'codex', settings: { ...settings, env: { FAKE_OPENAI_KEY: { value: KEY, secret: true } } } });
+      const added = await baton.post('/v1/agents', {
+        id: 'haskey',
+        provider: 'codex',
+        settings: { ...settings, env: { FAKE_OPENAI_KEY: { value: KEY, secret: true } } },
+      });
       expect(added.status).toBe(201);
       expect(JSON.stringify(added.body), 'the API never shows the key').not.toContain(KEY);
       fx.fake.script(() => ({ kind: 'reply', text: 'the keyed agent answers' }));
       const failing = await baton.post('/v1/handoffs', { from: 'lead', to: 'nokey', title: 'keyless', message: 'needs the key' });
       const failed = await waitForState(baton, failing.body.id as string, 'FAILED', 20_000);
-      expect(failed.attempts.map((a: { status: string }) => a.status), 'not resent: a configuration failure').toEqual(['failed']);
+      expect(
+        failed.attempts.map((a: { status: string }) => a.status),
+        'not resent: a configuration failure',
+      ).toEqual(['failed']);
       expect(JSON.stringify(failed)).toContain("set FAKE_OPENAI_KEY in the agent's env setting");
       const ok = await baton.post('/v1/handoffs', { from: 'lead', to: 'haskey', title: 'keyed', message: 'has the key' });
       const returned = await waitForState(baton, ok.body.id as string, 'RETURNED', 20_000);

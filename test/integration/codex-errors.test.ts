@@ -19,7 +19,12 @@ const signal = () => AbortSignal.timeout(20_000);
 
 const turn = (message: string): TurnRequest => turnRequest(message);
 
-const target = (): DeliveryTarget => ({ agentId: 'agent-errors', handle: 'eng', target: threadId, settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary } });
+const target = (): DeliveryTarget => ({
+  agentId: 'agent-errors',
+  handle: 'eng',
+  target: threadId,
+  settings: { cwd: fx.cwd, codexHome: fx.codexHome, binary: fx.binary },
+});
 
 /** Runs one turn whose model call gets `behaviour`; returns its end as followed and as observed afresh. */
 async function failWith(behaviour: FakeBehaviour): Promise<{ error: string; failure: TurnFailure | undefined }> {
@@ -31,7 +36,12 @@ async function failWith(behaviour: FakeBehaviour): Promise<{ error: string; fail
   const fresh = createCodexAdapter({ baseEnv: fx.env });
   try {
     const seen = await fresh.observeTurn(target(), req.requestId, signal());
-    expect(seen, 'observation of the stored turn classifies it as following it did').toEqual({ found: true, status: 'failed', error: end.error, failure: end.failure });
+    expect(seen, 'observation of the stored turn classifies it as following it did').toEqual({
+      found: true,
+      status: 'failed',
+      error: end.error,
+      failure: end.failure,
+    });
   } finally {
     await fresh.close();
   }
@@ -58,7 +68,7 @@ describe('Codex turn failures against the real codex app-server, classified', ()
     expect(error, 'Codex 0.171.0 does not pass the body of a 500 on').not.toContain('upstream exploded');
   }, 30_000);
 
-  it('HTTP 503: transient with its status and the API\'s message', async () => {
+  it("HTTP 503: transient with its status and the API's message", async () => {
     const { error, failure } = await failWith({ kind: 'error', status: 503, message: 'the pool is draining' });
     expect(failure).toEqual({ kind: 'transient', httpStatus: 503 });
     expect(error).toContain('503 Service Unavailable: the pool is draining');
@@ -68,49 +78,81 @@ describe('Codex turn failures against the real codex app-server, classified', ()
     const plain = await failWith({ kind: 'error', status: 429, code: 'rate_limit_exceeded', message: 'Rate limit reached for gpt-5.5.' });
     expect(plain.failure).toEqual({ kind: 'transient', httpStatus: 429 });
     expect(plain.error).toContain('429 Too Many Requests');
-    const timed = await failWith({ kind: 'error', status: 429, code: 'rate_limit_exceeded', message: 'Rate limit reached.', headers: { 'retry-after': '12', 'retry-after-ms': '12000' } });
+    const timed = await failWith({
+      kind: 'error',
+      status: 429,
+      code: 'rate_limit_exceeded',
+      message: 'Rate limit reached.',
+      headers: { 'retry-after': '12', 'retry-after-ms': '12000' },
+    });
     expect(timed.failure, 'Codex keeps Retry-After to its own retries').toEqual({ kind: 'transient', httpStatus: 429 });
   }, 30_000);
 
   it('a rate limit in the stream (response.failed) whose message says when: transient with that retry time', async () => {
-    const { error, failure } = await failWith({ kind: 'stream_error', code: 'rate_limit_exceeded', message: 'Rate limit reached for gpt-5.5. Please try again in 1.5s.' });
+    const { error, failure } = await failWith({
+      kind: 'stream_error',
+      code: 'rate_limit_exceeded',
+      message: 'Rate limit reached for gpt-5.5. Please try again in 1.5s.',
+    });
     expect(failure).toEqual({ kind: 'transient', retryAfterMs: 1_500 });
     expect(error).toContain('try again in 1.5s');
   }, 30_000);
 
-  it('HTTP 401: authentication, status 401, with the API\'s message', async () => {
-    const { error, failure } = await failWith({ kind: 'error', status: 401, code: 'invalid_api_key', message: 'Incorrect API key provided: sk-xx.' });
+  it("HTTP 401: authentication, status 401, with the API's message", async () => {
+    const { error, failure } = await failWith({
+      kind: 'error',
+      status: 401,
+      code: 'invalid_api_key',
+      message: 'Incorrect API key provided: sk-xx.',
+    });
     expect(failure).toEqual({ kind: 'authentication', httpStatus: 401 });
     expect(error).toContain('401 Unauthorized: Incorrect API key provided');
   }, 30_000);
 
   it('HTTP 400 with a context-length code: limit (contextWindowExceeded)', async () => {
-    const { error, failure } = await failWith({ kind: 'error', status: 400, code: 'context_length_exceeded', message: "This model's maximum context length is 400000 tokens." });
+    const { error, failure } = await failWith({
+      kind: 'error',
+      status: 400,
+      code: 'context_length_exceeded',
+      message: "This model's maximum context length is 400000 tokens.",
+    });
     expect(failure).toEqual({ kind: 'limit' });
     expect(error).toMatch(/context window/);
     expect(error).toContain('contextWindowExceeded');
   }, 30_000);
 
-  it('HTTP 400 refusing the request: configuration, with the API\'s message (Codex passes the body on as its message)', async () => {
-    const { error, failure } = await failWith({ kind: 'error', status: 400, code: 'invalid_value', message: 'Unsupported parameter: reasoning.effort' });
+  it("HTTP 400 refusing the request: configuration, with the API's message (Codex passes the body on as its message)", async () => {
+    const { error, failure } = await failWith({
+      kind: 'error',
+      status: 400,
+      code: 'invalid_value',
+      message: 'Unsupported parameter: reasoning.effort',
+    });
     expect(failure).toEqual({ kind: 'configuration' });
     expect(error).toContain('the model API refused the request (invalid_request_error): Unsupported parameter: reasoning.effort');
   }, 30_000);
 
   it('HTTP 404 model_not_found: configuration (modelNotFound)', async () => {
-    const { failure, error } = await failWith({ kind: 'error', status: 404, code: 'model_not_found', message: 'The model gpt-5.5 does not exist or you do not have access to it.' });
+    const { failure, error } = await failWith({
+      kind: 'error',
+      status: 404,
+      code: 'model_not_found',
+      message: 'The model gpt-5.5 does not exist or you do not have access to it.',
+    });
     expect(failure).toEqual({ kind: 'configuration' });
     expect(error).toContain('does not exist');
   }, 30_000);
 
-  it('a response.failed stream: transient, with the model\'s message', async () => {
+  it("a response.failed stream: transient, with the model's message", async () => {
     const { error, failure } = await failWith({ kind: 'stream_error', message: 'the model failed mid-stream' });
     expect(failure).toEqual({ kind: 'transient' });
     expect(error).toContain('stream disconnected before completion: the model failed mid-stream');
   }, 30_000);
 
   it('an exhausted quota in the stream: limit; a policy block: refusal', async () => {
-    expect((await failWith({ kind: 'stream_error', code: 'insufficient_quota', message: 'You exceeded your current quota.' })).failure).toEqual({ kind: 'limit' });
+    expect(
+      (await failWith({ kind: 'stream_error', code: 'insufficient_quota', message: 'You exceeded your current quota.' })).failure,
+    ).toEqual({ kind: 'limit' });
     const blocked = await failWith({ kind: 'stream_error', code: 'cyber_policy', message: 'blocked by cyber policy' });
     expect(blocked.failure).toEqual({ kind: 'refusal' });
     expect(blocked.error).toContain('blocked by cyber policy');

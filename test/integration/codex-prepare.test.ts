@@ -90,7 +90,10 @@ describe('preparing a Codex home ahead of the first turn, with the real codex CL
     expect(await adapter.sendTurn(t, req, signal())).toEqual({ outcome: 'accepted' });
     const writeMs = Date.now() - started;
     expect(writeMs, `the first write took ${writeMs} ms`).toBeLessThan(CODEX_SPEC.deadlines.writeMs / 10);
-    expect(await adapter.waitForTurn(t, req.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({ status: 'returned', result: { summary: 'first turn done' } });
+    expect(await adapter.waitForTurn(t, req.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({
+      status: 'returned',
+      result: { summary: 'first turn done' },
+    });
   }, 30_000);
 
   it('a worker prepares the codex agents it serves when it starts, and only those', async () => {
@@ -100,8 +103,12 @@ describe('preparing a Codex home ahead of the first turn, with the real codex CL
     expect((await baton.post('/v1/agents', { id: 'lead', provider: 'manual' })).status).toBe(201);
     const settings = (codexHome: string) => ({ cwd: fx.cwd, codexHome, binary: fx.binary });
     expect((await baton.post('/v1/agents', { id: 'served', provider: 'codex', settings: settings(served) })).status).toBe(201);
-    expect((await baton.post('/v1/agents', { id: 'other-pool', provider: 'codex', pool: 'elsewhere', settings: settings(elsewhere) })).status).toBe(201);
-    const worker = baton.startWorker({ adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }) });
+    expect(
+      (await baton.post('/v1/agents', { id: 'other-pool', provider: 'codex', pool: 'elsewhere', settings: settings(elsewhere) })).status,
+    ).toBe(201);
+    const worker = baton.startWorker({
+      adapters: createAdapters(['codex'], { demoHost: undefined, codex: { baseEnv: fx.env, pollMs: 100 } }),
+    });
     try {
       const report = await worker.prepared;
       expect(report.map((r) => [r.handle, r.ready])).toEqual([['served', true]]);
@@ -117,7 +124,7 @@ describe('preparing a Codex home ahead of the first turn, with the real codex CL
     }
   }, 40_000);
 
-  it('when no installed package can be found, the write waits (busy) while the daemon\'s first start copies one, outside the write\'s deadline', async () => {
+  it("when no installed package can be found, the write waits (busy) while the daemon's first start copies one, outside the write's deadline", async () => {
     const home = freshHome('home-copied');
     // A wrapper script is not a package Baton can link: Codex copies its own on the first start.
     const wrapper = join(fx.root, 'codex-wrapper');
@@ -143,7 +150,9 @@ describe('preparing a Codex home ahead of the first turn, with the real codex CL
     );
     expect(accepted).toEqual({ outcome: 'accepted' });
     expect(readFileSync(join(home, 'packages', 'app-server-daemon', 'selection-history'), 'utf8')).toContain('0.171.0');
-    expect(await adapter.waitForTurn(t, req.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({ status: 'returned' });
+    expect(await adapter.waitForTurn(t, req.requestId, { onRunning: async () => undefined }, signal())).toMatchObject({
+      status: 'returned',
+    });
   }, 300_000);
 
   it('made no connection beyond loopback', () => {

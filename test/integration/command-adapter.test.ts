@@ -84,7 +84,10 @@ async function stopLeftovers(): Promise<void> {
     for (const request of await fs.readdir(join(runDir, agent)).catch(() => [] as string[])) {
       const dir = join(runDir, agent, request);
       if (existsSync(join(dir, 'exit.json'))) continue;
-      for (const [file, field, group] of [['started.json', 'programPid', true], ['claim', 'pid', false]] as const) {
+      for (const [file, field, group] of [
+        ['started.json', 'programPid', true],
+        ['claim', 'pid', false],
+      ] as const) {
         try {
           const record = JSON.parse(await fs.readFile(join(dir, file), 'utf8')) as Record<string, unknown>;
           const pid = record[field];
@@ -113,7 +116,11 @@ describe('command adapter: a turn is one program run', () => {
     const { end, running } = await follow(a, t, r.requestId);
     expect(end).toMatchObject({ status: 'returned', result: { summary: 'implemented the form', output: { exitCode: 0 } } });
     expect(running).toBe(1);
-    expect(await a.observeTurn(t, r.requestId, never())).toMatchObject({ found: true, status: 'returned', result: { summary: 'implemented the form' } });
+    expect(await a.observeTurn(t, r.requestId, never())).toMatchObject({
+      found: true,
+      status: 'returned',
+      result: { summary: 'implemented the form' },
+    });
     expect((await fs.stat(runDir)).mode & 0o777).toBe(0o700);
   });
 
@@ -134,7 +141,11 @@ process.stdout.write(JSON.stringify({ env: process.env, cwd: process.cwd(), inpu
       expect(await a.sendTurn(t, r, never())).toMatchObject({ outcome: 'accepted' });
       const { end } = await follow(a, t, r.requestId);
       expect(end.status).toBe('returned');
-      const seen = JSON.parse(end.status === 'returned' ? end.result.summary : '{}') as { env: Record<string, string>; cwd: string; input: string };
+      const seen = JSON.parse(end.status === 'returned' ? end.result.summary : '{}') as {
+        env: Record<string, string>;
+        cwd: string;
+        input: string;
+      };
       expect(seen.env).toMatchObject({
         MODEL: 'small',
         API_KEY: 's3cret',
@@ -159,7 +170,10 @@ process.stdout.write(JSON.stringify({ env: process.env, cwd: process.cwd(), inpu
     const t = target(script);
     const r = turn();
     await a.sendTurn(t, r, never());
-    expect((await follow(a, t, r.requestId)).end).toEqual({ status: 'busy', detail: 'exit code 75 (busy, nothing done): still on the last task' });
+    expect((await follow(a, t, r.requestId)).end).toEqual({
+      status: 'busy',
+      detail: 'exit code 75 (busy, nothing done): still on the last task',
+    });
     expect(await a.observeTurn(t, r.requestId, never())).toMatchObject({ found: true, status: 'busy' });
 
     const custom = target(script, { argv: [process.execPath, script, '9'], busyExitCode: 9 });
@@ -168,7 +182,7 @@ process.stdout.write(JSON.stringify({ env: process.env, cwd: process.cwd(), inpu
     expect((await follow(a, custom, r2.requestId)).end).toMatchObject({ status: 'busy' });
   });
 
-  it('the refused exit code (77 by default) is a refusal with the program\'s reason', async () => {
+  it("the refused exit code (77 by default) is a refusal with the program's reason", async () => {
     const a = adapter();
     const t = target(await program('refuse', `process.stderr.write('not my repository'); process.exit(77);`));
     const r = turn();
@@ -179,7 +193,9 @@ process.stdout.write(JSON.stringify({ env: process.env, cwd: process.cwd(), inpu
 
   it('any other exit is a failed turn carrying the bounded standard error', async () => {
     const a = adapter();
-    const t = target(await program('fail', `process.stderr.write('x'.repeat(5000) + 'TAIL: tests failed'); process.exit(3);`), { maxOutputBytes: 256 });
+    const t = target(await program('fail', `process.stderr.write('x'.repeat(5000) + 'TAIL: tests failed'); process.exit(3);`), {
+      maxOutputBytes: 256,
+    });
     const r = turn();
     await a.sendTurn(t, r, never());
     const { end } = await follow(a, t, r.requestId);
@@ -204,7 +220,9 @@ setInterval(() => {}, 1000);`,
     const t = target(script, { timeoutMs: 1_000 });
     const r = turn();
     await a.sendTurn(t, r, never());
-    const started = await eventually(async () => JSON.parse(await fs.readFile(pids, 'utf8')) as { program: number; child: number }, { what: 'the program and its child started' });
+    const started = await eventually(async () => JSON.parse(await fs.readFile(pids, 'utf8')) as { program: number; child: number }, {
+      what: 'the program and its child started',
+    });
     const { end } = await follow(a, t, r.requestId);
     expect(end).toMatchObject({ status: 'failed', error: expect.stringMatching(/^deadline exceeded \(1000 ms\): killed by SIGTERM/) });
     await eventually(() => !alive(started.program) && !alive(started.child), { what: 'the program and its child are gone' });
@@ -236,7 +254,12 @@ ${gated(gate, 'counted')}`,
   it('kill -9 of the supervisor mid-turn is observed as interrupted, and the orphaned program is stopped', async () => {
     const a = adapter();
     const pidFile = join(work, `pid-${randomUUID()}`);
-    const t = target(await program('long', `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`));
+    const t = target(
+      await program(
+        'long',
+        `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`,
+      ),
+    );
     const r = turn();
     expect(await a.sendTurn(t, r, never())).toMatchObject({ outcome: 'accepted', seen: { status: 'running' } });
     const programPid = await eventually(
@@ -297,7 +320,7 @@ process.kill(process.pid, 'SIGKILL');`,
     expect(await next.isBusy(t, never())).toBe(false);
   });
 
-  it('waitForTurn rejects with the signal\'s reason on abort while the program keeps running', async () => {
+  it("waitForTurn rejects with the signal's reason on abort while the program keeps running", async () => {
     const a = adapter();
     const gate = join(work, `gate-${randomUUID()}`);
     const t = target(await program('abort', gated(gate, 'done anyway')));
@@ -321,18 +344,27 @@ describe('command adapter: what is provably never started', () => {
     const a = adapter();
     const missing = target(join(work, 'no-such-program'), { argv: [join(work, 'no-such-program')] });
     const r = turn();
-    expect(await a.sendTurn(missing, r, never())).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/cannot start .*no-such-program/) });
+    expect(await a.sendTurn(missing, r, never())).toMatchObject({
+      outcome: 'rejected',
+      reason: expect.stringMatching(/cannot start .*no-such-program/),
+    });
     expect(await a.observeTurn(missing, r.requestId, never())).toMatchObject({ found: true, status: 'rejected' });
 
     const noCwd = target(await program('ok', `process.stdout.write('ran');`), { cwd: join(work, 'no-such-dir') });
-    expect(await a.sendTurn(noCwd, turn(), never())).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/working directory .* does not exist/) });
+    expect(await a.sendTurn(noCwd, turn(), never())).toMatchObject({
+      outcome: 'rejected',
+      reason: expect.stringMatching(/working directory .* does not exist/),
+    });
     expect(await a.isBusy(noCwd, never())).toBe(false);
   });
 
   it('settings that are not valid are refused at the write, and nothing runs', async () => {
     const a = adapter();
     const t: DeliveryTarget = { agentId: randomUUID(), handle: 'eng', target: null, settings: { argv: [], shell: true } };
-    expect(await a.sendTurn(t, turn(), never())).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/settings are not valid/) });
+    expect(await a.sendTurn(t, turn(), never())).toMatchObject({
+      outcome: 'rejected',
+      reason: expect.stringMatching(/settings are not valid/),
+    });
     expect(existsSync(join(runDir, t.agentId))).toBe(false);
   });
 
@@ -352,14 +384,31 @@ describe('command adapter: what is provably never started', () => {
     const dir = recordDir(runDir, t.agentId, r.requestId);
     await createRecord(
       runDir,
-      { requestId: r.requestId, agentId: t.agentId, handoffId: r.handoffId, attempt: 1, reservedAt: Date.now(), reserverPid: deadPid, argv: t.settings['argv'] as string[], cwd: null, timeoutMs: 60_000, maxOutputBytes: 1024, busyExitCode: 75, refusedExitCode: 77 },
+      {
+        requestId: r.requestId,
+        agentId: t.agentId,
+        handoffId: r.handoffId,
+        attempt: 1,
+        reservedAt: Date.now(),
+        reserverPid: deadPid,
+        argv: t.settings['argv'] as string[],
+        cwd: null,
+        timeoutMs: 60_000,
+        maxOutputBytes: 1024,
+        busyExitCode: 75,
+        refusedExitCode: 77,
+      },
       'late turn',
     );
     const a = adapter();
     expect(await a.isBusy(t, never())).toBe(false);
     expect(await a.observeTurn(t, r.requestId, never())).toEqual({ found: false, complete: true });
     // The supervisor of that dead worker arrives only now: the start was abandoned, so it does nothing.
-    const supervisor = spawn(process.execPath, [fileURLToPath(new URL('../../libs/adapters/command/command-supervisor.mjs', import.meta.url)), dir], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const supervisor = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../../libs/adapters/command/command-supervisor.mjs', import.meta.url)), dir],
+      { stdio: ['pipe', 'ignore', 'inherit'] },
+    );
     supervisor.stdin.end(JSON.stringify({ argv: t.settings['argv'], cwd: null, env: {}, timeoutMs: 60_000, killGraceMs: 1_000 }));
     const code = await new Promise((resolve) => supervisor.once('exit', resolve));
     expect(code).toBe(0);

@@ -51,10 +51,15 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
         expect(res.status).toBe(201);
         ids.push(res.body.id);
       }
-      await eventually(async () => {
-        const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM handoffs WHERE delivery_state = 'RETURNED'`);
-        expect(rows[0]!.n).toBe(10);
-      }, { timeoutMs: 20_000, what: 'all ten RETURNED' });
+      await eventually(
+        async () => {
+          const { rows } = await baton.db.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM handoffs WHERE delivery_state = 'RETURNED'`,
+          );
+          expect(rows[0]!.n).toBe(10);
+        },
+        { timeoutMs: 20_000, what: 'all ten RETURNED' },
+      );
 
       const turns = sessions.history('solo');
       // Exactly one write per handoff, in the order they were sent.
@@ -65,7 +70,9 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       expect(sessions.stats().find((s) => s.session === 'solo')).toMatchObject({ turnsReceived: 10, overlapAttempts: 0 });
 
       // Handoffs sent while a turn was live waited, visibly, as BUSY.
-      const { rows: busy } = await baton.db.pool.query<{ n: number }>(`SELECT count(DISTINCT handoff_id)::int AS n FROM handoff_events WHERE to_state = 'BUSY'`);
+      const { rows: busy } = await baton.db.pool.query<{ n: number }>(
+        `SELECT count(DISTINCT handoff_id)::int AS n FROM handoff_events WHERE to_state = 'BUSY'`,
+      );
       expect(busy[0]!.n).toBeGreaterThan(0);
     });
 

@@ -46,7 +46,13 @@ describe('reconciliation windows set through the configuration', () => {
     const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'dropper', message: 'never lands', title: 'dropped write' });
     const h = await waitForState(baton, sent.body.id, 'CANCELLED', 15_000);
     // (Work events, such as the work's own cancellation, are left out: delivery moves only.)
-    expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'proven_absent']);
+    expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual([
+      'enrolled',
+      'attempt_reserved',
+      'reply_lost',
+      'scan_missed',
+      'proven_absent',
+    ]);
     const scans = h.events.filter((e: any) => e.event === 'scan_missed' || e.event === 'proven_absent');
     expect(Date.parse(scans[1].at) - Date.parse(scans[0].at)).toBeGreaterThanOrEqual(400);
     expect(scans[1].reason).toMatch(/^2 complete scans/);
@@ -55,7 +61,12 @@ describe('reconciliation windows set through the configuration', () => {
 
   it('BATON_INTERRUPTED_RESEND_AFTER_MS: an interrupted turn is resent after the configured wait, with a new request id', async () => {
     await agent('interrupted', ['interrupt']);
-    const sent = await baton.post('/v1/handoffs', { from: 'origin', to: 'interrupted', message: 'interrupted once', title: 'interrupted once' });
+    const sent = await baton.post('/v1/handoffs', {
+      from: 'origin',
+      to: 'interrupted',
+      message: 'interrupted once',
+      title: 'interrupted once',
+    });
     const h = await waitForState(baton, sent.body.id, 'RETURNED', 15_000);
     expect(h.attempts).toHaveLength(2);
     expect(h.attempts[0].requestId).not.toBe(h.attempts[1].requestId);

@@ -58,7 +58,9 @@ describe('database calls against a Postgres that stops answering', () => {
       // The timed-out connection was closed by Baton, so nobody waits behind its lost reply.
       await eventually(() => expect(proxy.connections).toBe(0), { what: 'the timed-out connection ended' });
 
-      const inTransaction = await failsAsUnavailable(() => db.prisma.$transaction(async (tx) => tx.$queryRaw`SELECT pg_sleep(0)`, { timeout: 60_000, maxWait: 60_000 }));
+      const inTransaction = await failsAsUnavailable(() =>
+        db.prisma.$transaction(async (tx) => tx.$queryRaw`SELECT pg_sleep(0)`, { timeout: 60_000, maxWait: 60_000 }),
+      );
       expect(inTransaction).toBeLessThan(timeouts.connectMs + timeouts.queryMs + SLACK_MS);
     } finally {
       proxy.thaw();

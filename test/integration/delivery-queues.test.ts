@@ -44,13 +44,18 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   });
 
   const wakeJobs = async () => (await inspect.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME);
-  const sent = (agentId: string) => queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: randomUUID() }, JOB_IDS.sent(randomUUID()));
+  const sent = (agentId: string) =>
+    queues.enqueue({ agentId, provider: 'demo', cause: 'sent', handoffId: randomUUID() }, JOB_IDS.sent(randomUUID()));
 
   it('keeps each woken agent once, in the order first woken, and adds one wake job for them all while the queue is scheduled', async () => {
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
     await sent(a);
     await sent(b);
-    await Promise.all([sent(a), sent(c), queues.enqueueMany([{ job: { agentId: b, provider: 'demo', cause: 'sweep' }, jobId: JOB_IDS.sweep(b, 1) }])]);
+    await Promise.all([
+      sent(a),
+      sent(c),
+      queues.enqueueMany([{ job: { agentId: b, provider: 'demo', cause: 'sweep' }, jobId: JOB_IDS.sweep(b, 1) }]),
+    ]);
     expect(await queues.waitingWakeUps(name())).toEqual([a, b, c]);
     const jobs = await wakeJobs();
     expect(jobs).toHaveLength(1);
@@ -99,7 +104,10 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     await inspect.obliterate({ force: true });
     await sent(randomUUID());
     expect(await wakeJobs()).toHaveLength(0);
-    await eventually(async () => expect(await redis.exists(names.wakeScheduled(name()))).toBe(0), { timeoutMs: WAKE_SCHEDULED_MS * 3, what: 'the scheduled flag to expire' });
+    await eventually(async () => expect(await redis.exists(names.wakeScheduled(name()))).toBe(0), {
+      timeoutMs: WAKE_SCHEDULED_MS * 3,
+      what: 'the scheduled flag to expire',
+    });
     await sent(randomUUID());
     expect(await wakeJobs()).toHaveLength(1);
     expect(await queues.waitingWakeUps(name())).toHaveLength(3);

@@ -68,7 +68,6 @@ interface InFlight {
   release: () => void;
 }
 
-
 /** Whether the agent waits in a wake-up set of `baton`'s deployment (any of its delivery queues). */
 async function wokenOn(baton: TestBaton, agentId: string): Promise<boolean> {
   for (const key of await baton.redis.keys(`${baton.prefix}:*:wake-ups`)) {
@@ -151,8 +150,14 @@ async function expectDeliveredByAOnly(a: TestBaton, f: InFlight): Promise<void> 
   for (const id of all) await waitForState(a, id, 'RETURNED');
   for (const h of await snapshot(a, all)) {
     expect(h.attempts, `handoff ${h.id}: one attempt`).toBe(1);
-    expect(h.workers.every((w) => w.startsWith('test-worker-')), `handoff ${h.id} written by ${h.workers.join(', ')}`).toBe(true);
-    expect(h.actors.every((x) => x === '-' || x === 'origin' || x.startsWith('test-worker-')), `handoff ${h.id} moved by ${h.actors.join(', ')}`).toBe(true);
+    expect(
+      h.workers.every((w) => w.startsWith('test-worker-')),
+      `handoff ${h.id} written by ${h.workers.join(', ')}`,
+    ).toBe(true);
+    expect(
+      h.actors.every((x) => x === '-' || x === 'origin' || x.startsWith('test-worker-')),
+      `handoff ${h.id} moved by ${h.actors.join(', ')}`,
+    ).toBe(true);
   }
   const writes = a.host.writesByHandoff();
   for (const id of all) expect(writes.get(id), `writes of ${id} to A's sessions`).toHaveLength(1);
@@ -196,7 +201,14 @@ describe('a worker of another Redis prefix on the same database', () => {
       recheckMs: 50,
       settingsMaxAgeMs: 0,
       outage: createProviderStatusCheck({ cacheMs: 0 }),
-      windows: { unobservableAfterMs: 100, interruptResendDelayMs: 0, errorResendDelayMs: 0, unreachableGiveUpMs: 1_000, absenceScans: 2, absenceWindowMs: 100 },
+      windows: {
+        unobservableAfterMs: 100,
+        interruptResendDelayMs: 0,
+        errorResendDelayMs: 0,
+        unreachableGiveUpMs: 1_000,
+        absenceScans: 2,
+        absenceWindowMs: 100,
+      },
     });
     let bPasses = 0;
     const bReconciler = startReconciler({ ...b.deps, locks: b.locks }, 50, 'demo@default', () => bPasses++);
@@ -212,7 +224,10 @@ describe('a worker of another Redis prefix on the same database', () => {
 
     // B's own agent, registered by a process of B. A's API stores a handoff to it and leaves
     // the wake-up to B's sweep: B's worker delivers it, to B's sessions.
-    const bAgent = await registerAgent({ ...a.core, deployment: bPrefix }, { project: 'default', handle: 'b-agent', provider: 'demo', providerSettings: { thinkMs: 10 } });
+    const bAgent = await registerAgent(
+      { ...a.core, deployment: bPrefix },
+      { project: 'default', handle: 'b-agent', provider: 'demo', providerSettings: { thinkMs: 10 } },
+    );
     const toB = await send(a, 'b-agent', 'for deployment B');
     await waitForState(a, toB, 'RETURNED');
     expect((await snapshot(a, [toB]))[0]).toMatchObject({ attempts: 1, workers: ['b-worker'] });
@@ -233,9 +248,14 @@ describe('a worker of another Redis prefix on the same database', () => {
     expect(await snapshot(a, Object.values(f.handoffs)), 'nothing of A moved while B swept, reconciled and delivered').toEqual(during);
     expect(during.map((h) => h.state)).toEqual(['RETURNED', 'SENDING', 'BUSY', 'RUNNING', 'UNCERTAIN']);
     const ofA = new Set(Object.values(agents));
-    expect(bCalls.filter((c) => ofA.has(c.agentId)), 'B asked its adapter nothing about A\u2019s agents').toEqual([]);
+    expect(
+      bCalls.filter((c) => ofA.has(c.agentId)),
+      'B asked its adapter nothing about A\u2019s agents',
+    ).toEqual([]);
     expect([...bHost.writesByHandoff().keys()], 'B wrote only its own handoff').toEqual([toB]);
-    expect(await agentRows(a).then((rows) => rows.filter((r) => r.handle !== 'b-agent')), 'A\u2019s agent rows are untouched').toEqual(before);
+    expect(await agentRows(a).then((rows) => rows.filter((r) => r.handle !== 'b-agent')), 'A\u2019s agent rows are untouched').toEqual(
+      before,
+    );
 
     await expectDeliveredByAOnly(a, f);
     // A's reconciler never touched B's agent either.
@@ -279,10 +299,17 @@ describe('baton demo started with DATABASE_URL (a private Redis of its own)', ()
     };
     const passes = async (n: number) => {
       const target = (await demoPasses()) + n;
-      await eventually(async () => (await demoPasses()) >= target, { timeoutMs: 20_000, intervalMs: 100, what: `${n} reconciler passes of the demo` });
+      await eventually(async () => (await demoPasses()) >= target, {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+        what: `${n} reconciler passes of the demo`,
+      });
     };
     await passes(15);
-    expect((await snapshot(a, [waiting]))[0], 'the demo did not deliver the real deployment\u2019s waiting handoff').toMatchObject({ state: 'WAITING', attempts: 0 });
+    expect((await snapshot(a, [waiting]))[0], 'the demo did not deliver the real deployment\u2019s waiting handoff').toMatchObject({
+      state: 'WAITING',
+      attempts: 0,
+    });
 
     const f = await putTurnsInFlight(a, agents, waiting);
     const during = await snapshot(a, Object.values(f.handoffs));

@@ -22,7 +22,7 @@ afterAll(async () => {
   await baton?.stop();
 });
 
-describe('refusals in the user\'s words', () => {
+describe("refusals in the user's words", () => {
   it('accepting a DUPLICATE names the original to accept instead (code invalid_transition)', async () => {
     const work = { to: 'taker', title: 'the same work', message: 'do this once' };
     const first = await baton.post('/v1/handoffs', work, auth('sender'));
@@ -52,7 +52,10 @@ describe('refusals in the user\'s words', () => {
   it('cancelling work that was returned says to close it instead (code invalid_transition)', async () => {
     const sent = await baton.post('/v1/handoffs', { to: 'taker', title: 'done soon', message: 'do it' }, auth('sender'));
     const claim = await baton.post(`/v1/handoffs/${sent.body.id}/accept`, {}, auth('taker'));
-    expect((await baton.post(`/v1/handoffs/${sent.body.id}/return`, { claimToken: claim.body.claim.token, summary: 'done' }, auth('taker'))).status).toBe(200);
+    expect(
+      (await baton.post(`/v1/handoffs/${sent.body.id}/return`, { claimToken: claim.body.claim.token, summary: 'done' }, auth('taker')))
+        .status,
+    ).toBe(200);
     const refused = await baton.post(`/v1/handoffs/${sent.body.id}/cancel`, {}, auth('sender'));
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('invalid_transition');

@@ -31,7 +31,11 @@ async function agentWithToken(): Promise<{ id: string; token: string }> {
  * reading in the same callback that sees the response's status line, so a reader that must fall
  * behind does, however late the test's own timers run on a busy machine.
  */
-function rawStream(path: string, headers: Record<string, string>, opts: { pauseOnOpen?: boolean } = {}): { socket: net.Socket; received: () => string; ended: Promise<void> } {
+function rawStream(
+  path: string,
+  headers: Record<string, string>,
+  opts: { pauseOnOpen?: boolean } = {},
+): { socket: net.Socket; received: () => string; ended: Promise<void> } {
   const url = new URL(api);
   const socket = net.connect(Number(url.port), url.hostname);
   let text = '';
@@ -44,7 +48,11 @@ function rawStream(path: string, headers: Record<string, string>, opts: { pauseO
     if (text.endsWith('\r\n0\r\n\r\n')) over();
   });
   socket.once('close', () => over());
-  socket.write(`GET ${path} HTTP/1.1\r\nhost: ${url.host}\r\naccept: text/event-stream\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nhost: ${url.host}\r\naccept: text/event-stream\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}\r\n`,
+  );
   return { socket, received: () => text, ended };
 }
 
@@ -85,13 +93,20 @@ describe('a stream outlives nothing its caller lost', () => {
   it("ends the live page's stream when its browser session is signed out", async () => {
     const me = await agentWithToken();
     const origin = api;
-    const signIn = await fetch(`${api}/ui/session`, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: JSON.stringify({ token: me.token }) });
+    const signIn = await fetch(`${api}/ui/session`, {
+      method: 'POST',
+      headers: { origin, 'content-type': 'application/json' },
+      body: JSON.stringify({ token: me.token }),
+    });
     expect(signIn.status).toBe(200);
     const cookie = /baton_session=([^;]+)/.exec(signIn.headers.get('set-cookie') ?? '')?.[1] as string;
     const csrf = ((await signIn.json()) as { csrfToken: string }).csrfToken;
     const stream = rawStream('/v1/events', { cookie: `${SESSION_COOKIE}=${cookie}` });
     await eventually(() => expect(stream.received()).toMatch(/^HTTP\/1.1 200/), { what: 'the stream opens' });
-    const out = await fetch(`${api}/ui/session`, { method: 'DELETE', headers: { origin, cookie: `${SESSION_COOKIE}=${cookie}`, 'x-csrf-token': csrf } });
+    const out = await fetch(`${api}/ui/session`, {
+      method: 'DELETE',
+      headers: { origin, cookie: `${SESSION_COOKIE}=${cookie}`, 'x-csrf-token': csrf },
+    });
     expect(out.status).toBeLessThan(300);
     await stream.ended;
     expect(stream.received()).toMatch(/: end: unauthenticated/);
@@ -117,7 +132,10 @@ describe('a client that leaves during the set-up', () => {
         });
       }),
     );
-    await eventually(() => expect(baton.streams()).toBe(before), { what: 'every follower of the dropped streams is gone', timeoutMs: 10_000 });
+    await eventually(() => expect(baton.streams()).toBe(before), {
+      what: 'every follower of the dropped streams is gone',
+      timeoutMs: 10_000,
+    });
   });
 });
 
@@ -141,14 +159,27 @@ describe('a client that stops reading', () => {
     const stream = rawStream('/v1/events?after=0', { authorization: `Bearer ${me.token}` }, { pauseOnOpen: true });
     await eventually(() => expect(stream.received()).toMatch(/^HTTP\/1.1 200/), { what: 'the stream opens' });
     // Within slowReaderMs (plus the set-up), the server gives up on the reader and stops following.
-    await eventually(() => expect(baton.streams()).toBe(before), { what: 'the slow reader is ended', timeoutMs: LIMITS.slowReaderMs + 10_000 });
+    await eventually(() => expect(baton.streams()).toBe(before), {
+      what: 'the slow reader is ended',
+      timeoutMs: LIMITS.slowReaderMs + 10_000,
+    });
     stream.socket.resume();
     // The server ended the response (its last chunk) or closed the connection: bounded, so a
     // stream that neither ends nor closes fails here saying what arrived.
     const endedWithin = 60_000;
     await Promise.race([
       stream.ended,
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`the ended stream neither finished nor closed within ${endedWithin} ms: ${stream.received().length} chars, ending ${JSON.stringify(stream.received().slice(-80))}`)), endedWithin).unref()),
+      new Promise((_, reject) =>
+        setTimeout(
+          () =>
+            reject(
+              new Error(
+                `the ended stream neither finished nor closed within ${endedWithin} ms: ${stream.received().length} chars, ending ${JSON.stringify(stream.received().slice(-80))}`,
+              ),
+            ),
+          endedWithin,
+        ).unref(),
+      ),
     ]);
     const text = stream.received();
     // Everything the server ever wrote fits in the socket buffers (kernel: up to 4 MiB to send
@@ -156,16 +187,24 @@ describe('a client that stops reading', () => {
     expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024 * 1024);
     const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => BigInt(m[1]!));
     const last = ids[ids.length - 1]!;
-    expect(text).toContain(`: end: this stream fell more than ${LIMITS.maxBufferBytes} bytes behind its reader; reconnect with Last-Event-ID ${last} to go on without a gap`);
+    expect(text).toContain(
+      `: end: this stream fell more than ${LIMITS.maxBufferBytes} bytes behind its reader; reconnect with Last-Event-ID ${last} to go on without a gap`,
+    );
     expect(last).toBeLessThan(top);
     // Resuming from there brings the rest, each event once, in order.
     const rest = await openEvents(api, me.token, { lastEventId: last.toString() });
-    await eventually(() => expect(BigInt(rest.lastId() ?? '0')).toBe(top), { what: 'the resumed stream reaches the top of the log', timeoutMs: 120_000 });
+    await eventually(() => expect(BigInt(rest.lastId() ?? '0')).toBe(top), {
+      what: 'the resumed stream reaches the top of the log',
+      timeoutMs: 120_000,
+    });
     await rest.close();
     const resumed = rest.events.map((e) => BigInt(e.sseId));
     // The first stream's ids (after its opening `id: 0` line), then the resumed one's: every event of the log, once, in order.
     const seen = [...ids.slice(1), ...resumed].map(String);
-    const all = await baton.db.pool.query<{ id: string }>(`SELECT e.id::text AS id FROM handoff_events e WHERE e.handoff_id = $1 ORDER BY e.id`, [sent.body.id]);
+    const all = await baton.db.pool.query<{ id: string }>(
+      `SELECT e.id::text AS id FROM handoff_events e WHERE e.handoff_id = $1 ORDER BY e.id`,
+      [sent.body.id],
+    );
     expect(seen).toEqual(all.rows.map((r) => r.id));
   }, 240_000);
 });

@@ -78,7 +78,16 @@ describe('GET /v1/events', () => {
     const ids = mine.map((e) => BigInt(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
     const first = mine[0]!;
-    expect(first).toMatchObject({ handoffId: id, event: 'enrolled', from: null, to: 'WAITING', title: `work ${n}`, sender: 's', recipient: 'r', type: 'delivery' });
+    expect(first).toMatchObject({
+      handoffId: id,
+      event: 'enrolled',
+      from: null,
+      to: 'WAITING',
+      title: `work ${n}`,
+      sender: 's',
+      recipient: 'r',
+      type: 'delivery',
+    });
     expect(first.sseId).toBe(first.id);
     expect(mine.find((e) => e.workTo !== null)?.type).toBe('work');
     expect(Date.parse(first.at)).not.toBeNaN();
@@ -104,7 +113,7 @@ describe('GET /v1/events', () => {
     expect(seen).toEqual(expected);
   });
 
-  it('never skips an event whose id was taken before a later one committed: a slow writer\'s event arrives, in id order', async () => {
+  it("never skips an event whose id was taken before a later one committed: a slow writer's event arrives, in id order", async () => {
     const follower = await openEvents(apiA, tokens['s']!);
     const first = await roundTrip();
     await follower.until((es) => es.some((e) => e.handoffId === first && e.workTo === 'returned'), 'the first round trip');
@@ -145,7 +154,7 @@ describe('GET /v1/events', () => {
     expect(both.events.every((e) => BigInt(e.id) > BigInt(later))).toBe(true);
   });
 
-  it('shows a bystander nothing of two other agents\' owned handoff, while it sees the project\'s unowned work', async () => {
+  it("shows a bystander nothing of two other agents' owned handoff, while it sees the project's unowned work", async () => {
     const bystander = await openEvents(apiA, tokens['o']!);
     const foreign = await openEvents(apiA, tokens['f']!);
     const owned = await roundTrip();
@@ -162,7 +171,7 @@ describe('GET /v1/events', () => {
     expect(replay.events.every((e) => e.recipient === null || e.sender === 'o' || e.recipient === 'o')).toBe(true);
     // Another project's agent sees neither.
     const other = await baton.post('/v1/handoffs', { to: '@project', title: 'their own', message: 'x' }, auth('f'));
-    await foreign.until((es) => es.some((e) => e.handoffId === other.body.id), 'its own project\'s control');
+    await foreign.until((es) => es.some((e) => e.handoffId === other.body.id), "its own project's control");
     await foreign.close();
     expect(foreign.events.filter((e) => e.handoffId === owned || e.handoffId === control.body.id)).toEqual([]);
   });
@@ -172,7 +181,7 @@ describe('GET /v1/events', () => {
     const refused = await openEvents(apiA, tokens['o']!, { query: `handoff=${owned}` });
     expect(refused.status).toBe(404);
     const own = await openEvents(apiA, tokens['r']!, { query: `handoff=${owned}`, lastEventId: '0' });
-    await own.until((es) => es.some((e) => e.workTo === 'returned'), 'the handoff\'s history');
+    await own.until((es) => es.some((e) => e.workTo === 'returned'), "the handoff's history");
     await own.close();
     expect(new Set(own.events.map((e) => e.handoffId))).toEqual(new Set([owned]));
   });
@@ -197,7 +206,9 @@ describe('GET /v1/events', () => {
     const again = await openEvents(apiB, tokens['s']!, { lastEventId: cut2 });
     await again.until((es) => es.some((e) => e.handoffId === trimmedAway && e.workTo === 'returned'), 'the trimmed events');
     await again.close();
-    expect([...resumed.events, ...again.events].map((e) => e.id)).toEqual(await visibleIdsAfter('s', cut).then((ids) => ids.filter((i) => BigInt(i) <= BigInt(again.lastId()!))));
+    expect([...resumed.events, ...again.events].map((e) => e.id)).toEqual(
+      await visibleIdsAfter('s', cut).then((ids) => ids.filter((i) => BigInt(i) <= BigInt(again.lastId()!))),
+    );
   });
 
   it('appends one stream entry for everything committed in one turn of the event loop, naming the highest event id', async () => {
@@ -208,7 +219,7 @@ describe('GET /v1/events', () => {
     publisher.published([]);
     await eventually(async () => (await baton.redis.xlen(names.eventStream())) === 1, { what: 'the append' });
     publisher.published(['30']);
-    await eventually(async () => (await baton.redis.xlen(names.eventStream())) === 2, { what: 'the next turn\'s append' });
+    await eventually(async () => (await baton.redis.xlen(names.eventStream())) === 2, { what: "the next turn's append" });
     const entries = (await baton.redis.xrange(names.eventStream(), '-', '+')).map(([, fields]) => fields);
     expect(entries).toEqual([
       ['top', '17', 'n', '3'],
@@ -263,7 +274,7 @@ describe('baton send --wait and baton watch', () => {
     expect(waited.code).toBe(7);
   });
 
-  it('watch ID prints the handoff\'s transitions and ends when it settles', async () => {
+  it("watch ID prints the handoff's transitions and ends when it settles", async () => {
     const sent = await baton.post('/v1/handoffs', { to: 'doer', message: 'watch me' }, auth('s'));
     const watched = await cli(env, 'watch', sent.body.id, '--timeout', '60');
     expect(watched.code).toBe(0);
@@ -274,6 +285,12 @@ describe('baton send --wait and baton watch', () => {
     // An already settled handoff: its history, then the end, at once.
     const again = await cli(env, 'watch', sent.body.id, '--json');
     expect(again.code).toBe(0);
-    expect(again.out.trim().split('\n').map((l) => JSON.parse(l).to).at(-1)).toBe('RETURNED');
+    expect(
+      again.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).to)
+        .at(-1),
+    ).toBe('RETURNED');
   });
 });

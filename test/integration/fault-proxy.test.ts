@@ -70,10 +70,13 @@ describe('FaultProxy', () => {
     expect(c.closed()).toBe(false);
     expect(proxy.connections).toBeGreaterThanOrEqual(2);
     proxy.resume();
-    await eventually(async () => {
-      expect(c.received()).toBe('held');
-      expect(late.received()).toBe('new');
-    }, { timeoutMs: 2_000, what: 'the held bytes after resume' });
+    await eventually(
+      async () => {
+        expect(c.received()).toBe('held');
+        expect(late.received()).toBe('new');
+      },
+      { timeoutMs: 2_000, what: 'the held bytes after resume' },
+    );
     c.socket.destroy();
     late.socket.destroy();
   });

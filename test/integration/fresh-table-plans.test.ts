@@ -68,7 +68,11 @@ async function handoffScans(config: pg.QueryConfig, mode: 'force_generic_plan' |
   await db.client().query(`SET plan_cache_mode = ${mode}`);
   await db.client().query('DEALLOCATE ALL');
   await db.client().query(`PREPARE probe AS ${config.text}`);
-  const { rows } = await db.client().query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE probe${values.length ? `(${values.join(', ')})` : ''}`);
+  const { rows } = await db
+    .client()
+    .query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE probe${values.length ? `(${values.join(', ')})` : ''}`,
+    );
   return nodes(rows[0]!['QUERY PLAN'][0]!.Plan).filter((n) => n['Relation Name'] === 'handoffs');
 }
 
@@ -115,41 +119,67 @@ const turnEnd: TransitionWrite = {
 
 /** The end of a turn and a batch of reserving look-ups: by primary key and by recipient only. */
 function hotStatementsStayNarrow(): void {
-  it.each(['force_generic_plan', 'force_custom_plan'] as const)('the end of a turn finds its handoff by primary key and the next head by recipient (%s)', async (mode) => {
-    const [statement] = await captured((repo) => repo.transition(turnEnd));
-    expect(statement?.text).toContain('r_moved');
-    const scans = await handoffScans(statement!, mode);
-    expect(scans.length).toBeGreaterThan(5);
-    expectNarrow(scans);
-    const byIndex = (name: string) => scans.filter((s) => s['Index Name'] === name).length;
-    expect(byIndex('handoffs_pkey')).toBeGreaterThanOrEqual(3);
-    expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length);
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'] as const)(
+    'the end of a turn finds its handoff by primary key and the next head by recipient (%s)',
+    async (mode) => {
+      const [statement] = await captured((repo) => repo.transition(turnEnd));
+      expect(statement?.text).toContain('r_moved');
+      const scans = await handoffScans(statement!, mode);
+      expect(scans.length).toBeGreaterThan(5);
+      expectNarrow(scans);
+      const byIndex = (name: string) => scans.filter((s) => s['Index Name'] === name).length;
+      expect(byIndex('handoffs_pkey')).toBeGreaterThanOrEqual(3);
+      expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(
+        LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length,
+      );
+    },
+  );
 
-  it.each(['force_generic_plan', 'force_custom_plan'] as const)('the ends of several turns in one statement find each handoff by primary key and each next head by recipient (%s)', async (mode) => {
-    const reserve = turnEnd.thenNextWork!.reserve!;
-    const other: TransitionWrite = {
-      ...turnEnd,
-      handoffId: uuid(6),
-      updateAttempt: { ...turnEnd.updateAttempt!, id: uuid(7) },
-      thenNextWork: { ...turnEnd.thenNextWork!, recipientId: uuid(8), reserve: { ...reserve, attemptId: uuid(9), requestId: uuid(12) } },
-    };
-    const [statement] = await captured((repo) => Promise.all([repo.transition(turnEnd), repo.transition(other)]));
-    expect(statement?.text).toMatch(/^WITH x AS \(SELECT \* FROM jsonb_to_recordset/);
-    const scans = await handoffScans(statement!, mode);
-    expectNarrow(scans);
-    const byIndex = (name: string) => scans.filter((s) => s['Index Name'] === name).length;
-    expect(byIndex('handoffs_pkey')).toBeGreaterThanOrEqual(3);
-    expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length);
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'] as const)(
+    'the ends of several turns in one statement find each handoff by primary key and each next head by recipient (%s)',
+    async (mode) => {
+      const reserve = turnEnd.thenNextWork!.reserve!;
+      const other: TransitionWrite = {
+        ...turnEnd,
+        handoffId: uuid(6),
+        updateAttempt: { ...turnEnd.updateAttempt!, id: uuid(7) },
+        thenNextWork: { ...turnEnd.thenNextWork!, recipientId: uuid(8), reserve: { ...reserve, attemptId: uuid(9), requestId: uuid(12) } },
+      };
+      const [statement] = await captured((repo) => Promise.all([repo.transition(turnEnd), repo.transition(other)]));
+      expect(statement?.text).toMatch(/^WITH x AS \(SELECT \* FROM jsonb_to_recordset/);
+      const scans = await handoffScans(statement!, mode);
+      expectNarrow(scans);
+      const byIndex = (name: string) => scans.filter((s) => s['Index Name'] === name).length;
+      expect(byIndex('handoffs_pkey')).toBeGreaterThanOrEqual(3);
+      expect(byIndex('handoffs_recipient_id_delivery_state_seq_idx')).toBeGreaterThanOrEqual(
+        LIVE_TURN_STATES.length + DISPATCHABLE_STATES.length,
+      );
+    },
+  );
 
-  it.each(['force_generic_plan', 'force_custom_plan'] as const)('a batch of reserving look-ups probes by recipient only (%s)', async (mode) => {
-    const input = [{ n: 0, recipient: uuid(3), now: at.toISOString(), deployment: 'baton', attempt_id: uuid(4), request_id: uuid(5), worker_id: 'w', fence: 1 }];
-    const scans = await handoffScans({ text: NEXT_WORK_MANY_SQL, values: [JSON.stringify(input)] }, mode);
-    expect(scans.length).toBeGreaterThan(5);
-    expectNarrow(scans);
-    expect(scans.filter((s) => s['Index Name'] === 'handoffs_recipient_id_delivery_state_seq_idx').length).toBeGreaterThanOrEqual(LIVE_TURN_STATES.length);
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'] as const)(
+    'a batch of reserving look-ups probes by recipient only (%s)',
+    async (mode) => {
+      const input = [
+        {
+          n: 0,
+          recipient: uuid(3),
+          now: at.toISOString(),
+          deployment: 'baton',
+          attempt_id: uuid(4),
+          request_id: uuid(5),
+          worker_id: 'w',
+          fence: 1,
+        },
+      ];
+      const scans = await handoffScans({ text: NEXT_WORK_MANY_SQL, values: [JSON.stringify(input)] }, mode);
+      expect(scans.length).toBeGreaterThan(5);
+      expectNarrow(scans);
+      expect(scans.filter((s) => s['Index Name'] === 'handoffs_recipient_id_delivery_state_seq_idx').length).toBeGreaterThanOrEqual(
+        LIVE_TURN_STATES.length,
+      );
+    },
+  );
 }
 
 /**
@@ -218,7 +248,9 @@ describe('hot statements on tables analysed with a deep backlog for few recipien
 describe("the reconciler's indexes", () => {
   it('hold exactly the states the sweep and the gauge ask for (the migrations name them; libs/domain owns them)', async () => {
     const statesOf = async (index: string) => {
-      const { rows } = await db.client().query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = $1::regclass`, [index]);
+      const { rows } = await db
+        .client()
+        .query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = $1::regclass`, [index]);
       return [...rows[0]!.p.matchAll(/'(\w+)'::delivery_state/g)].map((m) => m[1]).sort();
     };
     expect(await statesOf('handoffs_open_work_idx')).toEqual([...LIVE_TURN_STATES, ...DISPATCHABLE_STATES].sort());

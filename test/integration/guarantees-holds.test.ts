@@ -49,7 +49,15 @@ describe('deliberate holds', () => {
     await until(await send(other, b), 'RETURNED');
     expect((await baton.put('/v1/connections', { from: a, to: b, rule: 'allow' })).status).toBe(200);
     const done = await until(id, 'RETURNED');
-    expect(done.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual(['enrolled', 'held', 'hold_lifted', 'attempt_reserved', 'turn_accepted', 'turn_started', 'turn_returned']);
+    expect(done.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual([
+      'enrolled',
+      'held',
+      'hold_lifted',
+      'attempt_reserved',
+      'turn_accepted',
+      'turn_started',
+      'turn_returned',
+    ]);
   });
 
   it('pausing delivery (enabled = false) holds everything; resuming releases it', async () => {

@@ -45,7 +45,12 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       await until(id, 'UNCERTAIN');
       await baton.reconcile();
       const h = await until(id, 'RETURNED');
-      expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'observed_returned']);
+      expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual([
+        'enrolled',
+        'attempt_reserved',
+        'reply_lost',
+        'observed_returned',
+      ]);
       expect(h.workState).toBe('returned');
       expect(baton.host.writesByHandoff().get(id)).toHaveLength(1);
       expect(h.attempts).toHaveLength(1);
@@ -61,7 +66,13 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       const turn = baton.host.history(to)[0]!;
       baton.host.finish(to, turn.requestId);
       const h = await until(id, 'RETURNED');
-      expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'observed_running', 'turn_returned']);
+      expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual([
+        'enrolled',
+        'attempt_reserved',
+        'reply_lost',
+        'observed_running',
+        'turn_returned',
+      ]);
       expect(baton.host.writesByHandoff().get(id)).toHaveLength(1);
     });
 
@@ -76,7 +87,13 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
         expect(d.events.map((e: any) => e.event)).toContain('turn_failed_resend');
         return d;
       });
-      expect(h.events.map((e: any) => e.event).slice(0, 5)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'observed_running', 'turn_failed_resend']);
+      expect(h.events.map((e: any) => e.event).slice(0, 5)).toEqual([
+        'enrolled',
+        'attempt_reserved',
+        'reply_lost',
+        'observed_running',
+        'turn_failed_resend',
+      ]);
     });
 
     it('a write that never landed: three complete scans over an hour prove it, and it is CANCELLED, not resent', async () => {
@@ -94,7 +111,15 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       clock.advance(30 * 60_000);
       await baton.reconcile(); // scan 3, an hour after the first
       h = await until(id, 'CANCELLED');
-      expect(h.events.map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'scan_missed', 'proven_absent', 'cancelled']);
+      expect(h.events.map((e: any) => e.event)).toEqual([
+        'enrolled',
+        'attempt_reserved',
+        'reply_lost',
+        'scan_missed',
+        'scan_missed',
+        'proven_absent',
+        'cancelled',
+      ]);
       // Nobody will do the work of a delivery proven absent: it is cancelled in the same statement.
       expect(h.events.at(-1)).toMatchObject({ workFrom: 'open', workTo: 'cancelled' });
       expect(h.workState).toBe('cancelled');
@@ -116,7 +141,11 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       expect(res.status).toBe(200);
       expect(res.body.state).toBe('CANCELLED');
       const h = await detail(id);
-      expect(h.events.at(-2)).toMatchObject({ event: 'released', actor: { kind: 'operator' }, reason: 'the agent told me it never saw it' });
+      expect(h.events.at(-2)).toMatchObject({
+        event: 'released',
+        actor: { kind: 'operator' },
+        reason: 'the agent told me it never saw it',
+      });
       expect(h.events.at(-1)).toMatchObject({ event: 'cancelled', workFrom: 'open', workTo: 'cancelled', actor: { kind: 'operator' } });
       await baton.reconcile();
       expect((await detail(id)).attempts).toHaveLength(1);
@@ -196,11 +225,14 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       try {
         clock.advance(11 * 60_000);
         // The watcher stops on the next failed look and retries later; then the rule applies.
-        await eventually(async () => {
-          await baton.reconcile();
-          clock.advance(1_000);
-          expect((await detail(id)).state).toBe('UNCERTAIN');
-        }, { timeoutMs: 15_000, intervalMs: 200 });
+        await eventually(
+          async () => {
+            await baton.reconcile();
+            clock.advance(1_000);
+            expect((await detail(id)).state).toBe('UNCERTAIN');
+          },
+          { timeoutMs: 15_000, intervalMs: 200 },
+        );
       } finally {
         baton.host.waitForChange = realObserve;
       }

@@ -40,11 +40,14 @@ describe('a handoff sent over HTTP', () => {
     expect(sent.status).toBe(201);
     expect(sent.body).toMatchObject({ from: 'planner', to: 'engineer', state: 'WAITING', deliveryState: 'WAITING', revision: 0 });
 
-    const done = await eventually(async () => {
-      const res = await baton.get(`/v1/handoffs/${sent.body.id}`);
-      expect(res.body.state).toBe('RETURNED');
-      return res.body;
-    }, { what: 'handoff RETURNED' });
+    const done = await eventually(
+      async () => {
+        const res = await baton.get(`/v1/handoffs/${sent.body.id}`);
+        expect(res.body.state).toBe('RETURNED');
+        return res.body;
+      },
+      { what: 'handoff RETURNED' },
+    );
 
     const deliveryEvents = done.events.filter((e: any) => e.workTo === null);
     expect(deliveryEvents.map((e: any) => [e.from, e.to, e.event])).toEqual([
@@ -56,7 +59,9 @@ describe('a handoff sent over HTTP', () => {
     ]);
     expect(deliveryEvents.map((e: any) => e.revision)).toEqual([0, 1, 2, 3, 4]);
     // The work the turn was about is returned with the turn's result, in the same write.
-    expect(done.events.filter((e: any) => e.workTo !== null).map((e: any) => [e.workFrom, e.workTo, e.event])).toEqual([['open', 'returned', 'returned']]);
+    expect(done.events.filter((e: any) => e.workTo !== null).map((e: any) => [e.workFrom, e.workTo, e.event])).toEqual([
+      ['open', 'returned', 'returned'],
+    ]);
     expect(done.workState).toBe('returned');
     const times = done.events.map((e: any) => Date.parse(e.at));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
@@ -115,7 +120,9 @@ describe('reading one handoff', () => {
         return inner.events(handoffId);
       },
     });
-    const handoffs = { snapshot: <T>(read: (reads: HandoffDetailReads) => Promise<T>) => baton.core.handoffs.snapshot((inner) => read(moveFirst(inner))) };
+    const handoffs = {
+      snapshot: <T>(read: (reads: HandoffDetailReads) => Promise<T>) => baton.core.handoffs.snapshot((inner) => read(moveFirst(inner))),
+    };
     const detail = await getHandoff({ agents: baton.core.agents, handoffs }, 'default', id, EVERYONE);
     expect(moved).toBe(true);
     expect(detail.handoff.deliveryState).toBe('WAITING');
@@ -136,7 +143,12 @@ describe('bad input', () => {
     [
       'malformed JSON',
       async () => {
-        const res = await baton.app.inject({ method: 'POST', url: '/v1/handoffs', payload: '{"from": "planner",', headers: { 'content-type': 'application/json', authorization: `Bearer ${baton.adminToken}` } });
+        const res = await baton.app.inject({
+          method: 'POST',
+          url: '/v1/handoffs',
+          payload: '{"from": "planner",',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${baton.adminToken}` },
+        });
         return { status: res.statusCode, body: res.json() };
       },
       400,
@@ -144,12 +156,42 @@ describe('bad input', () => {
     ],
     ['a missing field', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer' }), 400, 'validation_failed'],
     ['a wrong type', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 42 }), 400, 'validation_failed'],
-    ['an unknown field', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', priority: 'high' }), 400, 'validation_failed'],
-    ['an oversized message', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'x'.repeat(32_001) }), 400, 'field_too_long'],
-    ['too many open questions', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', context: { openQuestions: Array(21).fill('q') } }), 400, 'field_too_long'],
-    ['a body over the byte limit', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'x'.repeat(300_000) }), 413, 'body_too_large'],
-    ['an invalid agent id', () => baton.post('/v1/handoffs', { from: 'planner!', to: 'engineer', message: 'hi' }), 400, 'validation_failed'],
-    ['a bad due time', () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', dueAt: 'tomorrow' }), 400, 'validation_failed'],
+    [
+      'an unknown field',
+      () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', priority: 'high' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'an oversized message',
+      () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'x'.repeat(32_001) }),
+      400,
+      'field_too_long',
+    ],
+    [
+      'too many open questions',
+      () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', context: { openQuestions: Array(21).fill('q') } }),
+      400,
+      'field_too_long',
+    ],
+    [
+      'a body over the byte limit',
+      () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'x'.repeat(300_000) }),
+      413,
+      'body_too_large',
+    ],
+    [
+      'an invalid agent id',
+      () => baton.post('/v1/handoffs', { from: 'planner!', to: 'engineer', message: 'hi' }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'a bad due time',
+      () => baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', message: 'hi', dueAt: 'tomorrow' }),
+      400,
+      'validation_failed',
+    ],
   ];
 
   for (const [what, call, status, code] of cases) {

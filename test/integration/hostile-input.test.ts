@@ -34,11 +34,22 @@ let fx: Fixtures;
 // ---- what the database holds: one count + md5 per table, in one query
 
 const ORDER: Record<string, string> = {
-  workspaces: 'id', projects: 'id', agents: 'id', sessions: 'id', facts: 'id', handoffs: 'id', handoff_events: 'id',
-  delivery_attempts: 'id', notifications: 'id', connections: 'id', settings: 'key', work_requests: 'handoff_id, action, claim_token',
+  workspaces: 'id',
+  projects: 'id',
+  agents: 'id',
+  sessions: 'id',
+  facts: 'id',
+  handoffs: 'id',
+  handoff_events: 'id',
+  delivery_attempts: 'id',
+  notifications: 'id',
+  connections: 'id',
+  settings: 'key',
+  work_requests: 'handoff_id, action, claim_token',
   audit_events: 'id',
 };
-const fingerprint = (from: string, order: string) => `(SELECT count(*) || ' ' || coalesce(md5(string_agg(x::text, ',' ORDER BY ${order})), '-') FROM ${from} x)`;
+const fingerprint = (from: string, order: string) =>
+  `(SELECT count(*) || ' ' || coalesce(md5(string_agg(x::text, ',' ORDER BY ${order})), '-') FROM ${from} x)`;
 const SNAPSHOT_SQL = `SELECT ${[
   ...Object.entries(ORDER).map(([table, order]) => `${fingerprint(table, order)} AS ${table}`),
   // last_used_at is bookkeeping the auth hook writes (fire-and-forget) on any call, refused or not.
@@ -54,28 +65,47 @@ async function snapshot(): Promise<Record<string, string>> {
 
 /** A long string: fast-check prints `"é".repeat(300000)`, the request carries the real thing. */
 class Huge {
-  constructor(readonly unit: string, readonly times: number) {}
-  toJSON(): string { return this.unit.repeat(this.times); }
-  [fc.toStringMethod](): string { return `${JSON.stringify(this.unit)}.repeat(${this.times})`; }
+  constructor(
+    readonly unit: string,
+    readonly times: number,
+  ) {}
+  toJSON(): string {
+    return this.unit.repeat(this.times);
+  }
+  [fc.toStringMethod](): string {
+    return `${JSON.stringify(this.unit)}.repeat(${this.times})`;
+  }
 }
 /** A number literal JSON.stringify cannot write (1e309, NaN, 30 digits): spliced into the text. */
 class RawNumber {
   constructor(readonly text: string) {}
-  toJSON(): string { return `__raw_number__:${this.text}`; }
-  [fc.toStringMethod](): string { return this.text; }
+  toJSON(): string {
+    return `__raw_number__:${this.text}`;
+  }
+  [fc.toStringMethod](): string {
+    return this.text;
+  }
 }
 /**
  * Objects or arrays nested `levels` deep around a string: spliced in as raw JSON text, because
  * JSON.stringify itself overflows the stack on the deepest of them.
  */
 class Deep {
-  constructor(readonly kind: 'object' | 'array', readonly levels: number, readonly leaf: string) {}
+  constructor(
+    readonly kind: 'object' | 'array',
+    readonly levels: number,
+    readonly leaf: string,
+  ) {}
   text(): string {
     const [open, close] = this.kind === 'object' ? ['{"a":', '}'] : ['[', ']'];
     return `${open.repeat(this.levels)}${JSON.stringify(this.leaf)}${close.repeat(this.levels)}`;
   }
-  toJSON(): string { return `__raw_json__:${Buffer.from(this.text()).toString('base64')}`; }
-  [fc.toStringMethod](): string { return `deep(${JSON.stringify(this.kind)}, ${this.levels}, ${JSON.stringify(this.leaf)})`; }
+  toJSON(): string {
+    return `__raw_json__:${Buffer.from(this.text()).toString('base64')}`;
+  }
+  [fc.toStringMethod](): string {
+    return `deep(${JSON.stringify(this.kind)}, ${this.levels}, ${JSON.stringify(this.leaf)})`;
+  }
 }
 const encode = (body: unknown): string =>
   JSON.stringify(body)
@@ -85,18 +115,58 @@ const encode = (body: unknown): string =>
 // ---- generators
 
 const NASTY = [
-  '<script>alert(1)</script>', "'; DROP TABLE handoffs; --", '{{x}}', '${x}', '%s%n%x', '\u202eevil\u202c', '\u200f\u200e', '\ufeffbom',
-  '😀👩‍👩‍👧‍👦🏳️‍🌈', 'Z\u0351\u0307\u0324a\u0308l\u0300', '\r\n\t', '\u0001\u001f\u007f\u0085', '\u2028\u2029', 'İıßﬃ', '../../etc/passwd',
-  'null', 'true', '0', '-1', 'NaN', 'Infinity', '1e309', ' ', '', '@project', 'LEAD', 'lead ', '\u0000', 'a\u0000b', '\ud800', 'x\udfffy',
-  '00000000-0000-0000-0000-000000000000', '2026-06-30T23:59:60Z',
+  '<script>alert(1)</script>',
+  "'; DROP TABLE handoffs; --",
+  '{{x}}',
+  '${x}',
+  '%s%n%x',
+  '\u202eevil\u202c',
+  '\u200f\u200e',
+  '\ufeffbom',
+  '😀👩‍👩‍👧‍👦🏳️‍🌈',
+  'Z\u0351\u0307\u0324a\u0308l\u0300',
+  '\r\n\t',
+  '\u0001\u001f\u007f\u0085',
+  '\u2028\u2029',
+  'İıßﬃ',
+  '../../etc/passwd',
+  'null',
+  'true',
+  '0',
+  '-1',
+  'NaN',
+  'Infinity',
+  '1e309',
+  ' ',
+  '',
+  '@project',
+  'LEAD',
+  'lead ',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'x\udfffy',
+  '00000000-0000-0000-0000-000000000000',
+  '2026-06-30T23:59:60Z',
 ];
 /** Dates a schema's `date-time` format may let through: leap seconds, year 0, day 30 of February. */
 const DATE_EDGES = [
-  '2026-06-30T23:59:60Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z',
-  '2026-01-01T00:00:00+14:00', '2026-01-01 00:00:00Z', '2026-01-01T00:00:00', '1970-01-01T00:00:00.000000001Z', '+275760-09-13T00:00:00Z',
+  '2026-06-30T23:59:60Z',
+  '0000-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999Z',
+  '2026-02-30T00:00:00Z',
+  '2026-13-01T00:00:00Z',
+  '2026-01-01T00:00:00+14:00',
+  '2026-01-01 00:00:00Z',
+  '2026-01-01T00:00:00',
+  '1970-01-01T00:00:00.000000001Z',
+  '+275760-09-13T00:00:00Z',
 ];
 /** Around every documented limit, and past the body limit. */
-const LENGTHS = [0, 1, 64, 65, 100, 101, 120, 121, 200, 201, 1_000, 1_001, 2_000, 2_001, 4_000, 4_001, 8_000, 8_001, 32_000, 32_001, 100_000, 262_144, 300_000];
+const LENGTHS = [
+  0, 1, 64, 65, 100, 101, 120, 121, 200, 201, 1_000, 1_001, 2_000, 2_001, 4_000, 4_001, 8_000, 8_001, 32_000, 32_001, 100_000, 262_144,
+  300_000,
+];
 
 const odd = fc.oneof(
   fc.constantFrom(...NASTY),
@@ -107,14 +177,28 @@ const odd = fc.oneof(
 const huge = fc.tuple(fc.constantFrom('a', 'é', '😀', '\u202e', '\u0301'), fc.constantFrom(...LENGTHS)).map(([u, n]) => new Huge(u, n));
 /** Nesting around the documented depth limit and far past it, with a NUL at the bottom now and then. */
 const deep = fc
-  .tuple(fc.constantFrom('object' as const, 'array' as const), fc.constantFrom(LIMITS.jsonDepth - 2, LIMITS.jsonDepth - 1, LIMITS.jsonDepth, LIMITS.jsonDepth + 1, 100, 10_000), fc.constantFrom('x', 'a\u0000b', '\ud800'))
+  .tuple(
+    fc.constantFrom('object' as const, 'array' as const),
+    fc.constantFrom(LIMITS.jsonDepth - 2, LIMITS.jsonDepth - 1, LIMITS.jsonDepth, LIMITS.jsonDepth + 1, 100, 10_000),
+    fc.constantFrom('x', 'a\u0000b', '\ud800'),
+  )
   .map(([kind, levels, leaf]) => new Deep(kind, levels, leaf));
 /** Mostly a value the route accepts; now and then one at or past the edge of what it accepts. */
-const edgy = <T, E>(valid: fc.Arbitrary<T>, edge: fc.Arbitrary<E>) => fc.oneof({ weight: 5, arbitrary: valid }, { weight: 1, arbitrary: edge });
-const text = fc.oneof({ weight: 5, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 24 }) }, { weight: 3, arbitrary: odd }, { weight: 1, arbitrary: huge });
-const count = edgy(fc.integer({ min: 1, max: 600 }), fc.constantFrom(-1, 0, 86_400, 86_401, LIMITS.dueMinutesMax, LIMITS.dueMinutesMax + 1, 2 ** 31, 2 ** 53));
+const edgy = <T, E>(valid: fc.Arbitrary<T>, edge: fc.Arbitrary<E>) =>
+  fc.oneof({ weight: 5, arbitrary: valid }, { weight: 1, arbitrary: edge });
+const text = fc.oneof(
+  { weight: 5, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 24 }) },
+  { weight: 3, arbitrary: odd },
+  { weight: 1, arbitrary: huge },
+);
+const count = edgy(
+  fc.integer({ min: 1, max: 600 }),
+  fc.constantFrom(-1, 0, 86_400, 86_401, LIMITS.dueMinutesMax, LIMITS.dueMinutesMax + 1, 2 ** 31, 2 ** 53),
+);
 const isoDate = fc.oneof(
-  fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc
+    .date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true })
+    .map((d) => d.toISOString()),
   fc.constantFrom(...DATE_EDGES),
 );
 /** A wrong value for any field: wrong type, huge, empty, odd Unicode, nested, unrepresentable numbers. */
@@ -144,7 +228,10 @@ const segment = (real: string[]) =>
     { weight: 1, arbitrary: fc.constantFrom(...real).map((s) => s.toUpperCase()) },
     { weight: 2, arbitrary: fc.uuid() },
     { weight: 2, arbitrary: odd.map(encodeSegment) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('a', 'é'), fc.constantFrom(99, 100, 101, 1_000, 10_000)).map(([u, n]) => new Huge(u, n)) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom('a', 'é'), fc.constantFrom(99, 100, 101, 1_000, 10_000)).map(([u, n]) => new Huge(u, n)),
+    },
     { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%E0%A4%A', '%00', '..', '%2F', 'a%2Fb', '%C0%AF') },
   );
 type Segment = string | Huge;
@@ -161,69 +248,165 @@ interface WriteRoute {
 const rec = (model: Record<string, fc.Arbitrary<unknown>>, required: string[] = []) =>
   fc.record(model, { requiredKeys: required }) as fc.Arbitrary<Record<string, unknown>>;
 /** `as` is required of an admin token (it names the agent), optional for an agent's own token. */
-const actor = (f: Fixtures, more: Record<string, fc.Arbitrary<unknown>> = {}, required: string[] = []) => rec({ as: handle(f.agents), ...more }, ['as', ...required]);
+const actor = (f: Fixtures, more: Record<string, fc.Arbitrary<unknown>> = {}, required: string[] = []) =>
+  rec({ as: handle(f.agents), ...more }, ['as', ...required]);
 const claimToken = (f: Fixtures) => edgy(fc.constant(f.claimToken), fc.oneof(fc.uuid(), text));
 const handoffAction = (action: string, valid: WriteRoute['valid']): WriteRoute => ({
-  name: `POST /v1/handoffs/:id/${action}`, method: 'POST', url: (s) => `/v1/handoffs/${s}/${action}`, segment: (f) => segment(f.handoffs), valid,
+  name: `POST /v1/handoffs/:id/${action}`,
+  method: 'POST',
+  url: (s) => `/v1/handoffs/${s}/${action}`,
+  segment: (f) => segment(f.handoffs),
+  valid,
 });
 
 const ROUTES: WriteRoute[] = [
   {
-    name: 'POST /v1/agents', method: 'POST', url: () => '/v1/agents',
-    valid: (f) => rec({
-      id: edgy(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), handle(f.agents)), provider: edgy(fc.constant('manual'), fc.constantFrom('demo', 'codex', 'webhook', 'MANUAL')),
-      displayName: text,
-      // Free-form JSON: now and then one plain key holding deep nesting, so nothing else refuses the body first.
-      settings: fc.oneof(fc.dictionary(odd, hostile, { maxKeys: 3 }), fc.dictionary(fc.constantFrom('nested', 'thinkMs'), deep, { minKeys: 1, maxKeys: 1 })),
-      target: fc.option(text, { nil: null }),
-    }, ['id', 'provider']),
+    name: 'POST /v1/agents',
+    method: 'POST',
+    url: () => '/v1/agents',
+    valid: (f) =>
+      rec(
+        {
+          id: edgy(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), handle(f.agents)),
+          provider: edgy(fc.constant('manual'), fc.constantFrom('demo', 'codex', 'webhook', 'MANUAL')),
+          displayName: text,
+          // Free-form JSON: now and then one plain key holding deep nesting, so nothing else refuses the body first.
+          settings: fc.oneof(
+            fc.dictionary(odd, hostile, { maxKeys: 3 }),
+            fc.dictionary(fc.constantFrom('nested', 'thinkMs'), deep, { minKeys: 1, maxKeys: 1 }),
+          ),
+          target: fc.option(text, { nil: null }),
+        },
+        ['id', 'provider'],
+      ),
   },
   {
-    name: 'POST /v1/handoffs', method: 'POST', url: () => '/v1/handoffs',
-    valid: (f) => rec({
-      from: handle(f.agents), to: fc.oneof(handle(f.agents), fc.constant('@project')), message: text, title: fc.option(text, { nil: null }), focus: text, doneWhen: text,
-      context: rec({ summary: text, openQuestions: fc.array(text, { maxLength: 3 }), nextSteps: fc.array(text, { maxLength: 3 }) }),
-      dueAt: isoDate, dueMinutes: count, idempotencyKey: edgy(fc.constantFrom('key-1', 'key-2'), text), session: edgy(fc.constant(f.sessionId), fc.uuid()),
-    }, ['from', 'to', 'message']).map((b) => {
-      // Both at once is a documented refusal; keep it for the mutations to find.
-      if ('dueAt' in b && 'dueMinutes' in b) delete b['dueMinutes'];
-      return b;
-    }),
+    name: 'POST /v1/handoffs',
+    method: 'POST',
+    url: () => '/v1/handoffs',
+    valid: (f) =>
+      rec(
+        {
+          from: handle(f.agents),
+          to: fc.oneof(handle(f.agents), fc.constant('@project')),
+          message: text,
+          title: fc.option(text, { nil: null }),
+          focus: text,
+          doneWhen: text,
+          context: rec({ summary: text, openQuestions: fc.array(text, { maxLength: 3 }), nextSteps: fc.array(text, { maxLength: 3 }) }),
+          dueAt: isoDate,
+          dueMinutes: count,
+          idempotencyKey: edgy(fc.constantFrom('key-1', 'key-2'), text),
+          session: edgy(fc.constant(f.sessionId), fc.uuid()),
+        },
+        ['from', 'to', 'message'],
+      ).map((b) => {
+        // Both at once is a documented refusal; keep it for the mutations to find.
+        if ('dueAt' in b && 'dueMinutes' in b) delete b['dueMinutes'];
+        return b;
+      }),
   },
   handoffAction('acknowledge', (f) => actor(f)),
   handoffAction('release', (f) => rec({ as: handle(f.agents), reason: text })),
   handoffAction('accept', (f) => actor(f, { leaseSeconds: count })),
   handoffAction('heartbeat', (f) => actor(f, { claimToken: claimToken(f), leaseSeconds: count }, ['claimToken'])),
   handoffAction('return', (f) =>
-    actor(f, {
-      claimToken: claimToken(f), revision: edgy(fc.nat(3), count), summary: text, outcome: fc.constantFrom('succeeded', 'failed'),
-      facts: fc.array(edgy(fc.constantFrom(...f.facts), fc.oneof(fc.uuid(), text)), { maxLength: 4 }),
-    }, ['claimToken', 'summary'])),
-  handoffAction('close', (f) => actor(f, { resolution: fc.constantFrom('accepted', 'revision', 'blocked'), note: text, revision: edgy(fc.nat(3), count) }, ['resolution'])),
+    actor(
+      f,
+      {
+        claimToken: claimToken(f),
+        revision: edgy(fc.nat(3), count),
+        summary: text,
+        outcome: fc.constantFrom('succeeded', 'failed'),
+        facts: fc.array(edgy(fc.constantFrom(...f.facts), fc.oneof(fc.uuid(), text)), { maxLength: 4 }),
+      },
+      ['claimToken', 'summary'],
+    ),
+  ),
+  handoffAction('close', (f) =>
+    actor(f, { resolution: fc.constantFrom('accepted', 'revision', 'blocked'), note: text, revision: edgy(fc.nat(3), count) }, [
+      'resolution',
+    ]),
+  ),
   handoffAction('cancel', (f) => actor(f)),
   {
-    name: 'PUT /v1/settings/:key', method: 'PUT', url: (s) => `/v1/settings/${s}`,
-    segment: () => edgy(fc.constantFrom('enabled', 'enabledAfter', 'connections', 'outageGuard'), fc.oneof(fc.constantFrom('ENABLED', '__proto__', 'constructor', 'toString'), segment(['enabled']))),
-    valid: () => rec({
-      value: fc.oneof(
-        fc.boolean(), fc.constant(null), isoDate, fc.constantFrom('open', 'restricted'),
-        fc.dictionary(odd, rec({ statusUrl: edgy(fc.webUrl(), text), down: fc.boolean(), detail: text }), { maxKeys: 2 }),
+    name: 'PUT /v1/settings/:key',
+    method: 'PUT',
+    url: (s) => `/v1/settings/${s}`,
+    segment: () =>
+      edgy(
+        fc.constantFrom('enabled', 'enabledAfter', 'connections', 'outageGuard'),
+        fc.oneof(fc.constantFrom('ENABLED', '__proto__', 'constructor', 'toString'), segment(['enabled'])),
       ),
-    }, ['value']),
+    valid: () =>
+      rec(
+        {
+          value: fc.oneof(
+            fc.boolean(),
+            fc.constant(null),
+            isoDate,
+            fc.constantFrom('open', 'restricted'),
+            fc.dictionary(odd, rec({ statusUrl: edgy(fc.webUrl(), text), down: fc.boolean(), detail: text }), { maxKeys: 2 }),
+          ),
+        },
+        ['value'],
+      ),
   },
-  { name: 'PUT /v1/connections', method: 'PUT', url: () => '/v1/connections', valid: (f) => rec({ from: handle(f.agents), to: handle(f.agents), rule: fc.constantFrom('allow', 'block') }, ['from', 'to', 'rule']) },
-  { name: 'POST /v1/sessions', method: 'POST', url: () => '/v1/sessions', valid: (f) => actor(f, { title: text, summary: text }, ['title']) },
   {
-    name: 'POST /v1/sessions/:id/facts', method: 'POST', url: (s) => `/v1/sessions/${s}/facts`, segment: (f) => segment([f.sessionId]),
-    valid: (f) => actor(f, {
-      kind: fc.constantFrom('decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'), text, supersedes: edgy(fc.constantFrom(...f.facts), fc.uuid()),
-    }, ['kind', 'text']),
+    name: 'PUT /v1/connections',
+    method: 'PUT',
+    url: () => '/v1/connections',
+    valid: (f) => rec({ from: handle(f.agents), to: handle(f.agents), rule: fc.constantFrom('allow', 'block') }, ['from', 'to', 'rule']),
   },
-  { name: 'POST /v1/tokens', method: 'POST', url: () => '/v1/tokens', valid: (f) => rec({ agent: handle(f.agents), project: handle(['default', 'other']), admin: fc.boolean(), name: text }) },
-  { name: 'POST /v1/projects', method: 'POST', url: () => '/v1/projects', valid: () => rec({ id: edgy(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), handle(['default', 'other'])), name: text }, ['id']) },
+  {
+    name: 'POST /v1/sessions',
+    method: 'POST',
+    url: () => '/v1/sessions',
+    valid: (f) => actor(f, { title: text, summary: text }, ['title']),
+  },
+  {
+    name: 'POST /v1/sessions/:id/facts',
+    method: 'POST',
+    url: (s) => `/v1/sessions/${s}/facts`,
+    segment: (f) => segment([f.sessionId]),
+    valid: (f) =>
+      actor(
+        f,
+        {
+          kind: fc.constantFrom('decision', 'failed_attempt', 'lesson', 'open_question', 'note', 'result'),
+          text,
+          supersedes: edgy(fc.constantFrom(...f.facts), fc.uuid()),
+        },
+        ['kind', 'text'],
+      ),
+  },
+  {
+    name: 'POST /v1/tokens',
+    method: 'POST',
+    url: () => '/v1/tokens',
+    valid: (f) => rec({ agent: handle(f.agents), project: handle(['default', 'other']), admin: fc.boolean(), name: text }),
+  },
+  {
+    name: 'POST /v1/projects',
+    method: 'POST',
+    url: () => '/v1/projects',
+    valid: () => rec({ id: edgy(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), handle(['default', 'other'])), name: text }, ['id']),
+  },
   // The two deletions come last and aim at victims, so the fixtures the routes above use survive.
-  { name: 'DELETE /v1/agents/:id', method: 'DELETE', url: (s) => `/v1/agents/${s}`, segment: (f) => segment(f.victims), valid: () => fc.constant({}) },
-  { name: 'DELETE /v1/tokens/:id', method: 'DELETE', url: (s) => `/v1/tokens/${s}`, segment: (f) => segment(f.victimTokens), valid: () => fc.constant({}) },
+  {
+    name: 'DELETE /v1/agents/:id',
+    method: 'DELETE',
+    url: (s) => `/v1/agents/${s}`,
+    segment: (f) => segment(f.victims),
+    valid: () => fc.constant({}),
+  },
+  {
+    name: 'DELETE /v1/tokens/:id',
+    method: 'DELETE',
+    url: (s) => `/v1/tokens/${s}`,
+    segment: (f) => segment(f.victimTokens),
+    valid: () => fc.constant({}),
+  },
 ];
 
 const UNKNOWN_KEYS = ['extra', '__proto__', 'constructor', 'admin', 'id', 'tokenId', 'projectId', ''];
@@ -231,7 +414,10 @@ const UNKNOWN_KEYS = ['extra', '__proto__', 'constructor', 'admin', 'id', 'token
 function mutate(valid: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Record<string, unknown>> {
   return valid.chain((body) => {
     const own = Object.keys(body);
-    const key = own.length > 0 ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...own) }, { weight: 1, arbitrary: fc.constantFrom(...UNKNOWN_KEYS) }) : fc.constantFrom(...UNKNOWN_KEYS);
+    const key =
+      own.length > 0
+        ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...own) }, { weight: 1, arbitrary: fc.constantFrom(...UNKNOWN_KEYS) })
+        : fc.constantFrom(...UNKNOWN_KEYS);
     return fc.tuple(key, fc.option(hostile, { freq: 6, nil: undefined })).map(([k, v]) => {
       const out = { ...body };
       if (v === undefined) delete out[k];
@@ -242,16 +428,48 @@ function mutate(valid: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Reco
   });
 }
 
-type Transport = { kind: 'json'; contentType: string } | { kind: 'raw'; contentType: string | undefined; payload: string } | { kind: 'none' };
+type Transport =
+  { kind: 'json'; contentType: string } | { kind: 'raw'; contentType: string | undefined; payload: string } | { kind: 'none' };
 const transport: fc.Arbitrary<Transport> = fc.oneof(
   { weight: 16, arbitrary: fc.constant({ kind: 'json', contentType: 'application/json' } as const) },
-  { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1').map((contentType) => ({ kind: 'json', contentType }) as const) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom(
+        'application/json; charset=utf-8',
+        'APPLICATION/JSON',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/json; charset=latin1',
+      )
+      .map((contentType) => ({ kind: 'json', contentType }) as const),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant('raw' as const),
       contentType: fc.constantFrom('application/json', undefined),
-      payload: fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.json({ maxDepth: 2 }), fc.constantFrom('', '{', '{"a":', '\ufeff{}', '{"a":1}{"b":2}', '{"a":1,"a":2}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"admin":true}}}', 'NaN', '[1,]', '"\\u0000"', '"\\ud800"', `${'['.repeat(10_000)}${']'.repeat(10_000)}`, `${'{"a":'.repeat(LIMITS.jsonDepth)}"\\u0000"${'}'.repeat(LIMITS.jsonDepth)}`)),
+      payload: fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 40 }),
+        fc.json({ maxDepth: 2 }),
+        fc.constantFrom(
+          '',
+          '{',
+          '{"a":',
+          '\ufeff{}',
+          '{"a":1}{"b":2}',
+          '{"a":1,"a":2}',
+          '{"__proto__":{"admin":true}}',
+          '{"constructor":{"prototype":{"admin":true}}}',
+          'NaN',
+          '[1,]',
+          '"\\u0000"',
+          '"\\ud800"',
+          `${'['.repeat(10_000)}${']'.repeat(10_000)}`,
+          `${'{"a":'.repeat(LIMITS.jsonDepth)}"\\u0000"${'}'.repeat(LIMITS.jsonDepth)}`,
+        ),
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'none' } as const) },
@@ -264,7 +482,15 @@ const caller = fc.oneof(
   {
     weight: 1,
     arbitrary: fc.oneof(
-      fc.constantFrom('none', 'agent:revoked', 'header:Bearer', 'header:Basic dXNlcjpwYXNz', `header:Bearer baton_${'A'.repeat(43)}`, 'admin-with-suffix', 'admin-as-token'),
+      fc.constantFrom(
+        'none',
+        'agent:revoked',
+        'header:Bearer',
+        'header:Basic dXNlcjpwYXNz',
+        `header:Bearer baton_${'A'.repeat(43)}`,
+        'admin-with-suffix',
+        'admin-as-token',
+      ),
       fc.string({ unit: 'grapheme-ascii', maxLength: 60 }).map((s) => `header:${s}`),
     ),
   },
@@ -277,9 +503,19 @@ function authorization(label: string): string | undefined {
   if (label.startsWith('header:')) return label.slice('header:'.length);
   return `Bearer ${fx.tokens[label.replace('agent:', '')]}`;
 }
-const projectHeader = edgy(fc.constant(undefined), fc.constantFrom('default', 'DEFAULT', 'other', 'nope', '', 'a'.repeat(65), '@project', '../x'));
+const projectHeader = edgy(
+  fc.constant(undefined),
+  fc.constantFrom('default', 'DEFAULT', 'other', 'nope', '', 'a'.repeat(65), '@project', '../x'),
+);
 
-interface Call { caller: string; project: string | undefined; idempotencyKey?: string | undefined; segment: Segment; body: unknown; transport: Transport }
+interface Call {
+  caller: string;
+  project: string | undefined;
+  idempotencyKey?: string | undefined;
+  segment: Segment;
+  body: unknown;
+  transport: Transport;
+}
 /** Sent on every route; only POST /v1/handoffs reads it (and must agree with the body's key). */
 const idempotencyHeader = edgy(fc.constant(undefined), fc.constantFrom('key-1', 'key-2', '', 'k'.repeat(LIMITS.idempotencyKey + 1), ' '));
 
@@ -315,7 +551,13 @@ function send(method: WriteRoute['method'], url: string, call: Call): Promise<Li
 }
 
 /** A plain JSON call as the admin, for the focused properties. */
-const jsonCall = (body: unknown): Call => ({ caller: 'admin', project: undefined, segment: '', body, transport: { kind: 'json', contentType: 'application/json' } });
+const jsonCall = (body: unknown): Call => ({
+  caller: 'admin',
+  project: undefined,
+  segment: '',
+  body,
+  transport: { kind: 'json', contentType: 'application/json' },
+});
 
 const parse = (raw: string): unknown => {
   try {
@@ -337,7 +579,9 @@ async function expectSafeCall(method: WriteRoute['method'], url: string, call: C
   const res = await send(method, url, call);
   await expectSafeOutcome(res, before);
   if (res.statusCode < 300 && !url.startsWith('/v1/handoffs')) {
-    await eventually(async () => expect(rows((await snapshot())['audit_events'])).toBeGreaterThan(rows(before['audit_events'])), { what: `the audit row of ${method} ${url}` });
+    await eventually(async () => expect(rows((await snapshot())['audit_events'])).toBeGreaterThan(rows(before['audit_events'])), {
+      what: `the audit row of ${method} ${url}`,
+    });
   }
   return res;
 }
@@ -374,7 +618,11 @@ beforeAll(async () => {
   // Another project with its own agent, so project scoping is exercised too.
   await ok(baton.post('/v1/projects', { id: 'other' }));
   await ok(baton.post('/v1/agents', { id: 'stranger', provider: 'manual' }, { 'x-baton-project': 'other' }));
-  const tokens = { lead: await baton.tokenFor('lead'), dev: await baton.tokenFor('dev'), stranger: await baton.tokenFor('stranger', 'other') };
+  const tokens = {
+    lead: await baton.tokenFor('lead'),
+    dev: await baton.tokenFor('dev'),
+    stranger: await baton.tokenFor('stranger', 'other'),
+  };
   const victimTokens: string[] = [];
   for (let i = 0; i < 3; i++) victimTokens.push((await ok(baton.post('/v1/tokens', { agent: 'peer', name: `victim ${i}` }))).record.id);
   const revoked = await ok(baton.post('/v1/tokens', { agent: 'peer', name: 'revoked' }));
@@ -437,7 +685,14 @@ describe('agent text is data', () => {
     });
     await fc.assert(
       fc.asyncProperty(sent, async (s) => {
-        const body = { to: s.to, title: s.title, message: s.message, focus: s.focus, doneWhen: s.doneWhen, context: { summary: s.summary, openQuestions: s.openQuestions, nextSteps: [s.message.slice(0, 100)] } };
+        const body = {
+          to: s.to,
+          title: s.title,
+          message: s.message,
+          focus: s.focus,
+          doneWhen: s.doneWhen,
+          context: { summary: s.summary, openQuestions: s.openQuestions, nextSteps: [s.message.slice(0, 100)] },
+        };
         const auth = authorization(s.caller)!;
         const created = await baton.post('/v1/handoffs', s.caller === 'admin' ? { ...body, from: 'lead' } : body, { authorization: auth });
         // Storable text is accepted as it is (nothing to strip, escape or refuse).
@@ -446,7 +701,13 @@ describe('agent text is data', () => {
         const asBytes = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('hex');
         // Byte for byte: compared as UTF-8, so a normalisation or a replaced character shows.
         expect(asBytes([got.title, got.message, got.focus, got.doneWhen, got.context])).toBe(
-          asBytes([s.title, s.message, s.focus, s.doneWhen, { summary: s.summary, openQuestions: s.openQuestions, nextSteps: body.context.nextSteps }]),
+          asBytes([
+            s.title,
+            s.message,
+            s.focus,
+            s.doneWhen,
+            { summary: s.summary, openQuestions: s.openQuestions, nextSteps: body.context.nextSteps },
+          ]),
         );
       }),
       { numRuns: 40 },
@@ -477,14 +738,19 @@ describe('agent text is data', () => {
   // Protects: a lone surrogate has no UTF-8 form; it is refused, never silently replaced with U+FFFD.
   it('a lone surrogate is refused or kept, never replaced', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('message', 'title'), fits(20), fc.integer({ min: 0xd800, max: 0xdfff }), async (field, around, unit) => {
-        const value = `${around}${String.fromCharCode(unit)}${around}`;
-        const res = await expectSafeCall('POST', '/v1/handoffs', jsonCall(withField(field, value)));
-        if (res.statusCode >= 300) return;
-        const got = (await baton.get(`/v1/handoffs/${(parse(res.body) as { id: string }).id}`)).body;
-        // Accepted, it must come back as sent (JSON.stringify shows the lone half as \udXXX).
-        expect(JSON.stringify(got[field]), 'stored text differs from what was sent').toBe(JSON.stringify(value));
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('message', 'title'),
+        fits(20),
+        fc.integer({ min: 0xd800, max: 0xdfff }),
+        async (field, around, unit) => {
+          const value = `${around}${String.fromCharCode(unit)}${around}`;
+          const res = await expectSafeCall('POST', '/v1/handoffs', jsonCall(withField(field, value)));
+          if (res.statusCode >= 300) return;
+          const got = (await baton.get(`/v1/handoffs/${(parse(res.body) as { id: string }).id}`)).body;
+          // Accepted, it must come back as sent (JSON.stringify shows the lone half as \udXXX).
+          expect(JSON.stringify(got[field]), 'stored text differs from what was sent').toBe(JSON.stringify(value));
+        },
+      ),
       { numRuns: 20 },
     );
   }, 120_000);
@@ -495,11 +761,15 @@ describe('times at the edge of the date-time format', () => {
   it('an odd dueAt or enabledAfter is stored or refused with a catalogued 4xx, and a refusal writes nothing', async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('dueAt' as const, 'enabledAfter' as const), isoDate, async (field, time) => {
-        if (field === 'dueAt') await expectSafeCall('POST', '/v1/handoffs', jsonCall({ from: 'lead', to: 'dev', message: `due ${time}`, dueAt: time }));
+        if (field === 'dueAt')
+          await expectSafeCall('POST', '/v1/handoffs', jsonCall({ from: 'lead', to: 'dev', message: `due ${time}`, dueAt: time }));
         else await expectSafeCall('PUT', '/v1/settings/enabledAfter', jsonCall({ value: time }));
       }),
       // Every edge on both fields first, then random times.
-      { numRuns: 40, examples: DATE_EDGES.flatMap((t) => [['dueAt', t] as ['dueAt', string], ['enabledAfter', t] as ['enabledAfter', string]]) },
+      {
+        numRuns: 40,
+        examples: DATE_EDGES.flatMap((t) => [['dueAt', t] as ['dueAt', string], ['enabledAfter', t] as ['enabledAfter', string]]),
+      },
     );
   }, 120_000);
 });
@@ -519,7 +789,11 @@ describe('nesting depth', () => {
   it('a body nested 10,000 levels deep is refused with 400 too_deeply_nested on every write route, and writes nothing', async () => {
     for (const route of ROUTES) {
       for (const kind of ['object', 'array'] as const) {
-        const res = await expectSafeCall(route.method, urlOf(route), jsonCall({ as: 'lead', settings: { s: new Deep(kind, 10_000, 'x') } }));
+        const res = await expectSafeCall(
+          route.method,
+          urlOf(route),
+          jsonCall({ as: 'lead', settings: { s: new Deep(kind, 10_000, 'x') } }),
+        );
         expect(res.statusCode, `${route.name} ${kind}: ${res.body}`).toBe(400);
         expect((parse(res.body) as { error: { code: string } }).error.code, route.name).toBe('too_deeply_nested');
       }
@@ -528,15 +802,30 @@ describe('nesting depth', () => {
 
   /** The routes that store free-form JSON: `levels` objects deep inside the field, so the deepest is at level levels + 2 of the body. */
   const freeForm = [
-    { name: 'POST /v1/agents settings', method: 'POST' as const, url: '/v1/agents', body: (d: Deep, n: number) => ({ id: `deep-${n}-${d.levels}`, provider: 'manual', settings: { s: d } }) },
-    { name: 'PUT /v1/settings/outageGuard value', method: 'PUT' as const, url: '/v1/settings/outageGuard', body: (d: Deep) => ({ value: { demo: d } }) },
+    {
+      name: 'POST /v1/agents settings',
+      method: 'POST' as const,
+      url: '/v1/agents',
+      body: (d: Deep, n: number) => ({ id: `deep-${n}-${d.levels}`, provider: 'manual', settings: { s: d } }),
+    },
+    {
+      name: 'PUT /v1/settings/outageGuard value',
+      method: 'PUT' as const,
+      url: '/v1/settings/outageGuard',
+      body: (d: Deep) => ({ value: { demo: d } }),
+    },
   ];
 
   // Protects: the text check covers every level the depth limit lets through (it used to stop at 64, and Postgres then refused the NUL with a 500).
   it('free-form JSON: a NUL at the deepest accepted level is invalid_text, one level deeper (or 100) is too_deeply_nested', async () => {
     let n = 0;
     for (const route of freeForm) {
-      for (const [levels, code] of [[LIMITS.jsonDepth - 3, 'invalid_text'], [LIMITS.jsonDepth - 2, 'invalid_text'], [LIMITS.jsonDepth - 1, 'too_deeply_nested'], [100, 'too_deeply_nested']] as const) {
+      for (const [levels, code] of [
+        [LIMITS.jsonDepth - 3, 'invalid_text'],
+        [LIMITS.jsonDepth - 2, 'invalid_text'],
+        [LIMITS.jsonDepth - 1, 'too_deeply_nested'],
+        [100, 'too_deeply_nested'],
+      ] as const) {
         for (const leaf of ['a\u0000b', 'x\udc00']) {
           const res = await expectSafeCall(route.method, route.url, jsonCall(route.body(new Deep('object', levels, leaf), ++n)));
           const shown = `${route.name}, deepest object at level ${levels + 2}: ${res.statusCode} ${res.body.slice(0, 200)}`;
@@ -550,7 +839,11 @@ describe('nesting depth', () => {
   // Protects: the limit is the documented one, not a smaller cutoff: a body exactly jsonDepth levels deep gets past it, to the route's own checks.
   it('a body nested exactly to the limit passes the depth check', async () => {
     for (const route of freeForm) {
-      const res = await expectSafeCall(route.method, route.url, jsonCall(route.body(new Deep('object', LIMITS.jsonDepth - 2, 'bottom'), 0)));
+      const res = await expectSafeCall(
+        route.method,
+        route.url,
+        jsonCall(route.body(new Deep('object', LIMITS.jsonDepth - 2, 'bottom'), 0)),
+      );
       const code = res.statusCode < 300 ? null : (parse(res.body) as { error: { code: string } }).error.code;
       expect(code, `${route.name}: ${res.body.slice(0, 200)}`).not.toBe('too_deeply_nested');
     }

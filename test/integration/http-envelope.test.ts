@@ -51,7 +51,13 @@ function expectCatalogError(res: { statusCode: number; headers: Record<string, u
   const where = `${shown} ${res.statusCode} ${res.body.slice(0, 200)}`;
   expect(String(res.headers['content-type']), where).toMatch(/^application\/json/);
   const body = JSON.parse(res.body) as { error: { code: string; message: string; details?: unknown } };
-  expect(body, where).toEqual({ error: { code, message: expect.any(String), ...(typeof body.error === 'object' && 'details' in body.error ? { details: expect.anything() } : {}) } });
+  expect(body, where).toEqual({
+    error: {
+      code,
+      message: expect.any(String),
+      ...(typeof body.error === 'object' && 'details' in body.error ? { details: expect.anything() } : {}),
+    },
+  });
   expect(isErrorCode(code), where).toBe(true);
   if (isErrorCode(code)) expect(res.statusCode, where).toBe(ERROR_CATALOG[code].status);
   expect(res.headers['cache-control'], where).toBe('private, no-store');
@@ -70,14 +76,26 @@ describe('bodies that are not JSON', () => {
     ['DELETE', '/v1/agents/lead'],
     ['POST', '/v1/webhooks/callback'],
   ] as const;
-  const mediaTypes = ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'text/json'];
+  const mediaTypes = [
+    'text/plain',
+    'text/plain; charset=utf-8',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/xml',
+    'text/json',
+  ];
 
   // Protects: docs/ERRORS.md's promise: a body of another media type is 415 unsupported_media_type
   // (text/plain used to be parsed as a string and refused as validation_failed).
   it('are refused with 415 unsupported_media_type on every route that takes a body, and change nothing', async () => {
     for (const [method, path] of routes) {
       for (const type of mediaTypes) {
-        const res = await baton.app.inject({ method, url: path, headers: { ...admin(), 'content-type': type }, payload: '{"id":"lead","provider":"manual","value":true}' });
+        const res = await baton.app.inject({
+          method,
+          url: path,
+          headers: { ...admin(), 'content-type': type },
+          payload: '{"id":"lead","provider":"manual","value":true}',
+        });
         expectCatalogError(res, 'unsupported_media_type', `${method} ${path} as ${type}`);
       }
     }
@@ -86,13 +104,19 @@ describe('bodies that are not JSON', () => {
   });
 
   it('while JSON with a charset is still read as JSON', async () => {
-    const res = await baton.app.inject({ method: 'POST', url: '/v1/sessions', headers: { ...admin(), 'content-type': 'application/json; charset=utf-8' }, payload: '{"as":"lead","title":"t"}' });
+    const res = await baton.app.inject({
+      method: 'POST',
+      url: '/v1/sessions',
+      headers: { ...admin(), 'content-type': 'application/json; charset=utf-8' },
+      payload: '{"as":"lead","title":"t"}',
+    });
     expect(res.statusCode, res.body).toBe(201);
   });
 });
 
 describe('Cache-Control: private, no-store on every response', () => {
-  const check = (res: LightMyRequestResponse, what: string) => expect(res.headers['cache-control'], `${what}: ${res.statusCode} ${res.body.slice(0, 200)}`).toBe('private, no-store');
+  const check = (res: LightMyRequestResponse, what: string) =>
+    expect(res.headers['cache-control'], `${what}: ${res.statusCode} ${res.body.slice(0, 200)}`).toBe('private, no-store');
 
   // Protects: docs/API.md says every /v1 response carries it; health, readiness, 404s and router errors used to carry none.
   it('health and readiness, up or down', async () => {
@@ -111,14 +135,60 @@ describe('Cache-Control: private, no-store on every response', () => {
       ['unknown /v1 route', () => baton.app.inject({ method: 'GET', url: '/v1/nope', headers: admin() }), 'route_not_found'],
       ['unknown /v1 route, no token', () => baton.app.inject({ method: 'POST', url: '/v1/handoffs/x/y/z' }), 'route_not_found'],
       ['unknown route outside /v1', () => baton.app.inject({ method: 'GET', url: '/nope' }), 'route_not_found'],
-      ['malformed %-escape (router error)', () => baton.app.inject({ method: 'GET', url: '/v1/agents/%zz', headers: admin() }), 'validation_failed'],
-      ['over-long path parameter (router error)', () => baton.app.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(300)}`, headers: admin() }), 'validation_failed'],
+      [
+        'malformed %-escape (router error)',
+        () => baton.app.inject({ method: 'GET', url: '/v1/agents/%zz', headers: admin() }),
+        'validation_failed',
+      ],
+      [
+        'over-long path parameter (router error)',
+        () => baton.app.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(300)}`, headers: admin() }),
+        'validation_failed',
+      ],
       ['no token', () => baton.app.inject({ method: 'GET', url: '/v1/status' }), 'unauthenticated'],
-      ['unknown token', () => baton.app.inject({ method: 'GET', url: '/v1/status', headers: { authorization: `Bearer baton_${'A'.repeat(43)}` } }), 'invalid_token'],
-      ['not JSON', () => baton.app.inject({ method: 'POST', url: '/v1/agents', headers: { ...admin(), 'content-type': 'text/plain' }, payload: 'x' }), 'unsupported_media_type'],
-      ['broken JSON', () => baton.app.inject({ method: 'POST', url: '/v1/agents', headers: { ...admin(), 'content-type': 'application/json' }, payload: '{' }), 'invalid_json'],
-      ['too deep', () => baton.app.inject({ method: 'POST', url: '/v1/agents', headers: { ...admin(), 'content-type': 'application/json' }, payload: `${'['.repeat(10_000)}${']'.repeat(10_000)}` }), 'too_deeply_nested'],
-      ['too large', () => baton.app.inject({ method: 'POST', url: '/v1/agents', headers: { ...admin(), 'content-type': 'application/json' }, payload: `"${'a'.repeat(300_000)}"` }), 'body_too_large'],
+      [
+        'unknown token',
+        () => baton.app.inject({ method: 'GET', url: '/v1/status', headers: { authorization: `Bearer baton_${'A'.repeat(43)}` } }),
+        'invalid_token',
+      ],
+      [
+        'not JSON',
+        () => baton.app.inject({ method: 'POST', url: '/v1/agents', headers: { ...admin(), 'content-type': 'text/plain' }, payload: 'x' }),
+        'unsupported_media_type',
+      ],
+      [
+        'broken JSON',
+        () =>
+          baton.app.inject({
+            method: 'POST',
+            url: '/v1/agents',
+            headers: { ...admin(), 'content-type': 'application/json' },
+            payload: '{',
+          }),
+        'invalid_json',
+      ],
+      [
+        'too deep',
+        () =>
+          baton.app.inject({
+            method: 'POST',
+            url: '/v1/agents',
+            headers: { ...admin(), 'content-type': 'application/json' },
+            payload: `${'['.repeat(10_000)}${']'.repeat(10_000)}`,
+          }),
+        'too_deeply_nested',
+      ],
+      [
+        'too large',
+        () =>
+          baton.app.inject({
+            method: 'POST',
+            url: '/v1/agents',
+            headers: { ...admin(), 'content-type': 'application/json' },
+            payload: `"${'a'.repeat(300_000)}"`,
+          }),
+        'body_too_large',
+      ],
     ];
     for (const [what, call, code] of cases) expectCatalogError(await call(), code, what);
   });
@@ -153,7 +223,10 @@ function exchange(base: string, request: string): Promise<{ statusCode: number; 
 describe('what Node refuses before Fastify sees it (over a real socket)', () => {
   // Protects: a 20,000-character URL got Node's own 431 body; it is a catalogued error in the usual shape, with no-store.
   it('a 20,000-character URL is 431 headers_too_large in the catalog shape', async () => {
-    const res = await exchange(url, `GET /v1/handoffs?cursor=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${baton.adminToken}\r\n\r\n`);
+    const res = await exchange(
+      url,
+      `GET /v1/handoffs?cursor=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${baton.adminToken}\r\n\r\n`,
+    );
     expectCatalogError(res, 'headers_too_large', 'a 20,000-character URL');
   });
 
@@ -176,7 +249,13 @@ describe('what Node refuses before Fastify sees it (over a real socket)', () => 
 describe('while the API shuts down', () => {
   // Protects: a request that still arrives during the drain gets a catalogued 503 with Retry-After and no-store, not Fastify's own body.
   it('a request arriving on a busy connection is 503 shutting_down in the catalog shape', async () => {
-    const app = await buildApp({ core: baton.core, defaultProject: 'default', logger: silentLogger(), turnReports: baton.repos.turnReports, checks: {} });
+    const app = await buildApp({
+      core: baton.core,
+      defaultProject: 'default',
+      logger: silentLogger(),
+      turnReports: baton.repos.turnReports,
+      checks: {},
+    });
     let entered!: () => void;
     const inSlow = new Promise<void>((resolve) => (entered = resolve));
     let release!: () => void;
@@ -221,7 +300,11 @@ describe('while the API shuts down', () => {
     const [statusLine = '', ...lines] = head.split('\r\n');
     const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
     expect(raw, 'the request in flight finishes').toMatch(/HTTP\/1\.1 200 OK[^]*\{"ok":true\}/);
-    expectCatalogError({ statusCode: Number(statusLine.split(' ')[1]), headers, body }, 'shutting_down', 'a request arriving during the drain');
+    expectCatalogError(
+      { statusCode: Number(statusLine.split(' ')[1]), headers, body },
+      'shutting_down',
+      'a request arriving during the drain',
+    );
     expect(headers['retry-after']).toBe('2');
   });
 });

@@ -81,7 +81,10 @@ describe('lifting holds pages through every HELD handoff (keyset on seq, bounded
     await block(from, to);
     const five = await sendMany(from, to, 5);
     // The rule changes under the API (as a change made elsewhere, or one whose own lift failed).
-    await baton.db.pool.query(`UPDATE connections SET rule = 'allow' WHERE from_id = (SELECT id FROM agents WHERE handle = $1) AND to_id = (SELECT id FROM agents WHERE handle = $2)`, [from, to]);
+    await baton.db.pool.query(
+      `UPDATE connections SET rule = 'allow' WHERE from_id = (SELECT id FROM agents WHERE handle = $1) AND to_id = (SELECT id FROM agents WHERE handle = $2)`,
+      [from, to],
+    );
     const worker = baton.startWorker();
     try {
       const report = await baton.reconcile();
@@ -98,10 +101,16 @@ describe('lifting holds pages through every HELD handoff (keyset on seq, bounded
     const [from, to] = [await agent(), await agent()];
     await block(from, to);
     const seven = await sendMany(from, to, 7);
-    await baton.db.pool.query(`UPDATE connections SET rule = 'allow' WHERE from_id = (SELECT id FROM agents WHERE handle = $1) AND to_id = (SELECT id FROM agents WHERE handle = $2)`, [from, to]);
+    await baton.db.pool.query(
+      `UPDATE connections SET rule = 'allow' WHERE from_id = (SELECT id FROM agents WHERE handle = $1) AND to_id = (SELECT id FROM agents WHERE handle = $2)`,
+      [from, to],
+    );
     const pages = countStatements(baton.db.pool, HELD_PAGE_SQL);
     try {
-      const lifted = await liftHolds({ ...baton.core, settingsReader: { get: async () => settingsFrom(await baton.repos.settings.all()) } }, { pageSize: 3 });
+      const lifted = await liftHolds(
+        { ...baton.core, settingsReader: { get: async () => settingsFrom(await baton.repos.settings.all()) } },
+        { pageSize: 3 },
+      );
       expect(lifted).toBe(7);
       // 3 + 3 + 1 liftable rows: the short third page says it was the last.
       expect(pages.count()).toBe(3);

@@ -38,7 +38,10 @@ describe('a lock taken over between the reservation and the write', () => {
     // found, next scan in twenty minutes.
     const hooks = await takeOverBeforeWrite(async (handoffId) => {
       await baton.reconcile();
-      const after = await baton.db.pool.query<{ not_before: Date | null; delivery_state: string }>('SELECT not_before, delivery_state FROM handoffs WHERE id = $1', [handoffId]);
+      const after = await baton.db.pool.query<{ not_before: Date | null; delivery_state: string }>(
+        'SELECT not_before, delivery_state FROM handoffs WHERE id = $1',
+        [handoffId],
+      );
       scanned = [after.rows[0]!.delivery_state, after.rows[0]!.not_before === null ? 'now' : 'later'];
     });
     const worker = baton.startWorker({ hooks });
@@ -61,8 +64,26 @@ async function takeOverBeforeWrite(meanwhile?: (handoffId: string) => Promise<vo
       if (agent !== agentId) return;
       hooks.beforeWrite = undefined;
       await baton.redis.set(new RedisNames(baton.prefix).turnLock(agentId), 'new-holder', 'PX', 300);
-      const h = (await baton.db.pool.query<{ id: string; revision: number; attempt_count: number }>("SELECT id, revision, attempt_count FROM handoffs WHERE delivery_state = 'SENDING'")).rows[0]!;
-      await applyTransition(baton.core, { id: h.id, deliveryState: 'SENDING', revision: h.revision, attemptCount: h.attempt_count, refusals: 0, errorResends: 0, interruptResends: 0 }, 'reply_lost', { ...SYSTEM_ACTOR, id: 'new-holder' }, { reason: 'the worker that was writing this turn stopped before recording the outcome' });
+      const h = (
+        await baton.db.pool.query<{ id: string; revision: number; attempt_count: number }>(
+          "SELECT id, revision, attempt_count FROM handoffs WHERE delivery_state = 'SENDING'",
+        )
+      ).rows[0]!;
+      await applyTransition(
+        baton.core,
+        {
+          id: h.id,
+          deliveryState: 'SENDING',
+          revision: h.revision,
+          attemptCount: h.attempt_count,
+          refusals: 0,
+          errorResends: 0,
+          interruptResends: 0,
+        },
+        'reply_lost',
+        { ...SYSTEM_ACTOR, id: 'new-holder' },
+        { reason: 'the worker that was writing this turn stopped before recording the outcome' },
+      );
       await meanwhile?.(h.id);
     },
   };

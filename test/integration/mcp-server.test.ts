@@ -25,13 +25,24 @@ const clients: Client[] = [];
 type Transport = 'stdio' | 'http';
 
 /** The environment of a spawned `baton mcp`: only what it needs, so no developer profile leaks in. */
-const stdioEnv = (extra: Record<string, string>) => ({ PATH: process.env['PATH'] ?? '', HOME: home, BATON_HOME: home, BATON_URL: apiUrl, ...extra });
+const stdioEnv = (extra: Record<string, string>) => ({
+  PATH: process.env['PATH'] ?? '',
+  HOME: home,
+  BATON_HOME: home,
+  BATON_URL: apiUrl,
+  ...extra,
+});
 
 async function connect(kind: Transport, token: string, extra: { agent?: string } = {}): Promise<Client> {
   const client = new Client({ name: 'baton-test', version: '1.0.0' });
   const transport =
     kind === 'stdio'
-      ? new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env: stdioEnv({ BATON_TOKEN: token, ...(extra.agent ? { BATON_AGENT: extra.agent } : {}) }), stderr: 'pipe' })
+      ? new StdioClientTransport({
+          command: process.execPath,
+          args: [BIN, 'mcp'],
+          env: stdioEnv({ BATON_TOKEN: token, ...(extra.agent ? { BATON_AGENT: extra.agent } : {}) }),
+          stderr: 'pipe',
+        })
       : new StreamableHTTPClientTransport(new URL(`${apiUrl}/mcp`), {
           requestInit: { headers: { Authorization: `Bearer ${token}`, ...(extra.agent ? { 'X-Baton-Agent': extra.agent } : {}) } },
         });
@@ -72,7 +83,11 @@ const textOf = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? 
 async function cli(argv: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { BATON_HOME: home, BATON_URL: apiUrl, ...env }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  const code = await runCli(
+    argv,
+    { BATON_HOME: home, BATON_URL: apiUrl, ...env },
+    { out: (s) => void (out += s), err: (s) => void (err += s) },
+  );
   return { code, out, err };
 }
 
@@ -92,7 +107,23 @@ afterAll(async () => {
   await baton?.stop();
 });
 
-const TOOL_NAMES = ['send', 'inbox', 'read', 'status', 'accept', 'heartbeat', 'return', 'close', 'cancel', 'acknowledge', 'board', 'session_new', 'session_show', 'fact_add', 'list_agents'];
+const TOOL_NAMES = [
+  'send',
+  'inbox',
+  'read',
+  'status',
+  'accept',
+  'heartbeat',
+  'return',
+  'close',
+  'cancel',
+  'acknowledge',
+  'board',
+  'session_new',
+  'session_show',
+  'fact_add',
+  'list_agents',
+];
 const READ_ONLY_TOOLS = ['inbox', 'read', 'status', 'board', 'session_show', 'list_agents'];
 
 describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
@@ -101,7 +132,11 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
   let outsider: Client;
 
   beforeAll(async () => {
-    [planner, engineer, outsider] = await Promise.all([connect(kind, tokens['planner']!), connect(kind, tokens['engineer']!), connect(kind, tokens['outsider']!)]);
+    [planner, engineer, outsider] = await Promise.all([
+      connect(kind, tokens['planner']!),
+      connect(kind, tokens['engineer']!),
+      connect(kind, tokens['outsider']!),
+    ]);
   });
 
   it('lists every tool with a title, a strict input schema, an output schema and honest hints', async () => {
@@ -114,7 +149,10 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
       expect((t.inputSchema as { additionalProperties?: unknown }).additionalProperties, `${t.name} refuses unknown arguments`).toBe(false);
       expect(t.outputSchema?.type, t.name).toBe('object');
       expect((t.outputSchema as { anyOf?: unknown[] }).anyOf, t.name).toHaveLength(2);
-      expect(Object.keys(t.inputSchema.properties ?? {}).filter((k) => (IDENTITY_ARGUMENTS as readonly string[]).includes(k)), `${t.name} takes no identity`).toEqual([]);
+      expect(
+        Object.keys(t.inputSchema.properties ?? {}).filter((k) => (IDENTITY_ARGUMENTS as readonly string[]).includes(k)),
+        `${t.name} takes no identity`,
+      ).toEqual([]);
       expect(t.annotations?.readOnlyHint, t.name).toBe(READ_ONLY_TOOLS.includes(t.name));
       if (READ_ONLY_TOOLS.includes(t.name)) expect(t.annotations?.idempotentHint, t.name).toBe(true);
     }
@@ -122,14 +160,32 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
     expect(send.inputSchema.required).toEqual(['to', 'message']);
     // A result or a refusal: the output schema allows Baton's { error: { code, message } } too.
     expect(JSON.stringify(send.outputSchema)).toContain('"error"');
-    expect(Object.keys(send.inputSchema.properties ?? {})).toEqual(['to', 'message', 'title', 'focus', 'doneWhen', 'context', 'session', 'dueMinutes', 'dueAt', 'idempotencyKey']);
+    expect(Object.keys(send.inputSchema.properties ?? {})).toEqual([
+      'to',
+      'message',
+      'title',
+      'focus',
+      'doneWhen',
+      'context',
+      'session',
+      'dueMinutes',
+      'dueAt',
+      'idempotencyKey',
+    ]);
     expect(tools.find((t) => t.name === 'accept')!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });
     expect(tools.find((t) => t.name === 'send')!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false });
   });
 
   it('relays work through MCP only: send, inbox, accept, return with a fact, close accepted', async () => {
     const { session } = await call(planner, 'session_new', { title: `Login (${kind})`, summary: 'users need to sign in' });
-    const sent = await call(planner, 'send', { to: 'engineer', title: 'Login form', message: 'Build the login form', doneWhen: 'tests pass', session: session.id, dueMinutes: 60 });
+    const sent = await call(planner, 'send', {
+      to: 'engineer',
+      title: 'Login form',
+      message: 'Build the login form',
+      doneWhen: 'tests pass',
+      session: session.id,
+      dueMinutes: 60,
+    });
     expect(sent.created).toBe(true);
     expect(sent.idempotencyKey).toMatch(/^mcp-/);
     expect(sent.handoff.from).toBe('planner');
@@ -178,7 +234,9 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
 
   it('refuses unknown and ill-typed arguments as protocol errors', async () => {
     expect((await malformed(planner, 'inbox', { colour: 'red' })).message).toMatch(/Unrecognized key.*colour/);
-    expect((await malformed(planner, 'send', { to: 'engineer', message: 'x', context: { mood: 'tense' } })).message).toMatch(/Unrecognized key.*mood/);
+    expect((await malformed(planner, 'send', { to: 'engineer', message: 'x', context: { mood: 'tense' } })).message).toMatch(
+      /Unrecognized key.*mood/,
+    );
     expect((await malformed(planner, 'read', { id: 'not-a-uuid' })).message).toContain('invalid arguments for read');
     expect((await malformed(planner, 'send', { to: 'engineer' })).message).toContain('message');
     expect((await malformed(planner, 'no_such_tool', {})).message).toContain('no tool named');
@@ -243,7 +301,11 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
   });
 
   it("an admin session acting for an agent sees exactly what that agent sees: another pair's private handoff is not found", async () => {
-    const { handoff: other } = await call(engineer, 'send', { to: 'outsider', title: `private ${kind}`, message: 'between engineer and outsider' });
+    const { handoff: other } = await call(engineer, 'send', {
+      to: 'outsider',
+      title: `private ${kind}`,
+      message: 'between engineer and outsider',
+    });
     const { handoff: mine } = await call(engineer, 'send', { to: 'planner', title: `for planner ${kind}`, message: 'to planner' });
     const admin = await connect(kind, baton.adminToken, { agent: 'planner' });
     const unseen = await refused(admin, 'read', { id: other.id });
@@ -266,13 +328,21 @@ describe('identity at the edges', () => {
   it('POST /mcp answers a bad or missing token with 401 and the catalog code, and GET with 405', async () => {
     const body = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const bad = await fetch(`${apiUrl}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer baton_${'x'.repeat(43)}` }, body: JSON.stringify(body) });
+    const bad = await fetch(`${apiUrl}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer baton_${'x'.repeat(43)}` },
+      body: JSON.stringify(body),
+    });
     expect(bad.status).toBe(401);
     expect(((await bad.json()) as any).error.code).toBe('invalid_token');
     const none = await fetch(`${apiUrl}/mcp`, { method: 'POST', headers, body: JSON.stringify(body) });
     expect(none.status).toBe(401);
     expect(((await none.json()) as any).error.code).toBe('unauthenticated');
-    const admin = await fetch(`${apiUrl}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${baton.adminToken}` }, body: JSON.stringify(body) });
+    const admin = await fetch(`${apiUrl}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${baton.adminToken}` },
+      body: JSON.stringify(body),
+    });
     expect(admin.status).toBe(403);
     expect(((await admin.json()) as any).error.message).toContain('X-Baton-Agent');
     const get = await fetch(`${apiUrl}/mcp`, { headers: { authorization: `Bearer ${tokens['planner']}` } });
@@ -309,7 +379,15 @@ function parseCodexToml(text: string): Record<string, Record<string, unknown>> {
     }
     const kv = /^([A-Za-z0-9_-]+) = (.*)$/.exec(line);
     if (!kv || !table) throw new Error(`not in the expected TOML shape: ${line}`);
-    const value = kv[2]!.startsWith('{') ? `{${kv[2]!.slice(1, -1).trim().replace(/(^|, )([A-Za-z0-9_-]+|"[^"]+") = /g, (_m, sep: string, k: string) => `${sep}${k.startsWith('"') ? k : JSON.stringify(k)}: `)}}` : kv[2]!;
+    const value = kv[2]!.startsWith('{')
+      ? `{${kv[2]!
+          .slice(1, -1)
+          .trim()
+          .replace(
+            /(^|, )([A-Za-z0-9_-]+|"[^"]+") = /g,
+            (_m, sep: string, k: string) => `${sep}${k.startsWith('"') ? k : JSON.stringify(k)}: `,
+          )}}`
+      : kv[2]!;
     table[kv[1]!] = JSON.parse(value);
   }
   return out;
@@ -322,13 +400,25 @@ describe('baton mcp config', () => {
     return r;
   };
 
-  it('prints a Claude Code stdio snippet that starts `baton mcp` as the token\'s agent', async () => {
+  it("prints a Claude Code stdio snippet that starts `baton mcp` as the token's agent", async () => {
     const { out, err } = await config(['--client', 'claude'], { BATON_TOKEN: tokens['planner']! });
     const server = JSON.parse(out).mcpServers.baton;
-    expect(server).toEqual({ type: 'stdio', command: process.execPath, args: [BIN, 'mcp'], env: { BATON_URL: apiUrl, BATON_TOKEN: tokens['planner'] } });
+    expect(server).toEqual({
+      type: 'stdio',
+      command: process.execPath,
+      args: [BIN, 'mcp'],
+      env: { BATON_URL: apiUrl, BATON_TOKEN: tokens['planner'] },
+    });
     expect(err).toContain('--allowedTools mcp__baton');
     const client = new Client({ name: 'from-snippet', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { PATH: process.env['PATH'] ?? '', HOME: home, BATON_HOME: home, ...server.env }, stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: server.command,
+        args: server.args,
+        env: { PATH: process.env['PATH'] ?? '', HOME: home, BATON_HOME: home, ...server.env },
+        stderr: 'pipe',
+      }),
+    );
     clients.push(client);
     expect((await call(client, 'list_agents')).you).toBe('planner');
   });
@@ -337,7 +427,11 @@ describe('baton mcp config', () => {
     for (const c of ['claude', 'cursor'] as const) {
       const { out } = await config(['--client', c, '--http'], { BATON_TOKEN: tokens['engineer']! });
       const server = JSON.parse(out).mcpServers.baton;
-      expect(server).toEqual({ ...(c === 'claude' ? { type: 'http' } : {}), url: `${apiUrl}/mcp`, headers: { Authorization: `Bearer ${tokens['engineer']}` } });
+      expect(server).toEqual({
+        ...(c === 'claude' ? { type: 'http' } : {}),
+        url: `${apiUrl}/mcp`,
+        headers: { Authorization: `Bearer ${tokens['engineer']}` },
+      });
       const client = new Client({ name: 'from-snippet', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } }));
       clients.push(client);
@@ -353,14 +447,23 @@ describe('baton mcp config', () => {
     expect(server).toEqual({ command: process.execPath, args: [BIN, 'mcp'], env: { BATON_URL: apiUrl, BATON_PROFILE: profile } });
     expect(err).not.toContain('holds the token');
     const client = new Client({ name: 'from-snippet', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { PATH: process.env['PATH'] ?? '', HOME: home, BATON_HOME: home, ...server.env }, stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: server.command,
+        args: server.args,
+        env: { PATH: process.env['PATH'] ?? '', HOME: home, BATON_HOME: home, ...server.env },
+        stderr: 'pipe',
+      }),
+    );
     clients.push(client);
     expect((await call(client, 'list_agents')).you).toBe('engineer');
   });
 
   it('prints Codex TOML for stdio and for HTTP', async () => {
     const stdio = parseCodexToml((await config(['--client', 'codex'], { BATON_TOKEN: tokens['planner']! })).out);
-    expect(stdio).toEqual({ 'mcp_servers.baton': { command: process.execPath, args: [BIN, 'mcp'], env: { BATON_URL: apiUrl, BATON_TOKEN: tokens['planner'] } } });
+    expect(stdio).toEqual({
+      'mcp_servers.baton': { command: process.execPath, args: [BIN, 'mcp'], env: { BATON_URL: apiUrl, BATON_TOKEN: tokens['planner'] } },
+    });
     const http = parseCodexToml((await config(['--client', 'codex', '--http'], { BATON_TOKEN: tokens['planner']! })).out);
     expect(http).toEqual({ 'mcp_servers.baton': { url: `${apiUrl}/mcp`, http_headers: { Authorization: `Bearer ${tokens['planner']}` } } });
   });
@@ -368,7 +471,8 @@ describe('baton mcp config', () => {
   it('writes the agent an admin token acts for into the snippet, and refuses an admin token that names none', async () => {
     const { out } = await config(['--client', 'claude', '--as', 'planner'], { BATON_TOKEN: baton.adminToken });
     expect(JSON.parse(out).mcpServers.baton.env).toEqual({ BATON_URL: apiUrl, BATON_TOKEN: baton.adminToken, BATON_AGENT: 'planner' });
-    const http = JSON.parse((await config(['--client', 'cursor', '--http', '--as', 'planner'], { BATON_TOKEN: baton.adminToken })).out).mcpServers.baton;
+    const http = JSON.parse((await config(['--client', 'cursor', '--http', '--as', 'planner'], { BATON_TOKEN: baton.adminToken })).out)
+      .mcpServers.baton;
     expect(http.headers).toEqual({ Authorization: `Bearer ${baton.adminToken}`, 'X-Baton-Agent': 'planner' });
     const none = await cli(['mcp', 'config', '--client', 'claude'], { BATON_TOKEN: baton.adminToken });
     expect(none.code).toBe(2);

@@ -17,7 +17,11 @@ let baton: TestBaton;
 
 beforeAll(async () => {
   baton = await startTestBaton();
-  for (const [id, settings] of [['planner', {}], ['engineer', {}], ['slowpoke', { thinkMs: 60_000 }]] as const) {
+  for (const [id, settings] of [
+    ['planner', {}],
+    ['engineer', {}],
+    ['slowpoke', { thinkMs: 60_000 }],
+  ] as const) {
     expect((await baton.post('/v1/agents', { id, provider: 'demo', settings })).status).toBe(201);
   }
   baton.startWorker();
@@ -50,13 +54,22 @@ describe('/metrics', () => {
   it('after a delivered handoff shows its transitions, its delivery times, the queues, HTTP timings by route pattern and process metrics', async () => {
     const sent = await baton.post('/v1/handoffs', { from: 'planner', to: 'engineer', title: 'Measure me', message: 'a turn to count' });
     expect(sent.status).toBe(201);
-    await eventually(async () => expect((await baton.get(`/v1/handoffs/${sent.body.id}`)).body.state).toBe('RETURNED'), { what: 'RETURNED' });
+    await eventually(async () => expect((await baton.get(`/v1/handoffs/${sent.body.id}`)).body.state).toBe('RETURNED'), {
+      what: 'RETURNED',
+    });
     const text = await scrape();
     const demo = { provider: 'demo', pool: 'default' };
     expect(valueOf(text, 'baton_transitions_total', { kind: 'delivery', state: 'WAITING', ...demo })).toBe(1);
-    for (const state of ['SENDING', 'ACCEPTED', 'RUNNING', 'RETURNED']) expect(valueOf(text, 'baton_transitions_total', { kind: 'delivery', state, ...demo }), state).toBe(1);
-    const accepted = { count: valueOf(text, 'baton_send_to_accepted_seconds_count', { provider: 'demo' }), sum: valueOf(text, 'baton_send_to_accepted_seconds_sum', { provider: 'demo' }) };
-    const returned = { count: valueOf(text, 'baton_send_to_returned_seconds_count', { provider: 'demo' }), sum: valueOf(text, 'baton_send_to_returned_seconds_sum', { provider: 'demo' }) };
+    for (const state of ['SENDING', 'ACCEPTED', 'RUNNING', 'RETURNED'])
+      expect(valueOf(text, 'baton_transitions_total', { kind: 'delivery', state, ...demo }), state).toBe(1);
+    const accepted = {
+      count: valueOf(text, 'baton_send_to_accepted_seconds_count', { provider: 'demo' }),
+      sum: valueOf(text, 'baton_send_to_accepted_seconds_sum', { provider: 'demo' }),
+    };
+    const returned = {
+      count: valueOf(text, 'baton_send_to_returned_seconds_count', { provider: 'demo' }),
+      sum: valueOf(text, 'baton_send_to_returned_seconds_sum', { provider: 'demo' }),
+    };
     expect(accepted.count).toBe(1);
     expect(returned.count).toBe(1);
     expect(accepted.sum).toBeGreaterThanOrEqual(0);
@@ -65,15 +78,22 @@ describe('/metrics', () => {
     expect(valueOf(text, 'baton_send_to_returned_seconds_bucket', { provider: 'demo', le: '+Inf' })).toBe(1);
     // The queue drains (the job that ran the turn finishes just after RETURNED is committed); no turn is live.
     expect(valueOf(text, 'baton_queue_jobs', { ...demo, state: 'waiting' })).toBeGreaterThanOrEqual(0);
-    await eventually(async () => {
-      const now = await scrape();
-      expect(valueOf(now, 'baton_queue_jobs', { ...demo, state: 'waiting' })).toBe(0);
-      expect(valueOf(now, 'baton_queue_jobs', { ...demo, state: 'active' })).toBe(0);
-    }, { what: 'the delivery queue drained' });
+    await eventually(
+      async () => {
+        const now = await scrape();
+        expect(valueOf(now, 'baton_queue_jobs', { ...demo, state: 'waiting' })).toBe(0);
+        expect(valueOf(now, 'baton_queue_jobs', { ...demo, state: 'active' })).toBe(0);
+      },
+      { what: 'the delivery queue drained' },
+    );
     expect(valueOf(text, 'baton_turns_in_flight', demo) ?? 0).toBe(0);
     // HTTP by route pattern, never the raw URL.
-    expect(valueOf(text, 'baton_http_request_duration_seconds_count', { method: 'POST', route: '/v1/handoffs', status_code: '201' })).toBe(1);
-    expect(valueOf(text, 'baton_http_request_duration_seconds_count', { method: 'GET', route: '/v1/handoffs/:id', status_code: '200' })).toBeGreaterThanOrEqual(1);
+    expect(valueOf(text, 'baton_http_request_duration_seconds_count', { method: 'POST', route: '/v1/handoffs', status_code: '201' })).toBe(
+      1,
+    );
+    expect(
+      valueOf(text, 'baton_http_request_duration_seconds_count', { method: 'GET', route: '/v1/handoffs/:id', status_code: '200' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain(sent.body.id);
     expect(valueOf(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(valueOf(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
@@ -132,16 +152,26 @@ describe('a worker process with BATON_METRICS_PORT', () => {
       BATON_METRICS_PORT: String(port),
       BATON_LOG_LEVEL: 'silent',
     });
-    const stack = await startStack({ config, logger: baton.logger, api: false, worker: true, demoHost: baton.host, workerId: 'metrics-worker' });
+    const stack = await startStack({
+      config,
+      logger: baton.logger,
+      api: false,
+      worker: true,
+      demoHost: baton.host,
+      workerId: 'metrics-worker',
+    });
     const url = `http://127.0.0.1:${port}/metrics`;
     try {
-      const text = await eventually(async () => {
-        const res = await fetch(url);
-        expect(res.status).toBe(200);
-        const body = await res.text();
-        expect(valueOf(body, 'baton_reconciler_passes_total')).toBeGreaterThanOrEqual(1);
-        return body;
-      }, { what: 'a reconciler pass counted on the worker port' });
+      const text = await eventually(
+        async () => {
+          const res = await fetch(url);
+          expect(res.status).toBe(200);
+          const body = await res.text();
+          expect(valueOf(body, 'baton_reconciler_passes_total')).toBeGreaterThanOrEqual(1);
+          return body;
+        },
+        { what: 'a reconciler pass counted on the worker port' },
+      );
       expect(valueOf(text, 'baton_reconciler_actions_total', { action: 'agent_requeued' })).toBeGreaterThanOrEqual(0);
       expect(valueOf(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
       expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);

@@ -61,7 +61,10 @@ describe('migrations', () => {
     const dir = scratchDir('baton-mig-');
     await cp(MIGRATIONS_DIR, dir, { recursive: true });
     await mkdir(path.join(dir, '99999999999999_broken'));
-    await writeFile(path.join(dir, '99999999999999_broken', 'migration.sql'), 'CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;');
+    await writeFile(
+      path.join(dir, '99999999999999_broken', 'migration.sql'),
+      'CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;',
+    );
     await expect(migrate(url, dir)).rejects.toThrow(/99999999999999_broken/);
     const c = new pg.Client({ connectionString: url });
     await c.connect();

@@ -48,7 +48,8 @@ const returnTurn = (agentId: string, id: string, from: 'RUNNING' | 'WAITING', ex
     thenNextWork: { recipientId: agentId, now: new Date(), deployment: mine, ...(reserve ? { reserve } : {}) },
   });
 
-const set = (ids: string[], sql: string, ...params: unknown[]) => baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
+const set = (ids: string[], sql: string, ...params: unknown[]) =>
+  baton.db.pool.query(`UPDATE handoffs SET ${sql} WHERE id = ANY($1::uuid[])`, [ids, ...params]);
 
 describe('the head of an agent queue', () => {
   it('is the oldest dispatchable handoff across WAITING, BUSY and OWNER_REJECTED, skipping ones not due yet', async () => {
@@ -79,7 +80,9 @@ describe('the head of an agent queue', () => {
     const head = await baton.repos.handoffs.nextWork(agentId, new Date(), mine);
     expect(head?.handoff.id).toBe(ids[3]);
     expect(head?.live).toBe(true);
-    const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM delivery_attempts WHERE handoff_id = $1 AND number = 2`, [ids[3]]);
+    const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM delivery_attempts WHERE handoff_id = $1 AND number = 2`, [
+      ids[3],
+    ]);
     expect(head?.attempt?.id).toBe(rows[0]!.id);
     // A SENDING row with no attempt counted yet is not a live turn (nor dispatchable).
     await set([ids[3]!], `delivery_state = 'RETURNED'`);
@@ -112,7 +115,10 @@ describe('the head of an agent queue', () => {
     expect((await baton.repos.handoffs.nextWork(agentId, new Date(), mine))?.handoff.id).toBe(ids[0]);
     await set([ids[0]!], `delivery_state = 'RETURNED'`);
     const next = await baton.repos.handoffs.nextWork(agentId, new Date(), mine);
-    const { rows } = await baton.db.pool.query<{ id: string }>(`SELECT id FROM handoffs WHERE recipient_id = $1 AND delivery_state = 'BUSY' ORDER BY seq LIMIT 1`, [agentId]);
+    const { rows } = await baton.db.pool.query<{ id: string }>(
+      `SELECT id FROM handoffs WHERE recipient_id = $1 AND delivery_state = 'BUSY' ORDER BY seq LIMIT 1`,
+      [agentId],
+    );
     expect(next?.handoff.id).toBe(rows[0]!.id);
   });
 
@@ -167,7 +173,12 @@ describe('the head of an agent queue', () => {
  * (HeadReservation): exactly what a separate reservation writes, and only for a head that needs
  * no check in between.
  */
-const row = async (id: string) => (await baton.db.pool.query(`SELECT delivery_state, revision, attempt_count, not_before, delivery_detail FROM handoffs WHERE id = $1`, [id])).rows[0];
+const row = async (id: string) =>
+  (
+    await baton.db.pool.query(`SELECT delivery_state, revision, attempt_count, not_before, delivery_detail FROM handoffs WHERE id = $1`, [
+      id,
+    ])
+  ).rows[0];
 
 /** What HeadReserver passes for an open and a restricted project (holdReason per rule). */
 const OPEN = { none: true, rules: ['allow'] };
@@ -199,17 +210,40 @@ describe('the look-up of the head, reserving it', () => {
     expect(head?.handoff.id).toBe(ids[0]);
     expect(head?.handoff.deliveryState).toBe('WAITING');
     expect(head?.reserved).toMatchObject({ revision: before.revision + 1, attemptId: r.attemptId, requestId: r.requestId });
-    expect(await row(ids[0]!)).toMatchObject({ delivery_state: 'SENDING', revision: before.revision + 1, attempt_count: 1, not_before: null, delivery_detail: null });
-    const attempts = (await baton.db.pool.query(`SELECT id, number, request_id, status, worker_id, fence FROM delivery_attempts WHERE handoff_id = $1`, [ids[0]])).rows;
-    expect(attempts).toEqual([{ id: r.attemptId, number: 1, request_id: r.requestId, status: 'sending', worker_id: 'test-worker', fence: r.fence }]);
+    expect(await row(ids[0]!)).toMatchObject({
+      delivery_state: 'SENDING',
+      revision: before.revision + 1,
+      attempt_count: 1,
+      not_before: null,
+      delivery_detail: null,
+    });
+    const attempts = (
+      await baton.db.pool.query(`SELECT id, number, request_id, status, worker_id, fence FROM delivery_attempts WHERE handoff_id = $1`, [
+        ids[0],
+      ])
+    ).rows;
+    expect(attempts).toEqual([
+      { id: r.attemptId, number: 1, request_id: r.requestId, status: 'sending', worker_id: 'test-worker', fence: r.fence },
+    ]);
     expect((await baton.db.pool.query(`SELECT fence FROM agent_turn_fences WHERE agent_id = $1`, [agentId])).rows[0]?.fence).toBe(r.fence);
-    const events = (await baton.db.pool.query(`SELECT id::text, handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, detail, attempt_id FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled' ORDER BY id`, [ids])).rows;
+    const events = (
+      await baton.db.pool.query(
+        `SELECT id::text, handoff_id, from_state, to_state, event, actor_kind, actor_id, reason, detail, attempt_id FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled' ORDER BY id`,
+        [ids],
+      )
+    ).rows;
     expect(events.map((e) => [e.handoff_id, e.from_state, e.to_state, e.event])).toEqual([
       [ids[0], 'WAITING', 'SENDING', 'attempt_reserved'],
       [ids[1], 'WAITING', 'BUSY', 'recipient_busy'],
       [ids[2], 'WAITING', 'BUSY', 'recipient_busy'],
     ]);
-    expect(events[0]).toMatchObject({ actor_kind: 'system', actor_id: 'test-worker', reason: 'attempt 1', detail: { requestId: r.requestId }, attempt_id: r.attemptId });
+    expect(events[0]).toMatchObject({
+      actor_kind: 'system',
+      actor_id: 'test-worker',
+      reason: 'attempt 1',
+      detail: { requestId: r.requestId },
+      attempt_id: r.attemptId,
+    });
     expect(events[1]).toMatchObject({ actor_id: 'test-worker', reason: 'another turn of the recipient is in progress' });
     expect([...head!.reserved!.eventIds].sort()).toEqual(events.map((e) => e.id).sort());
   });
@@ -235,9 +269,19 @@ describe('the look-up of the head, reserving it', () => {
       ['refused before', (a) => set([a.ids[0]!], `delivery_state = 'OWNER_REJECTED'`)],
       ['another registration', (a) => baton.db.pool.query(`UPDATE agents SET generation = generation + 1 WHERE id = $1`, [a.agentId])],
       ['another provider', async () => undefined, { provider: 'demo' }],
-      ['a blocked connection', (a) => baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'block', now() FROM handoffs WHERE id = $1`, [a.ids[0]])],
+      [
+        'a blocked connection',
+        (a) =>
+          baton.db.pool.query(
+            `INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'block', now() FROM handoffs WHERE id = $1`,
+            [a.ids[0]],
+          ),
+      ],
       ['restricted, no allow', async () => undefined, { passing: RESTRICTED }],
-      ['an older fence', (a) => baton.db.pool.query(`INSERT INTO agent_turn_fences (agent_id, fence) VALUES ($1, 9000000000000000000)`, [a.agentId])],
+      [
+        'an older fence',
+        (a) => baton.db.pool.query(`INSERT INTO agent_turn_fences (agent_id, fence) VALUES ($1, 9000000000000000000)`, [a.agentId]),
+      ],
     ];
     for (const [what, arrange, over] of cases) {
       const a = await agentWith(2);
@@ -250,7 +294,10 @@ describe('the look-up of the head, reserving it', () => {
     }
     // An explicit allow passes a restricted project.
     const allowed = await agentWith(1);
-    await baton.db.pool.query(`INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'allow', now() FROM handoffs WHERE id = $1`, [allowed.ids[0]]);
+    await baton.db.pool.query(
+      `INSERT INTO connections (id, project_id, from_id, to_id, rule, updated_at) SELECT gen_random_uuid(), project_id, sender_id, recipient_id, 'allow', now() FROM handoffs WHERE id = $1`,
+      [allowed.ids[0]],
+    );
     expect((await baton.repos.handoffs.nextWork(allowed.agentId, new Date(), mine, spec({ passing: RESTRICTED })))?.reserved).toBeDefined();
   });
 
@@ -275,7 +322,9 @@ describe('the look-up of the head, reserving it', () => {
       expect((await row(a.ids[0]!)).delivery_state).toBe('SENDING');
       expect((await row(a.ids[1]!)).delivery_state).toBe('BUSY');
       // Its own events only: its reservation and its own queue's wait.
-      const events = (await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled'`, [a.ids])).rows;
+      const events = (
+        await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = ANY($1::uuid[]) AND event <> 'enrolled'`, [a.ids])
+      ).rows;
       expect([...heads[i]!.reserved!.eventIds].sort()).toEqual(events.map((e) => e.id).sort());
       const attempts = (await baton.db.pool.query(`SELECT id, fence FROM delivery_attempts WHERE handoff_id = $1`, [a.ids[0]])).rows;
       expect(attempts).toEqual([{ id: specs[i]!.attemptId, fence: specs[i]!.fence }]);
@@ -306,9 +355,22 @@ describe('the look-up of the head, reserving it', () => {
     const input = agents.map((a, n) => {
       const r = spec();
       return {
-        n, recipient: a.id, now: new Date(), deployment: mine, attempt_id: r.attemptId, request_id: r.requestId, worker_id: r.workerId,
-        fence: r.fence.toString(), provider: r.provider, queued_busy: false, passing_none: true, passing_rules: ['allow'], to_state: 'SENDING',
-        queued_to: 'BUSY', queued_event: 'recipient_busy', queued_reason: 'r',
+        n,
+        recipient: a.id,
+        now: new Date(),
+        deployment: mine,
+        attempt_id: r.attemptId,
+        request_id: r.requestId,
+        worker_id: r.workerId,
+        fence: r.fence.toString(),
+        provider: r.provider,
+        queued_busy: false,
+        passing_none: true,
+        passing_rules: ['allow'],
+        to_state: 'SENDING',
+        queued_to: 'BUSY',
+        queued_event: 'recipient_busy',
+        queued_reason: 'r',
       };
     });
     const client = await baton.db.pool.connect();
@@ -337,7 +399,7 @@ describe('the look-up of the head, reserving it', () => {
     expect((await row(ids[1]!)).delivery_state).toBe('WAITING');
   });
 
-  it('is done for the ends of many agents\' turns in shared statements, each end and reservation as if alone', async () => {
+  it("is done for the ends of many agents' turns in shared statements, each end and reservation as if alone", async () => {
     const batched = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH x AS (SELECT * FROM jsonb_to_recordset'));
     const alone = countStatements(baton.db.pool, (sql) => sql.startsWith('WITH before AS'));
     // Six agents, each ending a live turn with two more queued behind it; one with nothing
@@ -351,16 +413,32 @@ describe('the look-up of the head, reserving it', () => {
     const also = await agentWith(2);
     const twice = await agentWith(3);
     const all = [...agents, lone, stale, bad, also];
-    await set(all.map((a) => a.ids[0]!), `delivery_state = 'RUNNING', attempt_count = 1`);
-    await set(all.flatMap((a) => a.ids.slice(1)), `delivery_state = 'BUSY'`);
+    await set(
+      all.map((a) => a.ids[0]!),
+      `delivery_state = 'RUNNING', attempt_count = 1`,
+    );
+    await set(
+      all.flatMap((a) => a.ids.slice(1)),
+      `delivery_state = 'BUSY'`,
+    );
     await set(twice.ids.slice(0, 2), `delivery_state = 'RUNNING', attempt_count = 1`);
     const revisions = await Promise.all([...all, twice].map(async (a) => (await baton.repos.handoffs.findById(a.ids[0]!))!.revision));
     const twiceSecond = (await baton.repos.handoffs.findById(twice.ids[1]!))!.revision;
     const specs = all.map(() => spec({ queuedBusy: true }));
-    const end = (a: { agentId: string; ids: string[] }, i: number, over: { id?: string; revision?: number; actorKind?: string; reserve?: HeadReservation } = {}) =>
+    const end = (
+      a: { agentId: string; ids: string[] },
+      i: number,
+      over: { id?: string; revision?: number; actorKind?: string; reserve?: HeadReservation } = {},
+    ) =>
       baton.repos.handoffs.transition({
         handoffId: over.id ?? a.ids[0]!,
-        steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: (over.actorKind ?? 'system') as 'system', actorId: `w${i}` } }],
+        steps: [
+          {
+            from: 'RUNNING',
+            to: 'RETURNED',
+            event: { event: 'turn_returned', actorKind: (over.actorKind ?? 'system') as 'system', actorId: `w${i}` },
+          },
+        ],
         expectRevision: over.revision ?? revisions[i]!,
         at: new Date(),
         patch: { resultSummary: `done ${i}` },
@@ -383,7 +461,11 @@ describe('the look-up of the head, reserving it', () => {
       expect(await row(a.ids[0]!)).toMatchObject({ delivery_state: 'RETURNED', revision: revisions[i]! + 1 });
       expect((await baton.repos.handoffs.findById(a.ids[0]!))?.resultSummary).toBe(`done ${i}`);
       // Its own end's event only, and its own next head reserved with its own attempt.
-      const own = (await baton.db.pool.query(`SELECT id::text, actor_id FROM handoff_events WHERE handoff_id = $1 AND event = 'turn_returned'`, [a.ids[0]])).rows;
+      const own = (
+        await baton.db.pool.query(`SELECT id::text, actor_id FROM handoff_events WHERE handoff_id = $1 AND event = 'turn_returned'`, [
+          a.ids[0],
+        ])
+      ).rows;
       expect(own).toEqual([{ id: ended!.eventIds[0], actor_id: `w${i}` }]);
       expect(ended?.eventIds).toHaveLength(1);
       expect(ended?.nextWork?.handoff.id).toBe(a.ids[1]);
@@ -392,7 +474,9 @@ describe('the look-up of the head, reserving it', () => {
       expect((await row(a.ids[2]!)).delivery_state).toBe('BUSY');
       const attempts = (await baton.db.pool.query(`SELECT id, fence FROM delivery_attempts WHERE handoff_id = $1`, [a.ids[1]])).rows;
       expect(attempts).toEqual([{ id: specs[i]!.attemptId, fence: specs[i]!.fence }]);
-      const reservedEvents = (await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = $1 AND event = 'attempt_reserved'`, [a.ids[1]])).rows;
+      const reservedEvents = (
+        await baton.db.pool.query(`SELECT id::text FROM handoff_events WHERE handoff_id = $1 AND event = 'attempt_reserved'`, [a.ids[1]])
+      ).rows;
       expect(ended?.nextWork?.reserved?.eventIds).toEqual(reservedEvents.map((e) => e.id));
     }
     expect(value(agents.length)).toMatchObject({ revision: revisions[agents.length]! + 1, nextWork: null });
@@ -421,14 +505,16 @@ describe('the look-up of the head, reserving it', () => {
     // Two agents, each ending a live turn with every option of a write at once (a patch of every
     // kind, a counter, the attempt's update, the queue moved, the work returned), one WAITING behind it.
     const pair = await Promise.all([agentWith(2), agentWith(2)]);
-    await set(pair.map((a) => a.ids[0]!), `delivery_state = 'RUNNING', attempt_count = 1, work_state = 'open'`);
+    await set(
+      pair.map((a) => a.ids[0]!),
+      `delivery_state = 'RUNNING', attempt_count = 1, work_state = 'open'`,
+    );
     const attempts = pair.map(() => randomUUID());
     for (const [i, a] of pair.entries()) {
-      await baton.db.pool.query(`INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, started_at) VALUES ($1, $2, 1, $3, 'running', now())`, [
-        attempts[i],
-        a.ids[0],
-        randomUUID(),
-      ]);
+      await baton.db.pool.query(
+        `INSERT INTO delivery_attempts (id, handoff_id, number, request_id, status, started_at) VALUES ($1, $2, 1, $3, 'running', now())`,
+        [attempts[i], a.ids[0], randomUUID()],
+      );
     }
     const revisions = await Promise.all(pair.map(async (a) => (await baton.repos.handoffs.findById(a.ids[0]!))!.revision));
     const at = new Date();
@@ -436,14 +522,41 @@ describe('the look-up of the head, reserving it', () => {
       pair.map((a, i) =>
         baton.repos.handoffs.transition({
           handoffId: a.ids[0]!,
-          steps: [{ from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: `w${i}`, detail: { n: i } } }],
+          steps: [
+            { from: 'RUNNING', to: 'RETURNED', event: { event: 'turn_returned', actorKind: 'system', actorId: `w${i}`, detail: { n: i } } },
+          ],
           expectRevision: revisions[i]!,
           at,
-          patch: { resultSummary: `sum ${i}`, result: { n: i }, settledAt: at, inProgressKey: null, deliveryDetail: `d ${i}`, notBefore: null },
+          patch: {
+            resultSummary: `sum ${i}`,
+            result: { n: i },
+            settledAt: at,
+            inProgressKey: null,
+            deliveryDetail: `d ${i}`,
+            notBefore: null,
+          },
           increment: ['refusals'],
-          updateAttempt: { id: attempts[i]!, status: 'returned', error: `e ${i}`, accepted: true, finished: true, observed: true, absentScan: true },
-          moveOthers: { recipientId: a.agentId, from: 'WAITING', to: 'BUSY', event: { event: 'recipient_busy', actorKind: 'system', actorId: `w${i}`, reason: 'r' } },
-          moveWork: { from: ['open'], to: 'returned', event: { event: 'work_returned', actorKind: 'system', actorId: `w${i}`, reason: null }, result: 'succeeded' },
+          updateAttempt: {
+            id: attempts[i]!,
+            status: 'returned',
+            error: `e ${i}`,
+            accepted: true,
+            finished: true,
+            observed: true,
+            absentScan: true,
+          },
+          moveOthers: {
+            recipientId: a.agentId,
+            from: 'WAITING',
+            to: 'BUSY',
+            event: { event: 'recipient_busy', actorKind: 'system', actorId: `w${i}`, reason: 'r' },
+          },
+          moveWork: {
+            from: ['open'],
+            to: 'returned',
+            event: { event: 'work_returned', actorKind: 'system', actorId: `w${i}`, reason: null },
+            result: 'succeeded',
+          },
           thenNextWork: { recipientId: a.agentId, now: at, deployment: mine },
         }),
       ),
@@ -454,13 +567,29 @@ describe('the look-up of the head, reserving it', () => {
     for (const [i, a] of pair.entries()) {
       expect(ends[i]?.revision).toBe(revisions[i]! + 1);
       const h = (await baton.repos.handoffs.findById(a.ids[0]!))!;
-      expect(h).toMatchObject({ deliveryState: 'RETURNED', resultSummary: `sum ${i}`, result: { n: i }, deliveryDetail: `d ${i}`, refusals: 1, workState: 'returned', returnOutcome: 'succeeded' });
-      const attempt = (await baton.db.pool.query(`SELECT status, error, absent_scans, finished_at IS NOT NULL AS finished FROM delivery_attempts WHERE id = $1`, [attempts[i]])).rows[0];
+      expect(h).toMatchObject({
+        deliveryState: 'RETURNED',
+        resultSummary: `sum ${i}`,
+        result: { n: i },
+        deliveryDetail: `d ${i}`,
+        refusals: 1,
+        workState: 'returned',
+        returnOutcome: 'succeeded',
+      });
+      const attempt = (
+        await baton.db.pool.query(
+          `SELECT status, error, absent_scans, finished_at IS NOT NULL AS finished FROM delivery_attempts WHERE id = $1`,
+          [attempts[i]],
+        )
+      ).rows[0];
       expect(attempt).toEqual({ status: 'returned', error: `e ${i}`, absent_scans: 1, finished: true });
       expect((await row(a.ids[1]!)).delivery_state).toBe('BUSY');
       // Its own events, in id order (numeric: 9 before 10): the end, the work's move, the queued one's wait.
       const events = (
-        await baton.db.pool.query(`SELECT e.id::text AS id, e.event, e.actor_id FROM handoff_events e WHERE e.handoff_id = ANY($1::uuid[]) AND e.event <> 'enrolled' ORDER BY e.id`, [a.ids])
+        await baton.db.pool.query(
+          `SELECT e.id::text AS id, e.event, e.actor_id FROM handoff_events e WHERE e.handoff_id = ANY($1::uuid[]) AND e.event <> 'enrolled' ORDER BY e.id`,
+          [a.ids],
+        )
       ).rows;
       expect(events.map((e) => e.event).sort()).toEqual(['recipient_busy', 'turn_returned', 'work_returned']);
       expect(events.every((e) => e.actor_id === `w${i}`)).toBe(true);

@@ -101,9 +101,20 @@ describe('the OpenAPI document', () => {
       check(op !== undefined, `${where} is not in the document`);
       check(schema !== undefined, `${where} has no schema`);
       if (!op || !schema) continue;
-      const params = (kind: string) => (op.parameters ?? []).filter((p) => p.in === kind && p.schema !== undefined).map((p) => p.name).sort().join(',');
-      const inPath = [...path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]).sort().join(',');
-      check(params('path') === inPath && names(schema.params) === inPath, `${where}: path parameters ${params('path')} / schema ${names(schema.params)}, want ${inPath}`);
+      const params = (kind: string) =>
+        (op.parameters ?? [])
+          .filter((p) => p.in === kind && p.schema !== undefined)
+          .map((p) => p.name)
+          .sort()
+          .join(',');
+      const inPath = [...path.matchAll(/:([A-Za-z_]+)/g)]
+        .map((m) => m[1])
+        .sort()
+        .join(',');
+      check(
+        params('path') === inPath && names(schema.params) === inPath,
+        `${where}: path parameters ${params('path')} / schema ${names(schema.params)}, want ${inPath}`,
+      );
       check(params('query') === names(schema.querystring), `${where}: query ${params('query')}, schema ${names(schema.querystring)}`);
       check(params('header') === names(schema.headers), `${where}: headers ${params('header')}, schema ${names(schema.headers)}`);
       if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
@@ -115,7 +126,11 @@ describe('the OpenAPI document', () => {
       for (const code of codes) {
         const response = op.responses[code.toUpperCase()] ?? op.responses[code];
         check(response !== undefined, `${where}: response ${code} not in the document`);
-        if (code !== '204') check(Object.values(response?.content ?? {})[0]?.schema !== undefined, `${where}: response ${code} has no schema in the document`);
+        if (code !== '204')
+          check(
+            Object.values(response?.content ?? {})[0]?.schema !== undefined,
+            `${where}: response ${code} has no schema in the document`,
+          );
       }
     }
     expect(problems).toEqual([]);
@@ -144,7 +159,8 @@ describe('the OpenAPI document', () => {
 
   it('documents no route that does not exist', () => {
     const served = new Set(routesOf(app).map((r) => `${r.method.toLowerCase()} ${toOpenApiPath(r.path)}`));
-    for (const [path, ops] of Object.entries(doc.paths)) for (const method of Object.keys(ops)) expect(served.has(`${method} ${path}`), `${method} ${path}`).toBe(true);
+    for (const [path, ops] of Object.entries(doc.paths))
+      for (const method of Object.keys(ops)) expect(served.has(`${method} ${path}`), `${method} ${path}`).toBe(true);
   });
 
   it("docs/API.md's route table lists exactly the document's routes (method and path)", () => {

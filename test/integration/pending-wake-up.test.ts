@@ -32,7 +32,13 @@ beforeAll(async () => {
   baton = await startTestBaton({ queueShards: 1 });
   names = new RedisNames(baton.prefix);
   worker = baton.startWorker({ pools: ['elsewhere'] });
-  apiQueues = new DeliveryQueues({ connection: baton.redis, names, shards: 1, logger: baton.logger, heldLocks: (ids) => worker.locks.wakeHolderIfHeld(ids) });
+  apiQueues = new DeliveryQueues({
+    connection: baton.redis,
+    names,
+    shards: 1,
+    logger: baton.logger,
+    heldLocks: (ids) => worker.locks.wakeHolderIfHeld(ids),
+  });
   await registerAgent(baton.core, { project: 'default', handle: 'sender', provider: 'demo' });
 });
 
@@ -130,7 +136,9 @@ describe('after a dispatch run', () => {
     const releases: LockRelease[] = [];
     const deps = withLockHook(async () => {
       if (second) return;
-      const sent = (await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })).handoff;
+      const sent = (
+        await sendHandoff({ ...baton.core, scheduler: apiQueues }, { project: 'default', from: 'sender', to: r.handle, message: 'two' })
+      ).handoff;
       second = sent.id;
       expect(sent.deliveryState).toBe('WAITING');
       // The send answers before its wake-up goes out; the turn is held until that happened.
@@ -165,7 +173,9 @@ describe('after a dispatch run', () => {
     await eventually(async () => (await baton.redis.exists(names.pendingWakeUp(r.agentId))) === 1, { what: 'the pending wake-up' });
     expect(await woken()).not.toContain(r.agentId);
     expect(await held.lock.release()).toBe('recheck');
-    const after = (await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind a turn whose lock is gone' })).handoff;
+    const after = (
+      await sendHandoff(api, { project: 'default', from: 'sender', to: r.handle, message: 'behind a turn whose lock is gone' })
+    ).handoff;
     expect(await stateOf(after.id)).toBe('BUSY');
     await eventually(async () => (await woken()).includes(r.agentId), { what: 'the wake-up' });
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'CANCELLED', settled_at = now() WHERE recipient_id = $1`, [r.agentId]);
@@ -210,7 +220,10 @@ describe('after a dispatch run', () => {
     await baton.db.pool.query(`UPDATE handoffs SET not_before = now() + interval '30 seconds' WHERE id = $1`, [one.id]);
     const releases: LockRelease[] = [];
     const deps = withLockHook(async () => undefined, releases);
-    expect(await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'due' }, signals())).toEqual({ outcome: 'idle', moved: 0 });
+    expect(await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'due' }, signals())).toEqual({
+      outcome: 'idle',
+      moved: 0,
+    });
     expect(releases).toEqual(['released']);
     const due = (await jobIds()).filter((id) => id.startsWith(`due-${r.agentId}-`));
     expect(due, 'a wake-up for when the handoff is due').toHaveLength(1);
@@ -221,7 +234,12 @@ describe('after a dispatch run', () => {
     // The session's turns fail: the first with no retry time (resent at once: errorResendDelayMs
     // 0), so the same run sends it again; the second with the runtime's retry time of a minute.
     const failures = [{ kind: 'transient' as const }, { kind: 'transient' as const, retryAfterMs: 60_000 }];
-    const ended = (failure: (typeof failures)[number] | undefined): TurnObservation => ({ found: true, status: 'failed', error: 'the model failed', ...(failure ? { failure } : {}) });
+    const ended = (failure: (typeof failures)[number] | undefined): TurnObservation => ({
+      found: true,
+      status: 'failed',
+      error: 'the model failed',
+      ...(failure ? { failure } : {}),
+    });
     const adapter: ProviderAdapter = {
       provider: 'demo',
       sendTurn: async () => ({ outcome: 'accepted', seen: ended(failures.shift()) }),
@@ -231,7 +249,11 @@ describe('after a dispatch run', () => {
       close: async () => undefined,
     };
     const one = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'fails twice' })).handoff;
-    const deps: DispatchDeps = { ...withLockHook(async () => undefined, []), adapters: { get: () => adapter }, windows: { ...worker.deps.windows, errorResendDelayMs: 0 } };
+    const deps: DispatchDeps = {
+      ...withLockHook(async () => undefined, []),
+      adapters: { get: () => adapter },
+      windows: { ...worker.deps.windows, errorResendDelayMs: 0 },
+    };
     await dispatchAgent(deps, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals());
     const row = await baton.repos.handoffs.findById(one.id);
     expect(row?.deliveryState).toBe('WAITING');
@@ -245,7 +267,8 @@ describe('after a dispatch run', () => {
   it('a backlog costs one look-up per run and one statement per turn: the end of each turn reserves the next', async () => {
     const r = await recipient();
     const ids: string[] = [];
-    for (const m of ['one', 'two', 'three']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    for (const m of ['one', 'two', 'three'])
+      ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
     const calls: Record<string, number> = {};
     const reserving: boolean[] = [];
     const deps = withLockHook(async () => undefined, []);
@@ -258,17 +281,24 @@ describe('after a dispatch run', () => {
           return (...args: unknown[]) => {
             calls[String(prop)] = (calls[String(prop)] ?? 0) + 1;
             if (prop === 'nextWork') reserving.push(args[3] !== undefined);
-            if (prop === 'transition') reserving.push((args[0] as { thenNextWork?: { reserve?: unknown } }).thenNextWork?.reserve !== undefined);
+            if (prop === 'transition')
+              reserving.push((args[0] as { thenNextWork?: { reserve?: unknown } }).thenNextWork?.reserve !== undefined);
             return value.apply(target, args);
           };
         },
       }),
     };
-    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({ outcome: 'idle', moved: 3 });
+    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({
+      outcome: 'idle',
+      moved: 3,
+    });
     for (const id of ids) expect(await stateOf(id)).toBe('RETURNED');
     expect(calls).toEqual({ nextWork: 1, transition: 3 });
     expect(reserving).toEqual([true, true, true, true]);
-    const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`, [ids]);
+    const { rows } = await baton.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`,
+      [ids],
+    );
     expect(rows[0]!.n).toBe(3);
     expect(baton.host.writesByHandoff().get(ids[2]!)).toHaveLength(1);
   });
@@ -276,11 +306,16 @@ describe('after a dispatch run', () => {
   it('a run that stops right after the end of a turn reserved the next one still takes that attempt on: writes it while it holds the lock (a shutdown), never leaves it SENDING', async () => {
     const r = await recipient();
     const ids: string[] = [];
-    for (const m of ['one', 'two', 'three']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    for (const m of ['one', 'two', 'three'])
+      ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
     const draining = new AbortController();
     const deps = withLockHook(async () => undefined, []);
     const stopping: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => draining.abort()) };
-    const summary = await dispatchAgent(stopping, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, { draining: draining.signal, stopFollowing: new AbortController().signal });
+    const summary = await dispatchAgent(
+      stopping,
+      { agentId: r.agentId, provider: 'demo', cause: 'sent' },
+      { draining: draining.signal, stopFollowing: new AbortController().signal },
+    );
     expect(summary.outcome).toBe('stopped');
     expect([await stateOf(ids[0]!), await stateOf(ids[1]!), await stateOf(ids[2]!)]).toEqual(['RETURNED', 'RETURNED', 'BUSY']);
     expect(baton.host.writesByHandoff().get(ids[1]!)).toHaveLength(1);
@@ -289,7 +324,8 @@ describe('after a dispatch run', () => {
   it('... and records that it never wrote it when the lock was lost meanwhile (lock_lost: WAITING again, the attempt not_sent)', async () => {
     const r = await recipient();
     const ids: string[] = [];
-    for (const m of ['one', 'two']) ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
+    for (const m of ['one', 'two'])
+      ids.push((await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: m })).handoff.id);
     const lost = new AbortController();
     const deps = withLockHook(async () => undefined, [], lost);
     const losing: DispatchDeps = { ...deps, handoffs: afterReservingEnd(deps, () => lost.abort()) };
@@ -307,7 +343,11 @@ describe('after a dispatch run', () => {
     const r = await recipient();
     const uncertain = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'in doubt' })).handoff;
     // Its write landed and the session is still in that turn; Postgres only knows it may have.
-    const turn = await baton.host.receiveTurn(r.handle, { requestId: randomUUID(), handoffId: uncertain.id, from: 'sender', title: null, message: 'in doubt' }, { behavior: 'hang' });
+    const turn = await baton.host.receiveTurn(
+      r.handle,
+      { requestId: randomUUID(), handoffId: uncertain.id, from: 'sender', title: null, message: 'in doubt' },
+      { behavior: 'hang' },
+    );
     expect(turn.status).toBe('accepted');
     await baton.db.pool.query(`UPDATE handoffs SET delivery_state = 'UNCERTAIN', attempt_count = 1 WHERE id = $1`, [uncertain.id]);
     const next = (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: r.handle, message: 'after it' })).handoff;
@@ -341,7 +381,10 @@ describe('after a dispatch run', () => {
         },
       }),
     };
-    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({ outcome: 'idle', moved: 1 });
+    expect(await dispatchAgent(counted, { agentId: r.agentId, provider: 'demo', cause: 'sent' }, signals())).toEqual({
+      outcome: 'idle',
+      moved: 1,
+    });
     expect(await stateOf(one.id)).toBe('RETURNED');
     expect(releases).toEqual(['released']);
     expect(asked).toBe(0);

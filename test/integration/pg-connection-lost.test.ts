@@ -30,9 +30,13 @@ describe('a connection that ends between statements', () => {
     // Terminated by Postgres as a restart does (57P01 "terminating connection due to administrator command").
     await baton.db.pool.query('SELECT pg_terminate_backend($1)', [pid]);
     // The FATAL message reaches the client with no statement running; the process lives on.
-    await eventually(async () => expect((await baton.db.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0].n).toBe(0), {
-      what: 'the backend is gone',
-    });
+    await eventually(
+      async () =>
+        expect((await baton.db.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0].n).toBe(0),
+      {
+        what: 'the backend is gone',
+      },
+    );
     await expect(client.query('SELECT 1')).rejects.toThrow();
     client.release(true);
     expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);

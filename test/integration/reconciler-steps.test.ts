@@ -68,7 +68,10 @@ async function send(baton: TestBaton, to: string, message: string): Promise<stri
 }
 
 async function statesOf(baton: TestBaton, ids: readonly string[]): Promise<string[]> {
-  const { rows } = await baton.db.pool.query<{ state: string }>(`SELECT delivery_state::text AS state FROM handoffs WHERE id = ANY($1::uuid[])`, [ids]);
+  const { rows } = await baton.db.pool.query<{ state: string }>(
+    `SELECT delivery_state::text AS state FROM handoffs WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
   return rows.map((r) => r.state);
 }
 
@@ -85,14 +88,26 @@ describe('observations that hang hold up nothing else', () => {
   it('with 20 UNCERTAIN webhook turns whose status URL hangs, the sweep re-queues 18 lost wake-ups within one interval and the margin', async () => {
     const hook = await webhookServer(() => undefined); // never answers a status look
     // Looks hang until their deadline (longer than the checks below take) or the reconciler's stop.
-    const adapters = () => createAdapters(['demo', 'webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports, deadlines: { webhook: { observeMs: LOOK_DEADLINE_MS } } });
+    const adapters = () =>
+      createAdapters(['demo', 'webhook'], {
+        demoHost: baton.host,
+        turnReports: baton.repos.turnReports,
+        deadlines: { webhook: { observeMs: LOOK_DEADLINE_MS } },
+      });
     const first = baton.startWorker({ adapters: adapters() });
     const uncertain: string[] = [];
     for (let i = 1; i <= 20; i++) {
-      await register(baton, `hook-${i}`, 'webhook', { url: `${hook.url}/turns`, secret: SECRET, statusUrl: `${hook.url}/status/{requestId}` });
+      await register(baton, `hook-${i}`, 'webhook', {
+        url: `${hook.url}/turns`,
+        secret: SECRET,
+        statusUrl: `${hook.url}/status/{requestId}`,
+      });
       uncertain.push(await send(baton, `hook-${i}`, `hook job ${i}`));
     }
-    await eventually(async () => expect(await statesOf(baton, uncertain)).toEqual(Array(20).fill('UNCERTAIN')), { what: '20 UNCERTAIN', timeoutMs: 20_000 });
+    await eventually(async () => expect(await statesOf(baton, uncertain)).toEqual(Array(20).fill('UNCERTAIN')), {
+      what: '20 UNCERTAIN',
+      timeoutMs: 20_000,
+    });
     await first.stop();
 
     // 18 demo handoffs whose wake-ups Redis loses (as after a FLUSHALL).
@@ -116,7 +131,10 @@ describe('observations that hang hold up nothing else', () => {
       const requeuedMs = Date.now() - startedAt;
       expect(hook.state.open, 'status looks were hanging all along').toBeGreaterThan(0);
       // Bounded concurrency per provider: as many looks at once as the bound, never more.
-      await eventually(() => expect(hook.state.open).toBe(OBSERVATIONS_PER_PROVIDER), { what: 'the looks at the bound', timeoutMs: INTERVAL_MS + MARGIN_MS });
+      await eventually(() => expect(hook.state.open).toBe(OBSERVATIONS_PER_PROVIDER), {
+        what: 'the looks at the bound',
+        timeoutMs: INTERVAL_MS + MARGIN_MS,
+      });
       expect(hook.state.maxOpen).toBe(OBSERVATIONS_PER_PROVIDER);
       for (const id of lost) await waitForState(baton, id, 'RETURNED', 15_000);
       expect(passes).toBeGreaterThan(0);
@@ -127,7 +145,12 @@ describe('observations that hang hold up nothing else', () => {
       const body = JSON.stringify({ requestId, status: 'returned', summary: 'reported while the looks hang' });
       const timestamp = String(Math.floor(Date.now() / 1000));
       const signature = `v1=${createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex')}`;
-      const res = await baton.app.inject({ method: 'POST', url: '/v1/webhooks/callback', payload: body, headers: { 'content-type': 'application/json', 'baton-timestamp': timestamp, 'baton-signature': signature } });
+      const res = await baton.app.inject({
+        method: 'POST',
+        url: '/v1/webhooks/callback',
+        payload: body,
+        headers: { 'content-type': 'application/json', 'baton-timestamp': timestamp, 'baton-signature': signature },
+      });
       expect(res.statusCode, res.body).toBe(200);
       await waitForState(baton, reported, 'RETURNED', INTERVAL_MS + MARGIN_MS);
       expect(hook.state.maxOpen).toBe(OBSERVATIONS_PER_PROVIDER);
@@ -167,7 +190,11 @@ describe('a failed look moves the next-scan time, growing; newer handoffs are lo
     baton.startWorker({ adapters });
     const older: string[] = [];
     for (let i = 1; i <= 3; i++) {
-      await register(baton, `old-${i}`, 'webhook', { url: `${hook.url}/turns`, secret: SECRET, statusUrl: `${hook.url}/status/{requestId}` });
+      await register(baton, `old-${i}`, 'webhook', {
+        url: `${hook.url}/turns`,
+        secret: SECRET,
+        statusUrl: `${hook.url}/status/{requestId}`,
+      });
       older.push(await send(baton, `old-${i}`, `old ${i}`));
     }
     for (const id of older) await waitForState(baton, id, 'UNCERTAIN');
@@ -177,7 +204,9 @@ describe('a failed look moves the next-scan time, growing; newer handoffs are lo
     for (const id of older) {
       const looks = await looksOf(id);
       expect(looks.map((l) => l.detail?.failedLooks)).toEqual([1]);
-      expect(looks[0]!.notBefore!.getTime() - looks[0]!.at.getTime(), 'the next scan waits the first back-off').toBe(FAILED_LOOK_RETRY.firstMs);
+      expect(looks[0]!.notBefore!.getTime() - looks[0]!.at.getTime(), 'the next scan waits the first back-off').toBe(
+        FAILED_LOOK_RETRY.firstMs,
+      );
     }
 
     await register(baton, 'new-1', 'webhook', { url: `${hook.url}/turns`, secret: SECRET, statusUrl: `${hook.url}/status/{requestId}` });

@@ -18,7 +18,11 @@ const tokens: Record<string, string> = {};
 async function cli(as: string, ...argv: string[]) {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { ...env, BATON_TOKEN: tokens[as] ?? baton.adminToken }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+  const code = await runCli(
+    argv,
+    { ...env, BATON_TOKEN: tokens[as] ?? baton.adminToken },
+    { out: (s) => void (out += s), err: (s) => void (err += s) },
+  );
   if (code !== 0) throw new Error(`baton ${argv.join(' ')} (as ${as}) exited ${code}: ${err}`);
   return out;
 }
@@ -43,7 +47,19 @@ afterAll(async () => {
 describe('a three-agent relay', () => {
   it('planner -> engineer -> reviewer and back, with a session, facts, evidence and a close', async () => {
     const session = await json('planner', 'session', 'new', 'Login feature', '--summary', 'users need to sign in');
-    const task = await json('planner', 'send', 'planner', 'engineer', 'Build the login form', '--title', 'Login form', '--session', session.id, '--done-when', 'tests pass');
+    const task = await json(
+      'planner',
+      'send',
+      'planner',
+      'engineer',
+      'Build the login form',
+      '--title',
+      'Login form',
+      '--session',
+      session.id,
+      '--done-when',
+      'tests pass',
+    );
     expect(ids(await json('engineer', 'inbox'))).toContain(task.id);
     expect(ids(await json('planner', 'outbox'))).toContain(task.id);
 
@@ -53,7 +69,17 @@ describe('a three-agent relay', () => {
     const decision = await json('engineer', 'fact', 'add', session.id, 'decision', 'use the existing session middleware');
     await json('engineer', 'fact', 'add', session.id, 'failed_attempt', 'tried JWT in cookies: blocked by the CSP');
 
-    const sub = await json('engineer', 'send', 'engineer', 'reviewer', 'Review the form', '--title', 'Review login form', '--session', session.id);
+    const sub = await json(
+      'engineer',
+      'send',
+      'engineer',
+      'reviewer',
+      'Review the form',
+      '--title',
+      'Review login form',
+      '--session',
+      session.id,
+    );
     expect(ids(await json('reviewer', 'inbox'))).toContain(sub.id);
     expect(ids(await json('engineer', 'outbox'))).toContain(sub.id);
     const review = await json('reviewer', 'accept', sub.id);
@@ -61,7 +87,17 @@ describe('a three-agent relay', () => {
     expect(review.packet.text).toContain('use the existing session middleware');
     expect(review.packet.text).toContain('tried JWT in cookies');
     const evidence = await json('reviewer', 'fact', 'add', session.id, 'result', 'reviewed: 2 nits, no blockers');
-    const reviewed = await json('reviewer', 'return', sub.id, '--token', review.claim.token, '--summary', 'looks good', '--fact', evidence.id);
+    const reviewed = await json(
+      'reviewer',
+      'return',
+      sub.id,
+      '--token',
+      review.claim.token,
+      '--summary',
+      'looks good',
+      '--fact',
+      evidence.id,
+    );
     expect(reviewed.handoff.workState).toBe('returned');
     await json('engineer', 'close', sub.id, 'accepted');
 
@@ -84,7 +120,9 @@ describe('a three-agent relay', () => {
       ['closed_accepted', 'planner'],
     ]);
     // ...and which token did it: each agent's own.
-    const tokenIds = Object.fromEntries(await Promise.all(['planner', 'engineer'].map(async (a) => [a, (await json(a, 'whoami')).tokenId])));
+    const tokenIds = Object.fromEntries(
+      await Promise.all(['planner', 'engineer'].map(async (a) => [a, (await json(a, 'whoami')).tokenId])),
+    );
     expect(t.events.map((e: any) => e.actor.tokenId)).toEqual([
       tokenIds['planner'],
       tokenIds['engineer'],

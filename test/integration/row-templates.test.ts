@@ -88,7 +88,9 @@ describe('kept row templates', () => {
     expect(res.rows).toEqual([{ v: 'beside' }]);
     const client = await db.pool.connect();
     try {
-      expect((await client.query({ name: 'baton_row_templates_values', text: 'SELECT $1::text AS v' }, ['client'])).rows).toEqual([{ v: 'client' }]);
+      expect((await client.query({ name: 'baton_row_templates_values', text: 'SELECT $1::text AS v' }, ['client'])).rows).toEqual([
+        { v: 'client' },
+      ]);
     } finally {
       client.release();
     }
@@ -104,7 +106,7 @@ describe('kept row templates', () => {
     expect(back.rows).toEqual([{ a: 1, b: 2 }]);
   });
 
-  it('fails a named statement as pg does (the pool and a client both reject with Postgres\'s error)', async () => {
+  it("fails a named statement as pg does (the pool and a client both reject with Postgres's error)", async () => {
     await expect(prepared(db.pool, 'SELECT 1/$1::int AS x', [0])).rejects.toMatchObject({ code: '22012' });
     const client = await db.pool.connect();
     try {

@@ -40,7 +40,9 @@ interface Dmmf {
 /** Tables Baton keeps outside the Prisma model on purpose. */
 const OUTSIDE_THE_MODEL = new Set(['baton_migrations']);
 
-const dmmf = JSON.parse(prismaSchema.get_dmmf(JSON.stringify({ prismaSchema: readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8') }))) as Dmmf;
+const dmmf = JSON.parse(
+  prismaSchema.get_dmmf(JSON.stringify({ prismaSchema: readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8') })),
+) as Dmmf;
 const enumDbName = new Map(dmmf.datamodel.enums.map((e) => [e.name, e.dbName ?? e.name]));
 const tableOf = (m: DmmfModel) => m.dbName ?? m.name;
 const columnOf = (f: DmmfField) => f.dbName ?? f.name;
@@ -92,7 +94,9 @@ async function normalisedPredicate(table: string, columns: string[], where: stri
   await db.client().query('BEGIN');
   try {
     await db.client().query(`CREATE INDEX drift_probe ON ${table} (${columns.join(', ')}) WHERE ${where}`);
-    const { rows } = await db.client().query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = 'drift_probe'::regclass`);
+    const { rows } = await db
+      .client()
+      .query<{ p: string }>(`SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = 'drift_probe'::regclass`);
     return rows[0]!.p;
   } finally {
     await db.client().query('ROLLBACK');
@@ -104,7 +108,10 @@ const db = useTestDatabaseClient();
 describe('the migrated database matches prisma/schema.prisma', () => {
   it('has exactly the tables of the model', async () => {
     const { rows } = await db.client().query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`);
-    const actual = rows.map((r) => r.tablename).filter((t) => !OUTSIDE_THE_MODEL.has(t)).sort();
+    const actual = rows
+      .map((r) => r.tablename)
+      .filter((t) => !OUTSIDE_THE_MODEL.has(t))
+      .sort();
     expect(actual).toEqual(dmmf.datamodel.models.map(tableOf).sort());
   });
 
@@ -131,31 +138,42 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     );
     const actual = rows
       .filter((r) => !OUTSIDE_THE_MODEL.has(r.table))
-      .map((r) => `${r.table}.${r.column} ${r.type.replace('timestamp(3) without time zone', 'timestamp(3)')} ${r.nullable ? 'NULL' : 'NOT NULL'}${r.hasDefault ? ' DEFAULT' : ''}`)
+      .map(
+        (r) =>
+          `${r.table}.${r.column} ${r.type.replace('timestamp(3) without time zone', 'timestamp(3)')} ${r.nullable ? 'NULL' : 'NOT NULL'}${r.hasDefault ? ' DEFAULT' : ''}`,
+      )
       .sort();
     const expected = dmmf.datamodel.models
       .flatMap((m) =>
         m.fields
           .filter((f) => f.kind !== 'object')
-          .map((f) => `${tableOf(m)}.${columnOf(f)} ${expectedType(f)} ${f.isRequired ? 'NOT NULL' : 'NULL'}${f.hasDefaultValue ? ' DEFAULT' : ''}`),
+          .map(
+            (f) =>
+              `${tableOf(m)}.${columnOf(f)} ${expectedType(f)} ${f.isRequired ? 'NOT NULL' : 'NULL'}${f.hasDefaultValue ? ' DEFAULT' : ''}`,
+          ),
       )
       .sort();
     expect(actual).toEqual(expected);
   });
 
   it('has exactly the primary keys, unique indexes and plain indexes of the model, partial ones with their predicates', async () => {
-    const { rows } = await db.client().query<{ table: string; unique: boolean; primary: boolean; columns: string[]; predicate: string | null }>(
-      `SELECT t.relname AS table, i.indisunique AS unique, i.indisprimary AS primary,
+    const { rows } = await db
+      .client()
+      .query<{ table: string; unique: boolean; primary: boolean; columns: string[]; predicate: string | null }>(
+        `SELECT t.relname AS table, i.indisunique AS unique, i.indisprimary AS primary,
          array_agg(a.attname::text ORDER BY k.ord) AS columns, pg_get_expr(i.indpred, i.indrelid) AS predicate
        FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
        CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
        JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
        WHERE n.nspname = 'public'
        GROUP BY t.relname, i.indexrelid, i.indisunique, i.indisprimary, i.indpred, i.indrelid`,
-    );
+      );
     const actual = rows
       .filter((r) => !OUTSIDE_THE_MODEL.has(r.table))
-      .map((r) => `${r.table} ${r.primary ? 'id' : r.unique ? 'unique' : 'normal'} (${r.columns.join(', ')})${r.predicate ? ` WHERE ${r.predicate}` : ''}`)
+      .map(
+        (r) =>
+          `${r.table} ${r.primary ? 'id' : r.unique ? 'unique' : 'normal'} (${r.columns.join(', ')})${r.predicate ? ` WHERE ${r.predicate}` : ''}`,
+      )
       .sort();
     const partial = partialIndexes();
     const expected: string[] = [];
@@ -179,7 +197,9 @@ describe('the migrated database matches prisma/schema.prisma', () => {
        FROM pg_constraint c WHERE c.contype = 'f'`,
     );
     const rule: Record<string, string> = { a: 'NoAction', r: 'Restrict', c: 'Cascade', n: 'SetNull', d: 'SetDefault' };
-    const actual = rows.map((r) => `${r.table}(${r.columns.join(', ')}) -> ${r.ref}(${r.refColumns.join(', ')}) ON DELETE ${rule[r.onDelete]}`).sort();
+    const actual = rows
+      .map((r) => `${r.table}(${r.columns.join(', ')}) -> ${r.ref}(${r.refColumns.join(', ')}) ON DELETE ${rule[r.onDelete]}`)
+      .sort();
     const expected = dmmf.datamodel.models
       .flatMap((m) =>
         m.fields

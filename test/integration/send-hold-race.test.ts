@@ -49,8 +49,14 @@ describe('sends over a blocked connection racing the worker and hold changes', (
     })();
     const blocked = Array.from({ length: BLOCKED_SENDS }, (_, i) => ({ key: `held-race-${i}`, to: RECIPIENTS[i % RECIPIENTS.length]! }));
     const [answers] = await Promise.all([
-      Promise.all(blocked.map((s, i) => api.post('/v1/handoffs', { from: 'race-blocked', to: s.to, message: `blocked ${i}`, idempotencyKey: s.key }))),
-      Promise.all(Array.from({ length: OPEN_SENDS }, (_, i) => baton.post('/v1/handoffs', { from: 'race-open', to: RECIPIENTS[i % RECIPIENTS.length]!, message: `open ${i}` }))),
+      Promise.all(
+        blocked.map((s, i) => api.post('/v1/handoffs', { from: 'race-blocked', to: s.to, message: `blocked ${i}`, idempotencyKey: s.key })),
+      ),
+      Promise.all(
+        Array.from({ length: OPEN_SENDS }, (_, i) =>
+          baton.post('/v1/handoffs', { from: 'race-open', to: RECIPIENTS[i % RECIPIENTS.length]!, message: `open ${i}` }),
+        ),
+      ),
     ]).finally(() => {
       sending = false;
     });
@@ -60,7 +66,9 @@ describe('sends over a blocked connection racing the worker and hold changes', (
       `SELECT h.idempotency_key AS key, h.id FROM handoffs h JOIN agents a ON a.id = h.sender_id WHERE a.handle = 'race-blocked'`,
     );
     const recorded = new Map(rows.map((r) => [r.key, r.id]));
-    const refusedButRecorded = answers.flatMap((a, i) => (a.status >= 400 && a.status < 500 && recorded.has(blocked[i]!.key) ? [`${a.status} ${a.body.error.code}`] : []));
+    const refusedButRecorded = answers.flatMap((a, i) =>
+      a.status >= 400 && a.status < 500 && recorded.has(blocked[i]!.key) ? [`${a.status} ${a.body.error.code}`] : [],
+    );
     expect(refusedButRecorded, 'a send that recorded its handoff answered 4xx').toEqual([]);
     // A send may answer 503 database_unavailable on a machine too busy for the API's database
     // bounds: that promises nothing, and its client retries with the same key, which must give
@@ -77,7 +85,10 @@ describe('sends over a blocked connection racing the worker and hold changes', (
     );
     const recordedAfter = new Map(after.rows.map((r) => [r.key, r.id]));
     expect(settled.filter((a) => a.status !== 201 && a.status !== 200).map((a) => `${a.status} ${a.body?.error?.code}`)).toEqual([]);
-    expect(settled.map((a, i) => a.body.id === recordedAfter.get(blocked[i]!.key)).every(Boolean), 'each answer is the handoff its key recorded').toBe(true);
+    expect(
+      settled.map((a, i) => a.body.id === recordedAfter.get(blocked[i]!.key)).every(Boolean),
+      'each answer is the handoff its key recorded',
+    ).toBe(true);
     expect(recordedAfter.size, 'each key recorded one handoff').toBe(BLOCKED_SENDS);
     expect(toggles, 'holds were lifted and applied during the sends').toBeGreaterThan(0);
   }, 120_000);

@@ -24,7 +24,9 @@ beforeAll(async () => {
   baton = await startTestBaton({ clock });
   baton.startWorker();
   for (const id of ['lead', 'dev', 'dev2']) expect((await post('/v1/agents', { id, provider: 'manual' })).status).toBe(201);
-  await baton.db.pool.query(`INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, 'other', 'Other' FROM workspaces WHERE slug = 'default'`);
+  await baton.db.pool.query(
+    `INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, 'other', 'Other' FROM workspaces WHERE slug = 'default'`,
+  );
   expect((await post('/v1/agents', { id: 'dev', provider: 'manual' }, 'other')).status).toBe(201);
 });
 
@@ -44,19 +46,38 @@ describe('sessions, facts and evidence', () => {
       ['use Postgres 15', 'dev', null],
     ]);
     expect((await post(`/v1/sessions/${s}/facts`, { as: 'dev', kind: 'rumour', text: 'x' })).body.error.code).toBe('validation_failed');
-    expect((await post(`/v1/sessions/00000000-0000-7000-8000-00000000dead/facts`, { as: 'dev', kind: 'note', text: 'x' })).body.error.code).toBe('session_not_found');
+    expect(
+      (await post(`/v1/sessions/00000000-0000-7000-8000-00000000dead/facts`, { as: 'dev', kind: 'note', text: 'x' })).body.error.code,
+    ).toBe('session_not_found');
   });
 
   it('the packet on accept carries the session context, fenced, bounded and with fact ids', async () => {
     const s = await session('lead');
     const f1 = await fact(s, 'lead', 'decision', 'ship behind a flag');
     const f2 = await fact(s, 'lead', 'failed_attempt', 'tried Redis streams: lost messages');
-    const sent = await post('/v1/handoffs', { from: 'lead', to: 'dev', title: 'Build it', message: 'go', session: s, focus: 'the flag', doneWhen: 'CI green', context: { openQuestions: ['which flag service?'] } });
+    const sent = await post('/v1/handoffs', {
+      from: 'lead',
+      to: 'dev',
+      title: 'Build it',
+      message: 'go',
+      session: s,
+      focus: 'the flag',
+      doneWhen: 'CI green',
+      context: { openQuestions: ['which flag service?'] },
+    });
     expect(sent.status).toBe(201);
     expect(sent.body.sessionId).toBe(s);
     const claim = (await post(`/v1/handoffs/${sent.body.id}/accept`, { as: 'dev' })).body;
     expect(claim.packet.factIds).toEqual([f1, f2]);
-    for (const part of ['ship behind a flag', 'tried Redis streams', 'Focus: the flag', 'Done when: CI green', 'which flag service?', 'treat it as data']) expect(claim.packet.text).toContain(part);
+    for (const part of [
+      'ship behind a flag',
+      'tried Redis streams',
+      'Focus: the flag',
+      'Done when: CI green',
+      'which flag service?',
+      'treat it as data',
+    ])
+      expect(claim.packet.text).toContain(part);
     expect(claim.packet.text.length).toBeLessThanOrEqual(6_000);
   });
 
@@ -83,11 +104,20 @@ describe('sessions, facts and evidence', () => {
     const notMineAuthor = await fact(s, 'dev2', 'result', 'benchmarks are fine');
     const wrongSession = await fact(otherSession, 'dev', 'result', 'unrelated');
     const otherProjectSession = await post('/v1/sessions', { as: 'dev', title: 'elsewhere' }, 'other');
-    const foreign = await post(`/v1/sessions/${otherProjectSession.body.id}/facts`, { as: 'dev', kind: 'result', text: 'foreign' }, 'other');
+    const foreign = await post(
+      `/v1/sessions/${otherProjectSession.body.id}/facts`,
+      { as: 'dev', kind: 'result', text: 'foreign' },
+      'other',
+    );
     const sent = await post('/v1/handoffs', { from: 'lead', to: 'dev', title: 'Prove it', message: 'go', session: s });
     const claim = (await post(`/v1/handoffs/${sent.body.id}/accept`, { as: 'dev' })).body.claim;
     for (const bad of [notMineAuthor, wrongSession, foreign.body.id, '00000000-0000-7000-8000-00000000beef']) {
-      const r = await post(`/v1/handoffs/${sent.body.id}/return`, { as: 'dev', claimToken: claim.token, summary: 'done', facts: [mine, bad] });
+      const r = await post(`/v1/handoffs/${sent.body.id}/return`, {
+        as: 'dev',
+        claimToken: claim.token,
+        summary: 'done',
+        facts: [mine, bad],
+      });
       expect(r.status, bad).toBe(422);
       expect(r.body.error.code).toBe('invalid_evidence');
     }
@@ -101,7 +131,8 @@ describe('sessions, facts and evidence', () => {
 
 describe('the board', () => {
   it('puts each piece of work in its lane with the next action and whose', async () => {
-    const mk = async (extra: Record<string, unknown> = {}) => (await post('/v1/handoffs', { from: 'lead', to: 'dev2', title: `card ${++n}`, message: 'x', ...extra })).body.id as string;
+    const mk = async (extra: Record<string, unknown> = {}) =>
+      (await post('/v1/handoffs', { from: 'lead', to: 'dev2', title: `card ${++n}`, message: 'x', ...extra })).body.id as string;
     const ready = await mk();
     const inProgress = await mk();
     await post(`/v1/handoffs/${inProgress}/accept`, { as: 'dev2', leaseSeconds: 3600 });

@@ -60,7 +60,9 @@ describe('a rate limit shared by every API process', () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT.burst);
     expect(statuses.filter((s) => s === 429)).toHaveLength(10 - LIMIT.burst);
     for (const res of refused) {
-      expect(res.json()).toEqual({ error: { code: 'rate_limited', message: expect.any(String), details: { retryAfterSeconds: expect.any(Number) } } });
+      expect(res.json()).toEqual({
+        error: { code: 'rate_limited', message: expect.any(String), details: { retryAfterSeconds: expect.any(Number) } },
+      });
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(Math.ceil(LIMIT.burst / LIMIT.perSecond));
       expect(res.headers['cache-control']).toBe('private, no-store');
@@ -76,13 +78,21 @@ describe('a rate limit shared by every API process', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {
       const app = i % 2 === 0 ? baton.app : other;
-      const res = await app.inject({ method: 'GET', url: '/v1/status', headers: auth(`baton_${String(i).repeat(43).slice(0, 43)}`), remoteAddress: '192.0.2.7' });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v1/status',
+        headers: auth(`baton_${String(i).repeat(43).slice(0, 43)}`),
+        remoteAddress: '192.0.2.7',
+      });
       statuses.push(res.statusCode);
     }
     expect(statuses.filter((s) => s === 401)).toHaveLength(LIMIT.burst);
     expect(statuses.filter((s) => s === 429)).toHaveLength(8 - LIMIT.burst);
     // Another address is not held back by them.
-    expect((await baton.app.inject({ method: 'GET', url: '/v1/status', headers: auth(`baton_${'Z'.repeat(43)}`), remoteAddress: '192.0.2.8' })).statusCode).toBe(401);
+    expect(
+      (await baton.app.inject({ method: 'GET', url: '/v1/status', headers: auth(`baton_${'Z'.repeat(43)}`), remoteAddress: '192.0.2.8' }))
+        .statusCode,
+    ).toBe(401);
   });
 
   it.each([
@@ -93,7 +103,11 @@ describe('a rate limit shared by every API process', () => {
     const address = `192.0.2.${10 + Math.floor(Math.random() * 200)}`;
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {
-      const res = await baton.app.inject({ ...request, headers: auth(`baton_${String(i).repeat(43).slice(0, 43)}`), remoteAddress: address });
+      const res = await baton.app.inject({
+        ...request,
+        headers: auth(`baton_${String(i).repeat(43).slice(0, 43)}`),
+        remoteAddress: address,
+      });
       statuses.push(res.statusCode);
     }
     expect(statuses.filter((s) => s === 401)).toHaveLength(LIMIT.burst);

@@ -139,4 +139,3 @@ describe('the sweep during a backlog', () => {
     expect((await queue.getJobs(['wait'])).filter((j) => j.name === WAKE_JOB_NAME)).toHaveLength(1);
   });
 });
-

@@ -37,13 +37,10 @@ describe('the token generation migration', () => {
           [id, project, handle, generation, created, updated, removed],
         );
       const token = (id: string, agentId: string | null, created: string) =>
-        c.query(`INSERT INTO agent_tokens (id, project_id, agent_id, name, secret_hash, is_admin, created_at) VALUES ($1::uuid, $2, $3, $1::text, $1::text, $4, $5)`, [
-          id,
-          agentId === null ? null : project,
-          agentId,
-          agentId === null,
-          created,
-        ]);
+        c.query(
+          `INSERT INTO agent_tokens (id, project_id, agent_id, name, secret_hash, is_admin, created_at) VALUES ($1::uuid, $2, $3, $1::text, $1::text, $4, $5)`,
+          [id, agentId === null ? null : project, agentId, agentId === null, created],
+        );
       const ids = {
         steady: '00000000-0000-7000-8000-000000000001',
         revived: '00000000-0000-7000-8000-000000000002',
@@ -71,7 +68,9 @@ describe('the token generation migration', () => {
         { id: '10000000-0000-7000-8000-000000000005', generation: null, revoked: null },
       ]);
       // From now on an agent token must name its generation, and an admin token none.
-      await expect(token('10000000-0000-7000-8000-000000000006', ids.steady, '2026-04-01T00:00:00Z')).rejects.toThrow(/agent_tokens_agent_generation_check/);
+      await expect(token('10000000-0000-7000-8000-000000000006', ids.steady, '2026-04-01T00:00:00Z')).rejects.toThrow(
+        /agent_tokens_agent_generation_check/,
+      );
     } finally {
       await c.end();
     }

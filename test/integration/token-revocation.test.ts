@@ -28,7 +28,12 @@ describe.each(REDIS_TARGETS)('token revocation across API processes on a $name',
   async function process(): Promise<{ deps: ProcessDeps; lookups: () => number }> {
     const publisher = openRedis(url, 'producer', silentLogger());
     opened.push(publisher);
-    const changes = new AuthChanges({ publisher, subscriber: duplicateRedis(publisher, { connectionName: 'test-auth', maxRetriesPerRequest: null }), names: new RedisNames(baton.prefix), logger: silentLogger() });
+    const changes = new AuthChanges({
+      publisher,
+      subscriber: duplicateRedis(publisher, { connectionName: 'test-auth', maxRetriesPerRequest: null }),
+      names: new RedisNames(baton.prefix),
+      logger: silentLogger(),
+    });
     channels.push(changes);
     const cache = new TokenCache({ maxAgeMs: 60_000, announce: () => changes.announce() });
     let subscribed = false;
@@ -81,7 +86,11 @@ describe.each(REDIS_TARGETS)('token revocation across API processes on a $name',
     }
     await revokeToken(a.deps, record.id);
     expect(await refused(a.deps, token)).toBe(true);
-    await eventually(() => refused(b.deps, token), { what: 'the other process refuses the revoked token', timeoutMs: 1_000, intervalMs: 10 });
+    await eventually(() => refused(b.deps, token), {
+      what: 'the other process refuses the revoked token',
+      timeoutMs: 1_000,
+      intervalMs: 10,
+    });
   });
 
   it('removing an agent ends its cached tokens the same way', async () => {
@@ -92,6 +101,10 @@ describe.each(REDIS_TARGETS)('token revocation across API processes on a $name',
     for (const p of [a, b]) await authenticate(p.deps, `Bearer ${token}`);
     await removeAgent(a.deps, 'default', 'rev-2');
     expect(await refused(a.deps, token)).toBe(true);
-    await eventually(() => refused(b.deps, token), { what: 'the other process refuses the removed agent’s token', timeoutMs: 1_000, intervalMs: 10 });
+    await eventually(() => refused(b.deps, token), {
+      what: 'the other process refuses the removed agent’s token',
+      timeoutMs: 1_000,
+      intervalMs: 10,
+    });
   });
 });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdapterRegistry } from '../../libs/adapters/adapter-registry.ts';
-import { earlierRequestsText, type DeliveryTarget, type ProviderAdapter, type TurnEnd, type TurnFailure, type TurnObservation, type TurnRequest } from '../../libs/adapters/provider-adapter.ts';
+import {
+  earlierRequestsText,
+  type DeliveryTarget,
+  type ProviderAdapter,
+  type TurnEnd,
+  type TurnFailure,
+  type TurnObservation,
+  type TurnRequest,
+} from '../../libs/adapters/provider-adapter.ts';
 import { DEFAULT_DELIVERY_WINDOWS, DELIVERY_POLICY } from '../../libs/domain/delivery-policy.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
@@ -34,12 +42,16 @@ class ScriptedSessions {
     const end = (requestId: string): TurnEnd => {
       const o = this.ends.get(requestId);
       if (!o) return { status: 'unobservable', error: 'not written' };
-      return o.ok ? { status: 'returned', result: { summary: 'done' } } : { status: 'failed', error: o.error, ...(o.failure ? { failure: o.failure } : {}) };
+      return o.ok
+        ? { status: 'returned', result: { summary: 'done' } }
+        : { status: 'failed', error: o.error, ...(o.failure ? { failure: o.failure } : {}) };
     };
     const seen = (requestId: string): TurnObservation => {
       const o = this.ends.get(requestId);
       if (!o) return { found: false, complete: true };
-      return o.ok ? { found: true, status: 'returned', result: { summary: 'done' } } : { found: true, status: 'failed', error: o.error, ...(o.failure ? { failure: o.failure } : {}) };
+      return o.ok
+        ? { found: true, status: 'returned', result: { summary: 'done' } }
+        : { found: true, status: 'failed', error: o.error, ...(o.failure ? { failure: o.failure } : {}) };
     };
     return {
       provider: 'demo',
@@ -81,12 +93,19 @@ async function send(to: string, message: string): Promise<string> {
   return res.body.id as string;
 }
 
-const transient = (error: string, retryAfterMs?: number): Outcome => ({ ok: false, error, failure: { kind: 'transient', httpStatus: 500, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) } });
+const transient = (error: string, retryAfterMs?: number): Outcome => ({
+  ok: false,
+  error,
+  failure: { kind: 'transient', httpStatus: 500, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) },
+});
 
 beforeAll(async () => {
   baton = await startTestBaton();
   expect((await baton.post('/v1/agents', { id: 'sender', provider: 'demo' })).status).toBe(201);
-  baton.startWorker({ adapters: new AdapterRegistry([sessions.adapter()]), windows: { ...DEFAULT_DELIVERY_WINDOWS, errorResendDelayMs: RESEND_MS } });
+  baton.startWorker({
+    adapters: new AdapterRegistry([sessions.adapter()]),
+    windows: { ...DEFAULT_DELIVERY_WINDOWS, errorResendDelayMs: RESEND_MS },
+  });
 });
 
 afterAll(async () => {
@@ -120,32 +139,47 @@ describe('a turn that failed', () => {
   });
 
   it.each([
-    ['configuration', 'Missing environment variable: OPENAI_KEY; set it in the agent\'s env', 'not resent: the agent is not set up to run this turn (configuration)'],
+    [
+      'configuration',
+      "Missing environment variable: OPENAI_KEY; set it in the agent's env",
+      'not resent: the agent is not set up to run this turn (configuration)',
+    ],
     ['authentication', 'API status 401: invalid x-api-key', "not resent: the runtime's credentials were refused (authentication)"],
     ['limit', 'API status 400: prompt is too long', 'not resent: a limit the same request would meet again (limit)'],
     ['refusal', 'the request was blocked by policy', 'not resent: the model refused the request (refusal)'],
-  ] as const)('that will fail again (%s) ends FAILED at once, with a reason that says so and the runtime\'s words', async (kind, error, headline) => {
-    const to = await agent([{ ok: false, error, failure: { kind } }]);
-    const id = await send(to, `${kind} work`);
-    const h = await waitForState(baton, id, 'FAILED');
-    expect(h.attempts).toHaveLength(1);
-    expect(h.detail).toBe(`${headline}: ${error}`);
-    const failed = h.events.find((e: any) => e.event === 'turn_failed');
-    expect(failed.reason).toBe(`${headline}: ${error}`);
-    expect(failed.detail.failure).toEqual({ kind });
-  });
+  ] as const)(
+    "that will fail again (%s) ends FAILED at once, with a reason that says so and the runtime's words",
+    async (kind, error, headline) => {
+      const to = await agent([{ ok: false, error, failure: { kind } }]);
+      const id = await send(to, `${kind} work`);
+      const h = await waitForState(baton, id, 'FAILED');
+      expect(h.attempts).toHaveLength(1);
+      expect(h.detail).toBe(`${headline}: ${error}`);
+      const failed = h.events.find((e: any) => e.event === 'turn_failed');
+      expect(failed.reason).toBe(`${headline}: ${error}`);
+      expect(failed.detail.failure).toEqual({ kind });
+    },
+  );
 });
 
 describe('what a turn says about earlier requests of its session', () => {
   it('a resend names the request it replaces; the next handoff after one given up names every given-up request; then nothing', async () => {
-    const to = await agent([transient('API status 500'), transient('API status 500'), transient('API status 500'), { ok: true }, { ok: true }]);
+    const to = await agent([
+      transient('API status 500'),
+      transient('API status 500'),
+      transient('API status 500'),
+      { ok: true },
+      { ok: true },
+    ]);
     const failed = await send(to, 'first task');
     const h = await waitForState(baton, failed, 'FAILED', 30_000);
     const [r1, r2, r3] = h.attempts.map((a: any) => a.requestId as string);
     const texts = sessions.texts(to);
     expect(texts[0]).not.toContain('[Baton]');
     expect(texts[1]).toContain(`This request replaces the earlier unanswered request baton-request-id ${r1} of the same handoff`);
-    expect(texts[2]).toContain(`replaces the earlier unanswered requests baton-request-id ${r1}, baton-request-id ${r2} of the same handoff`);
+    expect(texts[2]).toContain(
+      `replaces the earlier unanswered requests baton-request-id ${r1}, baton-request-id ${r2} of the same handoff`,
+    );
 
     const next = await send(to, 'second task');
     await waitForState(baton, next, 'RETURNED');
@@ -171,9 +205,13 @@ describe('what a turn says about earlier requests of its session', () => {
     const firstAttempt = (await baton.get(`/v1/handoffs/${first}`)).body.attempts[0].requestId as string;
     const text = sessions.texts(to)[1]!;
     expect(text).toContain('Baton will send each again later');
-    expect(text).toContain(`- baton-request-id ${firstAttempt} (handoff ${first}, "first waits"): its turn ended in an error (API status 503)`);
+    expect(text).toContain(
+      `- baton-request-id ${firstAttempt} (handoff ${first}, "first waits"): its turn ended in an error (API status 503)`,
+    );
     await waitForState(baton, first, 'RETURNED', 30_000);
     // Its resend still says which request it replaces, though another turn was answered between.
-    expect(sessions.texts(to)[2]).toContain(`This request replaces the earlier unanswered request baton-request-id ${firstAttempt} of the same handoff`);
+    expect(sessions.texts(to)[2]).toContain(
+      `This request replaces the earlier unanswered request baton-request-id ${firstAttempt} of the same handoff`,
+    );
   });
 });

@@ -60,12 +60,15 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
       // Watch the key's remaining time go back up: each rise is one extension by the holder.
       let extensions = 0;
       let last = await redis.pttl(names.turnLock('agent-long'));
-      await eventually(async () => {
-        const now = await redis.pttl(names.turnLock('agent-long'));
-        if (now > last) extensions++;
-        last = now;
-        return extensions >= 2 && Date.now() - started > TTL_MS;
-      }, { what: 'two extensions, past the lifetime', timeoutMs: 4 * TTL_MS, intervalMs: 10 });
+      await eventually(
+        async () => {
+          const now = await redis.pttl(names.turnLock('agent-long'));
+          if (now > last) extensions++;
+          last = now;
+          return extensions >= 2 && Date.now() - started > TTL_MS;
+        },
+        { what: 'two extensions, past the lifetime', timeoutMs: 4 * TTL_MS, intervalMs: 10 },
+      );
       expect(lock.signal.aborted).toBe(false);
       expect(await redis.get(names.turnLock('agent-long'))).toBe(lock.token);
       expect(await lock.release()).toBe('released');
@@ -205,11 +208,14 @@ describe('the turn lock behind a frozen connection', () => {
       // The holder gave up no later than the key expires for everyone else (its lifetime, counted
       // from the last proof, checked every third of it), plus how late this machine ran timers.
       expect(Date.now() - frozenAt).toBeLessThan(TTL_MS + TTL_MS / 3 + lag.maxMs() + 100);
-      const other: TurnLock = await eventually(async () => {
-        const taken = await locks.acquire('agent-partition');
-        if (!taken.acquired) throw new Error('still held');
-        return taken.lock;
-      }, { what: 'another worker takes the lock', timeoutMs: 3 * TTL_MS, intervalMs: 20 });
+      const other: TurnLock = await eventually(
+        async () => {
+          const taken = await locks.acquire('agent-partition');
+          if (!taken.acquired) throw new Error('still held');
+          return taken.lock;
+        },
+        { what: 'another worker takes the lock', timeoutMs: 3 * TTL_MS, intervalMs: 20 },
+      );
       expect(other.fence).toBeGreaterThan(r.lock.fence);
       await other.release();
     } finally {

@@ -31,7 +31,11 @@ const q = (caller: Caller) => (caller === 'adminAll' ? '?all_owners=true' : '');
 
 /** A fresh piece of work from s, to r (owned) or to the project (unowned), at a stage. */
 async function fresh(kind: Kind, stage: 'open' | 'claimed' | 'returned'): Promise<{ id: string; claimToken?: string }> {
-  const sent = await baton.post('/v1/handoffs', { to: kind === 'owned' ? 'r' : '@project', title: `work ${++n}`, message: `do ${n}` }, headers('sender'));
+  const sent = await baton.post(
+    '/v1/handoffs',
+    { to: kind === 'owned' ? 'r' : '@project', title: `work ${++n}`, message: `do ${n}` },
+    headers('sender'),
+  );
   expect(sent.status).toBe(201);
   const id = sent.body.id as string;
   if (stage === 'open') return { id };
@@ -40,7 +44,11 @@ async function fresh(kind: Kind, stage: 'open' | 'claimed' | 'returned'): Promis
   expect(claim.status).toBe(200);
   const claimToken = claim.body.claim.token as string;
   if (stage === 'claimed') return { id, claimToken };
-  const returned = await baton.post(`/v1/handoffs/${id}/return`, { claimToken, summary: 'done' }, { authorization: `Bearer ${tokens[claimant]}` });
+  const returned = await baton.post(
+    `/v1/handoffs/${id}/return`,
+    { claimToken, summary: 'done' },
+    { authorization: `Bearer ${tokens[claimant]}` },
+  );
   expect(returned.status).toBe(200);
   return { id, claimToken };
 }
@@ -78,8 +86,24 @@ const LIST: Record<Kind, Record<Caller, boolean | 401>> = {
 };
 
 const READ: Record<Kind, Row> = {
-  owned: { sender: 200, recipient: 200, other: [404, 'handoff_not_found'], foreign: [404, 'handoff_not_found'], admin: [404, 'handoff_not_found'], adminAll: 200, none: [401, 'unauthenticated'] },
-  unowned: { sender: 200, recipient: 200, other: 200, foreign: [404, 'handoff_not_found'], admin: 200, adminAll: 200, none: [401, 'unauthenticated'] },
+  owned: {
+    sender: 200,
+    recipient: 200,
+    other: [404, 'handoff_not_found'],
+    foreign: [404, 'handoff_not_found'],
+    admin: [404, 'handoff_not_found'],
+    adminAll: 200,
+    none: [401, 'unauthenticated'],
+  },
+  unowned: {
+    sender: 200,
+    recipient: 200,
+    other: 200,
+    foreign: [404, 'handoff_not_found'],
+    admin: 200,
+    adminAll: 200,
+    none: [401, 'unauthenticated'],
+  },
 };
 
 // Actions: an admin acts only in a role, naming the agent it acts for (the "as party" rows
@@ -90,19 +114,59 @@ const HIDDEN: [number, string] = [404, 'handoff_not_found'];
 const NO_TOKEN: [number, string] = [401, 'unauthenticated'];
 
 const CLAIM: Record<Kind, Row> = {
-  owned: { sender: [403, 'not_recipient'], recipient: 200, other: HIDDEN, foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
+  owned: {
+    sender: [403, 'not_recipient'],
+    recipient: 200,
+    other: HIDDEN,
+    foreign: HIDDEN,
+    admin: NAME_ONE,
+    adminAll: NAME_ONE,
+    none: NO_TOKEN,
+  },
   // Any agent of the project may claim unowned work (the sender too); only the first wins.
   unowned: { sender: 200, recipient: 200, other: 200, foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
 };
 
 const RETURN: Record<Kind, Row> = {
-  owned: { sender: [409, 'claim_lost'], recipient: 200, other: HIDDEN, foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
-  unowned: { sender: [409, 'claim_lost'], recipient: 200, other: [409, 'claim_lost'], foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
+  owned: {
+    sender: [409, 'claim_lost'],
+    recipient: 200,
+    other: HIDDEN,
+    foreign: HIDDEN,
+    admin: NAME_ONE,
+    adminAll: NAME_ONE,
+    none: NO_TOKEN,
+  },
+  unowned: {
+    sender: [409, 'claim_lost'],
+    recipient: 200,
+    other: [409, 'claim_lost'],
+    foreign: HIDDEN,
+    admin: NAME_ONE,
+    adminAll: NAME_ONE,
+    none: NO_TOKEN,
+  },
 };
 
 const CLOSE: Record<Kind, Row> = {
-  owned: { sender: 200, recipient: [403, 'not_sender'], other: HIDDEN, foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
-  unowned: { sender: 200, recipient: [403, 'not_sender'], other: [403, 'not_sender'], foreign: HIDDEN, admin: NAME_ONE, adminAll: NAME_ONE, none: NO_TOKEN },
+  owned: {
+    sender: 200,
+    recipient: [403, 'not_sender'],
+    other: HIDDEN,
+    foreign: HIDDEN,
+    admin: NAME_ONE,
+    adminAll: NAME_ONE,
+    none: NO_TOKEN,
+  },
+  unowned: {
+    sender: 200,
+    recipient: [403, 'not_sender'],
+    other: [403, 'not_sender'],
+    foreign: HIDDEN,
+    admin: NAME_ONE,
+    adminAll: NAME_ONE,
+    none: NO_TOKEN,
+  },
 };
 
 const CANCEL: Record<Kind, Row> = CLOSE;
@@ -130,7 +194,10 @@ describe('the visibility matrix', () => {
             continue;
           }
           expect(res.status, caller).toBe(200);
-          expect(res.body.items.some((h: any) => h.id === id), `${kind} listed for ${caller}`).toBe(want);
+          expect(
+            res.body.items.some((h: any) => h.id === id),
+            `${kind} listed for ${caller}`,
+          ).toBe(want);
         }
       });
 
@@ -144,7 +211,9 @@ describe('the visibility matrix', () => {
           if (res.status === 404) {
             // Indistinguishable from an id that never existed.
             const missing = await baton.get(`/v1/handoffs/00000000-0000-7000-8000-00000000dead`, headers(caller));
-            expect(res.body.error.message.replace(id, 'X')).toBe(missing.body.error.message.replace('00000000-0000-7000-8000-00000000dead', 'X'));
+            expect(res.body.error.message.replace(id, 'X')).toBe(
+              missing.body.error.message.replace('00000000-0000-7000-8000-00000000dead', 'X'),
+            );
           }
         }
       });
@@ -153,7 +222,13 @@ describe('the visibility matrix', () => {
         for (const caller of CALLERS) {
           const { id } = await fresh(kind, 'open');
           const before = await footprint(id);
-          await expectCell(`${kind} claimed by ${caller}`, await baton.post(`/v1/handoffs/${id}/accept${q(caller)}`, {}, headers(caller, kind)), CLAIM[kind][caller], id, before);
+          await expectCell(
+            `${kind} claimed by ${caller}`,
+            await baton.post(`/v1/handoffs/${id}/accept${q(caller)}`, {}, headers(caller, kind)),
+            CLAIM[kind][caller],
+            id,
+            before,
+          );
         }
       });
 
@@ -161,7 +236,11 @@ describe('the visibility matrix', () => {
         for (const caller of CALLERS) {
           const { id, claimToken } = await fresh(kind, 'claimed');
           const before = await footprint(id);
-          const res = await baton.post(`/v1/handoffs/${id}/return${q(caller)}`, { claimToken, summary: `returned by ${caller}` }, headers(caller, kind));
+          const res = await baton.post(
+            `/v1/handoffs/${id}/return${q(caller)}`,
+            { claimToken, summary: `returned by ${caller}` },
+            headers(caller, kind),
+          );
           await expectCell(`${kind} returned by ${caller}`, res, RETURN[kind][caller], id, before);
         }
       });
@@ -179,7 +258,13 @@ describe('the visibility matrix', () => {
         for (const caller of CALLERS) {
           const { id } = await fresh(kind, 'open');
           const before = await footprint(id);
-          await expectCell(`${kind} cancelled by ${caller}`, await baton.post(`/v1/handoffs/${id}/cancel${q(caller)}`, {}, headers(caller, kind)), CANCEL[kind][caller], id, before);
+          await expectCell(
+            `${kind} cancelled by ${caller}`,
+            await baton.post(`/v1/handoffs/${id}/cancel${q(caller)}`, {}, headers(caller, kind)),
+            CANCEL[kind][caller],
+            id,
+            before,
+          );
         }
       });
 
@@ -189,7 +274,9 @@ describe('the visibility matrix', () => {
         const a = await fresh(kind, 'open');
         expect((await baton.post(`/v1/handoffs/${a.id}/accept`, { as: party }, admin)).status).toBe(200);
         const b = await fresh(kind, 'claimed');
-        expect((await baton.post(`/v1/handoffs/${b.id}/return`, { as: party, claimToken: b.claimToken, summary: 'by the admin' }, admin)).status).toBe(200);
+        expect(
+          (await baton.post(`/v1/handoffs/${b.id}/return`, { as: party, claimToken: b.claimToken, summary: 'by the admin' }, admin)).status,
+        ).toBe(200);
         const c = await fresh(kind, 'returned');
         expect((await baton.post(`/v1/handoffs/${c.id}/close`, { as: 's', resolution: 'accepted' }, admin)).status).toBe(200);
         const d = await fresh(kind, 'open');
@@ -233,7 +320,11 @@ describe('counts and the board agree with the listings', () => {
       const listed = new Set<string>();
       let cursor: string | null = null;
       do {
-        const params = new URLSearchParams({ limit: '200', ...(caller === 'adminAll' ? { all_owners: 'true' } : {}), ...(cursor ? { cursor } : {}) });
+        const params = new URLSearchParams({
+          limit: '200',
+          ...(caller === 'adminAll' ? { all_owners: 'true' } : {}),
+          ...(cursor ? { cursor } : {}),
+        });
         const page: { status: number; body: any } = await baton.get(`/v1/handoffs?${params}`, headers(caller));
         expect(page.status, caller).toBe(200);
         for (const h of page.body.items) listed.add(h.id);
@@ -242,7 +333,9 @@ describe('counts and the board agree with the listings', () => {
       const status = await baton.get(`/v1/status${q(caller)}`, headers(caller));
       expect(status.body.total, `${caller}: count = listing`).toBe(listed.size);
       const board = await baton.get(`/v1/board${q(caller)}`, headers(caller));
-      const onBoard = Object.values(board.body as Record<string, Array<{ handoff: { id: string } }>>).flat().map((c) => c.handoff.id);
+      const onBoard = Object.values(board.body as Record<string, Array<{ handoff: { id: string } }>>)
+        .flat()
+        .map((c) => c.handoff.id);
       for (const id of onBoard) expect(listed.has(id), `${caller}: board card ${id} is listed`).toBe(true);
       expect(listed.has(hidden.body.id), `${caller} sees o->c`).toBe(caller === 'other' || caller === 'adminAll');
     }
@@ -278,7 +371,13 @@ describe('sessions', () => {
       if (!want[caller].includes(owned)) expect(JSON.stringify(res.body), caller).not.toContain('owned s->r');
       // The same rule as the listing.
       const listed = await baton.get(`/v1/handoffs?limit=200${caller === 'adminAll' ? '&all_owners=true' : ''}`, headers(caller));
-      expect(listed.body.items.filter((h: any) => h.sessionId === sid).map((h: any) => h.id).sort(), `${caller}: session = listing`).toEqual([...shown].sort());
+      expect(
+        listed.body.items
+          .filter((h: any) => h.sessionId === sid)
+          .map((h: any) => h.id)
+          .sort(),
+        `${caller}: session = listing`,
+      ).toEqual([...shown].sort());
     }
     const foreign = await baton.get(`/v1/sessions/${sid}`, headers('foreign'));
     expect(foreign.status).toBe(404);
@@ -288,7 +387,7 @@ describe('sessions', () => {
 });
 
 describe('every other place that returns a handoff', () => {
-  it("the context packet of an owned handoff is 404 to a bystander and a plain admin, like the handoff itself", async () => {
+  it('the context packet of an owned handoff is 404 to a bystander and a plain admin, like the handoff itself', async () => {
     const { id } = await fresh('owned', 'open');
     for (const caller of CALLERS) {
       const res = await baton.get(`/v1/handoffs/${id}/packet${q(caller)}`, headers(caller));
@@ -300,16 +399,25 @@ describe('every other place that returns a handoff', () => {
 
   it('an admin reading an inbox or outbox sees owned handoffs only with all_owners', async () => {
     const { id } = await fresh('owned', 'open');
-    for (const [box, agent] of [['outbox', 's'], ['inbox', 'r']] as const) {
+    for (const [box, agent] of [
+      ['outbox', 's'],
+      ['inbox', 'r'],
+    ] as const) {
       const plain = await baton.get(`/v1/agents/${agent}/${box}`, headers('admin'));
       expect(plain.status).toBe(200);
-      expect(plain.body.handoffs.some((h: any) => h.id === id), `${box} of ${agent} for a plain admin`).toBe(false);
+      expect(
+        plain.body.handoffs.some((h: any) => h.id === id),
+        `${box} of ${agent} for a plain admin`,
+      ).toBe(false);
       const all = await baton.get(`/v1/agents/${agent}/${box}?all_owners=true`, headers('adminAll'));
-      expect(all.body.handoffs.some((h: any) => h.id === id), `${box} of ${agent} with all_owners`).toBe(true);
+      expect(
+        all.body.handoffs.some((h: any) => h.id === id),
+        `${box} of ${agent} with all_owners`,
+      ).toBe(true);
     }
   });
 
-  it("an operator release of an owned handoff is 404 without all_owners, changes nothing, and works with it", async () => {
+  it('an operator release of an owned handoff is 404 without all_owners, changes nothing, and works with it', async () => {
     const { id } = await fresh('owned', 'claimed');
     const before = await footprint(id);
     const hidden = await baton.post(`/v1/handoffs/${id}/release`, { reason: 'stuck' }, headers('admin'));

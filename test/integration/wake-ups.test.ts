@@ -38,10 +38,17 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
   it('many agents woken while no worker runs wait in one set behind one wake job, and one worker delivers them all, once each', async () => {
     const agents: string[] = [];
     for (let i = 0; i < AGENTS; i++) {
-      agents.push((await registerAgent(baton.core, { project: 'default', handle: `w${i}`, provider: 'demo', providerSettings: { thinkMs: 0 } })).id);
+      agents.push(
+        (await registerAgent(baton.core, { project: 'default', handle: `w${i}`, provider: 'demo', providerSettings: { thinkMs: 0 } })).id,
+      );
     }
     const sendingFrom = Date.now();
-    const handoffs = await Promise.all(agents.map(async (_a, i) => (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: `w${i}`, message: `task ${i}` })).handoff.id));
+    const handoffs = await Promise.all(
+      agents.map(
+        async (_a, i) =>
+          (await sendHandoff(baton.core, { project: 'default', from: 'sender', to: `w${i}`, message: `task ${i}` })).handoff.id,
+      ),
+    );
     const name = queue.name;
     await eventually(async () => expect(await queues.waitingWakeUps(name)).toHaveLength(AGENTS), { what: 'every wake-up in the set' });
     const sendingMs = Date.now() - sendingFrom;
@@ -57,15 +64,23 @@ describe.each(REDIS_TARGETS)('on a $name', ({ url }) => {
     baton.startWorker({ concurrency: 8 });
     await eventually(
       async () => {
-        const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM handoffs WHERE id = ANY($1::uuid[]) AND delivery_state = 'RETURNED'`, [handoffs]);
+        const { rows } = await baton.db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM handoffs WHERE id = ANY($1::uuid[]) AND delivery_state = 'RETURNED'`,
+          [handoffs],
+        );
         expect(rows[0]!.n).toBe(AGENTS);
       },
       { timeoutMs: 20_000, what: 'every handoff RETURNED' },
     );
-    const { rows } = await baton.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`, [handoffs]);
+    const { rows } = await baton.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = ANY($1::uuid[])`,
+      [handoffs],
+    );
     expect(rows[0]!.n).toBe(AGENTS);
     for (const id of handoffs) expect(baton.host.writesByHandoff().get(id)).toHaveLength(1);
-    await eventually(async () => expect(await baton.redis.exists(names.wakeScheduled(name))).toBe(0), { what: 'the scheduled flag cleared' });
+    await eventually(async () => expect(await baton.redis.exists(names.wakeScheduled(name))).toBe(0), {
+      what: 'the scheduled flag cleared',
+    });
     expect(await queues.waitingWakeUps(name)).toEqual([]);
   });
 });

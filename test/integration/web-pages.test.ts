@@ -18,7 +18,8 @@ const OTHER = { 'x-baton-project': 'charted' };
 beforeAll(async () => {
   baton = await startTestBaton();
   expect((await baton.post('/v1/projects', { id: 'charted' })).status).toBe(201);
-  for (const id of ['sender', 'doer']) expect((await baton.post('/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } }, OTHER)).status).toBe(201);
+  for (const id of ['sender', 'doer'])
+    expect((await baton.post('/v1/agents', { id, provider: 'demo', settings: { thinkMs: 50 } }, OTHER)).status).toBe(201);
   expect((await baton.post('/v1/agents', { id: 'desk', provider: 'manual' }, OTHER)).status).toBe(201);
   expect((await baton.post('/v1/agents', { id: 'here', provider: 'manual' })).status).toBe(201);
   baton.startWorker();
@@ -78,10 +79,15 @@ describe('what the live page reads', () => {
     expect(follower.events.map((e) => e.handoffId)).not.toContain(here.body.id);
     // A delivery move records no work state: the event says the handoff's, so a page that first
     // meets the handoff on the stream can fill its "work" cell.
-    const enrolled = follower.events.find((e) => e.handoffId === there.body.id && e.event === 'enrolled') as unknown as { workTo: unknown; workState: unknown };
+    const enrolled = follower.events.find((e) => e.handoffId === there.body.id && e.event === 'enrolled') as unknown as {
+      workTo: unknown;
+      workState: unknown;
+    };
     expect([enrolled.workTo, enrolled.workState]).toEqual([null, 'open']);
 
-    const clash = await fetch(`${url}/v1/events?project=charted`, { headers: { authorization: `Bearer ${baton.adminToken}`, 'x-baton-project': 'default' } });
+    const clash = await fetch(`${url}/v1/events?project=charted`, {
+      headers: { authorization: `Bearer ${baton.adminToken}`, 'x-baton-project': 'default' },
+    });
     expect([clash.status, ((await clash.json()) as { error: { code: string } }).error.code]).toEqual([400, 'validation_failed']);
     // An agent's token stays in its own project, whatever the query says.
     const agent = await fetch(`${url}/v1/events?project=charted`, { headers: { authorization: `Bearer ${await baton.tokenFor('here')}` } });
@@ -90,12 +96,17 @@ describe('what the live page reads', () => {
 
   it('gives the last hour per minute: what settled, by outcome, and send → returned p50/p90, only in the project asked for', async () => {
     const before = await baton.get('/v1/live?all_owners=true', OTHER);
-    const sum = (body: any, state: string) => (body.perMinute as Array<{ settled: Record<string, number> }>).reduce((n, m) => n + (m.settled[state] ?? 0), 0);
+    const sum = (body: any, state: string) =>
+      (body.perMinute as Array<{ settled: Record<string, number> }>).reduce((n, m) => n + (m.settled[state] ?? 0), 0);
     const returnedBefore = sum(before.body, 'RETURNED');
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await baton.post('/v1/handoffs', { from: 'sender', to: 'doer', title: `chart ${i}`, message: 'x' }, OTHER)).body.id);
+    for (let i = 0; i < 3; i++)
+      ids.push((await baton.post('/v1/handoffs', { from: 'sender', to: 'doer', title: `chart ${i}`, message: 'x' }, OTHER)).body.id);
     for (const id of ids) {
-      await eventually(async () => expect((await baton.get(`/v1/handoffs/${id}?all_owners=true`, OTHER)).body.state).toBe('RETURNED'), { what: `${id} RETURNED`, timeoutMs: 30_000 });
+      await eventually(async () => expect((await baton.get(`/v1/handoffs/${id}?all_owners=true`, OTHER)).body.state).toBe('RETURNED'), {
+        what: `${id} RETURNED`,
+        timeoutMs: 30_000,
+      });
     }
     const parked = await baton.post('/v1/handoffs', { from: 'sender', to: 'desk', title: 'to cancel', message: 'x' }, OTHER);
     expect((await baton.post(`/v1/handoffs/${parked.body.id}/cancel`, { as: 'sender' }, OTHER)).status).toBe(200);
@@ -108,7 +119,11 @@ describe('what the live page reads', () => {
       },
       { what: 'three returns and a cancel in the chart', timeoutMs: 15_000 },
     );
-    const minutes = live.body.perMinute as Array<{ at: string; settled: Record<string, number>; returned: { count: number; p50Ms: number | null; p90Ms: number | null } }>;
+    const minutes = live.body.perMinute as Array<{
+      at: string;
+      settled: Record<string, number>;
+      returned: { count: number; p50Ms: number | null; p90Ms: number | null };
+    }>;
     expect(minutes).toHaveLength(60);
     // Oldest first, a minute apart, the current minute last.
     expect(Date.parse(minutes[59]!.at)).toBe(Math.floor(Date.parse(live.body.at) / 60_000) * 60_000);
@@ -127,7 +142,8 @@ describe('what the live page reads', () => {
     const { rows } = await baton.db.pool.query<{ id: string; n: number }>(
       `SELECT p.id, (SELECT count(*)::int FROM handoffs h WHERE h.project_id = p.id) AS n FROM projects p WHERE p.slug = 'charted'`,
     );
-    const chart = (limit: number) => new LiveViewRepository(baton.db.pool).perMinute(rows[0]!.id, new Date(Date.parse(live.body.at)), 60, limit, EVERYONE);
+    const chart = (limit: number) =>
+      new LiveViewRepository(baton.db.pool).perMinute(rows[0]!.id, new Date(Date.parse(live.body.at)), 60, limit, EVERYONE);
     expect((await chart(rows[0]!.n)).sampleFull).toBe(true);
     expect((await chart(rows[0]!.n + 1)).sampleFull).toBe(false);
   }, 90_000);

@@ -26,7 +26,11 @@ function receiverVerifies(headers: IncomingHttpHeaders, rawBody: string, secret 
 
 function signedBy(secret: string, body: string, timestampS = Math.floor(Date.now() / 1000)): Record<string, string> {
   const timestamp = String(timestampS);
-  return { 'content-type': 'application/json', 'baton-timestamp': timestamp, 'baton-signature': `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}` };
+  return {
+    'content-type': 'application/json',
+    'baton-timestamp': timestamp,
+    'baton-signature': `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`,
+  };
 }
 
 interface Received {
@@ -99,7 +103,11 @@ function target(settings: Record<string, unknown>): DeliveryTarget {
 }
 
 const reports = new Map<string, TurnReport>();
-const adapter: ProviderAdapter = createWebhookAdapter({ reports: { find: async (id) => reports.get(id) ?? null }, pollMs: 20, callbackUrl: 'http://baton.invalid/v1/webhooks/callback' });
+const adapter: ProviderAdapter = createWebhookAdapter({
+  reports: { find: async (id) => reports.get(id) ?? null },
+  pollMs: 20,
+  callbackUrl: 'http://baton.invalid/v1/webhooks/callback',
+});
 const never = () => new AbortController().signal;
 
 describe('webhook adapter: the write', () => {
@@ -133,7 +141,10 @@ describe('webhook adapter: the write', () => {
   it('200 with a result body is a finished turn: accepted, seen returned with summary and output', async () => {
     const agent = await agentServer((_req, res) => json(res, 200, { summary: 'form added', output: { files: ['login.tsx'] } }));
     const sent = await adapter.sendTurn(target({ url: agent.url }), turn(), never());
-    expect(sent).toEqual({ outcome: 'accepted', seen: { found: true, status: 'returned', result: { summary: 'form added', output: { files: ['login.tsx'] } } } });
+    expect(sent).toEqual({
+      outcome: 'accepted',
+      seen: { found: true, status: 'returned', result: { summary: 'form added', output: { files: ['login.tsx'] } } },
+    });
   });
 
   it.each([409, 423, 429])('%i is busy (nothing done) and carries Retry-After in seconds', async (status) => {
@@ -149,7 +160,7 @@ describe('webhook adapter: the write', () => {
     const agent = await agentServer((_req, res) => json(res, 429, {}, { 'retry-after': at }));
     const sent = await adapter.sendTurn(target({ url: agent.url }), turn(), never());
     expect(sent.outcome).toBe('busy');
-    const wait = sent.outcome === 'busy' ? sent.retryAfterMs ?? 0 : 0;
+    const wait = sent.outcome === 'busy' ? (sent.retryAfterMs ?? 0) : 0;
     expect(wait).toBeGreaterThan(55_000);
     expect(wait).toBeLessThanOrEqual(60_000);
   });
@@ -249,40 +260,73 @@ describe('webhook adapter: observing a turn', () => {
   it('a status URL that answers 404 proves absence (complete scan); without a status URL absence proves nothing', async () => {
     const agent = await agentServer((_req, res) => json(res, 404, { error: 'unknown request id' }));
     const t = turn();
-    expect(await adapter.observeTurn(target({ url: agent.url, statusUrl: `${agent.url}/turns/{requestId}` }), t.requestId, never())).toEqual({ found: false, complete: true });
+    expect(
+      await adapter.observeTurn(target({ url: agent.url, statusUrl: `${agent.url}/turns/{requestId}` }), t.requestId, never()),
+    ).toEqual({ found: false, complete: true });
     expect(await adapter.observeTurn(target({ url: agent.url }), t.requestId, never())).toEqual({ found: false, complete: false });
   });
 
   it('a status URL that cannot be asked (5xx) makes observeTurn throw: "could not ask", not absence', async () => {
     const agent = await agentServer((_req, res) => json(res, 503, {}));
-    await expect(adapter.observeTurn(target({ url: agent.url, statusUrl: `${agent.url}/s/{requestId}` }), turn().requestId, never())).rejects.toThrow(/503/);
+    await expect(
+      adapter.observeTurn(target({ url: agent.url, statusUrl: `${agent.url}/s/{requestId}` }), turn().requestId, never()),
+    ).rejects.toThrow(/503/);
   });
 
   it('a stored callback report is the observation, before any status URL', async () => {
     const t = turn();
-    reports.set(t.requestId, { requestId: t.requestId, status: 'failed', summary: null, output: null, error: 'tests failed', receivedAt: new Date() });
+    reports.set(t.requestId, {
+      requestId: t.requestId,
+      status: 'failed',
+      summary: null,
+      output: null,
+      error: 'tests failed',
+      receivedAt: new Date(),
+    });
     const agent = await agentServer((_req, res) => json(res, 500, {}));
     const settings = target({ url: agent.url, statusUrl: `${agent.url}/s/{requestId}` });
     expect(await adapter.observeTurn(settings, t.requestId, never())).toEqual({ found: true, status: 'failed', error: 'tests failed' });
-    expect(await adapter.waitForTurn(settings, t.requestId, { onRunning: async () => undefined }, never())).toEqual({ status: 'failed', error: 'tests failed' });
+    expect(await adapter.waitForTurn(settings, t.requestId, { onRunning: async () => undefined }, never())).toEqual({
+      status: 'failed',
+      error: 'tests failed',
+    });
     expect(agent.received).toHaveLength(0);
   });
 
   it('busy and rejected reported after the write end the turn as busy / rejected', async () => {
     const [a, b] = [turn(), turn()];
-    reports.set(a.requestId, { requestId: a.requestId, status: 'busy', summary: null, output: null, error: 'still on the last task', receivedAt: new Date() });
-    reports.set(b.requestId, { requestId: b.requestId, status: 'rejected', summary: null, output: null, error: 'not my repo', receivedAt: new Date() });
+    reports.set(a.requestId, {
+      requestId: a.requestId,
+      status: 'busy',
+      summary: null,
+      output: null,
+      error: 'still on the last task',
+      receivedAt: new Date(),
+    });
+    reports.set(b.requestId, {
+      requestId: b.requestId,
+      status: 'rejected',
+      summary: null,
+      output: null,
+      error: 'not my repo',
+      receivedAt: new Date(),
+    });
     const settings = target({ url: 'http://127.0.0.1:9' });
     const hooks = { onRunning: async () => undefined };
     expect(await adapter.waitForTurn(settings, a.requestId, hooks, never())).toEqual({ status: 'busy', detail: 'still on the last task' });
     expect(await adapter.waitForTurn(settings, b.requestId, hooks, never())).toEqual({ status: 'rejected', reason: 'not my repo' });
   });
 
-  it('waitForTurn rejects with the signal\'s reason when aborted, the turn left running', async () => {
+  it("waitForTurn rejects with the signal's reason when aborted, the turn left running", async () => {
     const agent = await agentServer((_req, res) => json(res, 200, { status: 'running' }));
     const controller = new AbortController();
     const settings = target({ url: agent.url, statusUrl: `${agent.url}/s/{requestId}` });
-    const watching = adapter.waitForTurn(settings, turn().requestId, { onRunning: async () => controller.abort(new Error('shutting down')) }, controller.signal);
+    const watching = adapter.waitForTurn(
+      settings,
+      turn().requestId,
+      { onRunning: async () => controller.abort(new Error('shutting down')) },
+      controller.signal,
+    );
     await expect(watching).rejects.toThrow('shutting down');
   });
 
@@ -327,7 +371,11 @@ describe('webhook agents through Baton: registration, the callback route, a real
       expect(res.status, what).toBe(400);
       expect(res.body.error.code, what).toBe('invalid_settings');
     }
-    const ok = await baton.post('/v1/agents', { id: 'good-hook', provider: 'webhook', settings: { url: 'https://agent.example/turns', secret: SECRET, headers: { 'X-Team': 'a' } } });
+    const ok = await baton.post('/v1/agents', {
+      id: 'good-hook',
+      provider: 'webhook',
+      settings: { url: 'https://agent.example/turns', secret: SECRET, headers: { 'X-Team': 'a' } },
+    });
     expect(ok.status).toBe(201);
     expect(JSON.stringify(ok.body)).not.toContain(SECRET);
     expect(ok.body.settings.secret).toBe('[redacted]');
@@ -336,7 +384,10 @@ describe('webhook agents through Baton: registration, the callback route, a real
   });
 
   it('delivers to the example agent: 202, signed callbacks through the API route, RETURNED', async () => {
-    example = spawn(process.execPath, ['examples/webhook-agent/server.mjs'], { env: { ...process.env, PORT: '0', BATON_WEBHOOK_SECRET: SECRET, WORK_MS: '200' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    example = spawn(process.execPath, ['examples/webhook-agent/server.mjs'], {
+      env: { ...process.env, PORT: '0', BATON_WEBHOOK_SECRET: SECRET, WORK_MS: '200' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const agentUrl = await new Promise<string>((resolve, reject) => {
       example!.stdout!.on('data', (chunk: Buffer) => {
         const m = /listening on (\S+)/.exec(chunk.toString());
@@ -344,8 +395,14 @@ describe('webhook agents through Baton: registration, the callback route, a real
       });
       example!.once('exit', (code) => reject(new Error(`example agent exited (${code})`)));
     });
-    expect((await baton.post('/v1/agents', { id: 'example', provider: 'webhook', settings: { url: agentUrl, secret: SECRET } })).status).toBe(201);
-    const adapters = createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports, webhookCallbackUrl: `${apiUrl}/v1/webhooks/callback` });
+    expect(
+      (await baton.post('/v1/agents', { id: 'example', provider: 'webhook', settings: { url: agentUrl, secret: SECRET } })).status,
+    ).toBe(201);
+    const adapters = createAdapters(['webhook'], {
+      demoHost: baton.host,
+      turnReports: baton.repos.turnReports,
+      webhookCallbackUrl: `${apiUrl}/v1/webhooks/callback`,
+    });
     const worker = baton.startWorker({ adapters });
     try {
       const sent = await baton.post('/v1/handoffs', { from: 'sender', to: 'example', title: 'Login form', message: 'Add a login form' });
@@ -368,8 +425,12 @@ describe('webhook agents through Baton: registration, the callback route, a real
       if (calls === 1) return json(res, 429, { error: 'busy' }, { 'retry-after': '2' });
       return json(res, 200, { summary: 'done after the wait' });
     });
-    expect((await baton.post('/v1/agents', { id: 'patient', provider: 'webhook', settings: { url: agent.url, secret: SECRET } })).status).toBe(201);
-    const worker = baton.startWorker({ adapters: createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports }) });
+    expect(
+      (await baton.post('/v1/agents', { id: 'patient', provider: 'webhook', settings: { url: agent.url, secret: SECRET } })).status,
+    ).toBe(201);
+    const worker = baton.startWorker({
+      adapters: createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports }),
+    });
     try {
       const sent = await baton.post('/v1/handoffs', { from: 'sender', to: 'patient', title: 'wait', message: 'come back later' });
       const h = await waitForState(baton, sent.body.id, 'RETURNED', 15_000);
@@ -384,10 +445,14 @@ describe('webhook agents through Baton: registration, the callback route, a real
 
   describe('the callback route', () => {
     let requestId: string;
-    const callback = (body: string, headers: Record<string, string>) => baton.app.inject({ method: 'POST', url: '/v1/webhooks/callback', payload: body, headers });
+    const callback = (body: string, headers: Record<string, string>) =>
+      baton.app.inject({ method: 'POST', url: '/v1/webhooks/callback', payload: body, headers });
 
     beforeAll(async () => {
-      expect((await baton.post('/v1/agents', { id: 'hook', provider: 'webhook', settings: { url: 'http://127.0.0.1:9/turns', secret: SECRET } })).status).toBe(201);
+      expect(
+        (await baton.post('/v1/agents', { id: 'hook', provider: 'webhook', settings: { url: 'http://127.0.0.1:9/turns', secret: SECRET } }))
+          .status,
+      ).toBe(201);
       const sent = await baton.post('/v1/handoffs', { from: 'sender', to: 'hook', message: 'report back' });
       // The attempt a worker would have reserved before its write (the route only needs the request id).
       const handoffId = sent.body.id as string;
@@ -407,7 +472,11 @@ describe('webhook agents through Baton: registration, the callback route, a real
 
     it('refuses a bad signature (401 invalid_signature) and stores nothing', async () => {
       const body = JSON.stringify({ requestId, status: 'returned', summary: 'forged' });
-      for (const headers of [signedBy('not-the-agent-secret-at-all', body), { 'content-type': 'application/json' }, { ...signedBy(SECRET, body), 'baton-signature': 'v1=00' }]) {
+      for (const headers of [
+        signedBy('not-the-agent-secret-at-all', body),
+        { 'content-type': 'application/json' },
+        { ...signedBy(SECRET, body), 'baton-signature': 'v1=00' },
+      ]) {
         const res = await callback(body, headers);
         expect(res.statusCode).toBe(401);
         expect(res.json().error.code).toBe('invalid_signature');
@@ -448,7 +517,12 @@ describe('webhook agents through Baton: registration, the callback route, a real
       // A late "running" after the end changes nothing.
       const late = JSON.stringify({ requestId, status: 'running' });
       expect((await callback(late, signedBy(SECRET, late))).json()).toEqual({ requestId, status: 'returned', outcome: 'stale' });
-      expect(await baton.repos.turnReports.find(requestId)).toMatchObject({ status: 'returned', summary: 'all done', output: { pr: 42 }, error: null });
+      expect(await baton.repos.turnReports.find(requestId)).toMatchObject({
+        status: 'returned',
+        summary: 'all done',
+        output: { pr: 42 },
+        error: null,
+      });
     });
 
     it('answers 404 turn_not_found for a request id no webhook turn has', async () => {

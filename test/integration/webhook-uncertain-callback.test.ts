@@ -32,7 +32,11 @@ const servers: http.Server[] = [];
 
 function signed(body: string): Record<string, string> {
   const timestamp = String(Math.floor(Date.now() / 1000));
-  return { 'content-type': 'application/json', 'baton-timestamp': timestamp, 'baton-signature': `v1=${createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex')}` };
+  return {
+    'content-type': 'application/json',
+    'baton-timestamp': timestamp,
+    'baton-signature': `v1=${createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex')}`,
+  };
 }
 
 /** A webhook agent on 127.0.0.1 with no status URL: `onPost(n)` answers its n-th POST (1-based). */
@@ -84,7 +88,11 @@ async function callback(report: Record<string, unknown>) {
 beforeAll(async () => {
   baton = await startTestBaton();
   expect((await baton.post('/v1/agents', { id: 'sender', provider: 'manual' })).status).toBe(201);
-  const adapters = createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports, deadlines: { webhook: { writeMs: WRITE_MS } } });
+  const adapters = createAdapters(['webhook'], {
+    demoHost: baton.host,
+    turnReports: baton.repos.turnReports,
+    deadlines: { webhook: { writeMs: WRITE_MS } },
+  });
   worker = baton.startWorker({ adapters });
   // As start-stack.ts runs it, with a pass counter.
   reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, INTERVAL_MS, 'webhook@default', () => passes++);
@@ -118,7 +126,13 @@ describe('a webhook turn gone UNCERTAIN is settled by its signed callback (no st
     // What was measured, for the report (not a target).
     console.info(`RETURNED ${settledMs} ms after the callback (reconcile interval ${INTERVAL_MS} ms)`);
     expect(h.resultSummary ?? h.result?.summary).toBe('done after all');
-    expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'observed_returned']);
+    expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event)).toEqual([
+      'enrolled',
+      'attempt_reserved',
+      'reply_lost',
+      'scan_missed',
+      'observed_returned',
+    ]);
     expect(h.attempts).toHaveLength(1);
     expect(h.attempts[0].status).toBe('returned');
   });
@@ -145,6 +159,11 @@ describe('a webhook turn gone UNCERTAIN is settled by its signed callback (no st
     const h = await waitForState(baton, id, 'FAILED', 15_000);
     expect(h.attempts[0].status).toBe('failed');
     expect(h.attempts[0].error ?? '').toContain('tests failed');
-    expect(h.events.filter((e: any) => e.workTo === null).map((e: any) => e.event).slice(0, 6)).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'observed_running', 'turn_failed_resend']);
+    expect(
+      h.events
+        .filter((e: any) => e.workTo === null)
+        .map((e: any) => e.event)
+        .slice(0, 6),
+    ).toEqual(['enrolled', 'attempt_reserved', 'reply_lost', 'scan_missed', 'observed_running', 'turn_failed_resend']);
   });
 });

@@ -36,7 +36,9 @@ beforeAll(async () => {
   baton.startWorker();
   await agents('lead', 'dev', 'dev2', 'dev3', 'outsider');
   // Another project, to prove scope.
-  await baton.db.pool.query(`INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, 'other', 'Other' FROM workspaces WHERE slug = 'default'`);
+  await baton.db.pool.query(
+    `INSERT INTO projects (id, workspace_id, slug, name) SELECT gen_random_uuid(), id, 'other', 'Other' FROM workspaces WHERE slug = 'default'`,
+  );
   expect((await baton.post('/v1/agents', { id: 'stranger', provider: 'manual' }, { 'x-baton-project': 'other' })).status).toBe(201);
 });
 
@@ -134,7 +136,7 @@ describe('returns', () => {
     expect((await get(id)).work).toMatchObject({ state: 'claimed', claimedBy: 'dev2', attempt: 2 });
   });
 
-  it('a new claim clears the previous attempt\'s outcome and result, which stay in the timeline', async () => {
+  it("a new claim clears the previous attempt's outcome and result, which stay in the timeline", async () => {
     const id = await work('lead', '@project');
     const c1 = (await accept(id, 'dev')).body.claim;
     await ret(id, { as: 'dev', claimToken: c1.token, summary: 'could not build it', outcome: 'failed' });
@@ -142,7 +144,14 @@ describe('returns', () => {
     expect(c2.status).toBe(200);
     const h = await get(id);
     for (const shown of [c2.body.handoff, h]) {
-      expect(shown.work).toMatchObject({ state: 'claimed', claimedBy: 'dev2', attempt: 2, returnOutcome: null, returnedAt: null, resultFactIds: [] });
+      expect(shown.work).toMatchObject({
+        state: 'claimed',
+        claimedBy: 'dev2',
+        attempt: 2,
+        returnOutcome: null,
+        returnedAt: null,
+        resultFactIds: [],
+      });
       expect(shown.result).toBeNull();
     }
     // The first attempt's result is history: its return event keeps the outcome and summary.
@@ -205,7 +214,9 @@ describe('closing', () => {
     const notMine = await close(id, { as: 'dev', resolution: 'accepted' });
     expect(notMine.status).toBe(403);
     expect(notMine.body.error.code).toBe('not_sender');
-    expect((await close(id, { as: 'lead', resolution: 'blocked', note: 'waiting on infra' })).body.work).toMatchObject({ resolution: 'blocked' });
+    expect((await close(id, { as: 'lead', resolution: 'blocked', note: 'waiting on infra' })).body.work).toMatchObject({
+      resolution: 'blocked',
+    });
   });
 
   it('cancel by the sender; refused for anyone else', async () => {
@@ -220,7 +231,8 @@ describe('closing', () => {
 });
 
 describe('a delivery that ends settles its work', () => {
-  const lanes = async (agent: string) => (Object.values((await baton.get(`/v1/board?agent=${agent}`)).body).flat() as any[]).map((c) => c.handoff.id);
+  const lanes = async (agent: string) =>
+    (Object.values((await baton.get(`/v1/board?agent=${agent}`)).body).flat() as any[]).map((c) => c.handoff.id);
 
   it('releasing a RUNNING pushed turn cancels its work: off the board and not claimable', async () => {
     expect((await baton.post('/v1/agents', { id: 'hanger', provider: 'demo', settings: { behavior: 'hang' } })).status).toBe(201);
@@ -257,12 +269,21 @@ describe('a delivery that ends settles its work', () => {
     expect((await accept(claimed, 'leaver')).status).toBe(200);
     const message = (await baton.post('/v1/handoffs', { from: 'lead', to: 'leaver', message: 'fyi' })).body.id as string;
     expect((await baton.del('/v1/agents/leaver')).status).toBeLessThan(300);
-    for (const [id, workFrom, workTo] of [[waiting, 'open', 'expired'], [claimed, 'claimed', 'expired'], [message, null, null]] as const) {
+    for (const [id, workFrom, workTo] of [
+      [waiting, 'open', 'expired'],
+      [claimed, 'claimed', 'expired'],
+      [message, null, null],
+    ] as const) {
       const h = await get(id);
       expect(h, id).toMatchObject({ state: 'UNAVAILABLE', workState: workTo });
       const ev = h.events.filter((e: any) => e.to === 'UNAVAILABLE');
       expect(ev.map((e: any) => [e.event, e.workFrom, e.workTo])).toEqual(
-        workTo === null ? [['recipient_gone', null, null]] : [['recipient_gone', null, null], ['expired', workFrom, workTo]],
+        workTo === null
+          ? [['recipient_gone', null, null]]
+          : [
+              ['recipient_gone', null, null],
+              ['expired', workFrom, workTo],
+            ],
       );
     }
     const board = (Object.values((await baton.get('/v1/board')).body).flat() as any[]).map((c) => c.handoff.id);

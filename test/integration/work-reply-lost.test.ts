@@ -107,7 +107,12 @@ describe('a retry racing the call whose answer it has not seen', () => {
 
   it(`${PAIRS} pairs of accepts by the same agent fired at once: every call answers 200 with the one claim, exactly one made it`, async () => {
     const ids = await Promise.all(Array.from({ length: PAIRS }, () => work()));
-    const answers = await Promise.all(ids.flatMap((id) => [baton.post(`/v1/handoffs/${id}/accept`, { as: 'puller' }), baton.post(`/v1/handoffs/${id}/accept`, { as: 'puller' })]));
+    const answers = await Promise.all(
+      ids.flatMap((id) => [
+        baton.post(`/v1/handoffs/${id}/accept`, { as: 'puller' }),
+        baton.post(`/v1/handoffs/${id}/accept`, { as: 'puller' }),
+      ]),
+    );
     const refused = answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.body?.error?.code}`);
     expect(refused, "an accept racing the same agent's accept is answered with its claim").toEqual([]);
     for (let i = 0; i < PAIRS; i++) {

@@ -43,7 +43,12 @@ afterAll(async () => {
   await fs.rm(work, { recursive: true, force: true });
 });
 
-const adapters = () => createAdapters(['webhook', 'command'], { demoHost: baton.host, turnReports: baton.repos.turnReports, command: { runDir: join(work, 'runs'), baseEnv: inheritedEnv(process.env) } });
+const adapters = () =>
+  createAdapters(['webhook', 'command'], {
+    demoHost: baton.host,
+    turnReports: baton.repos.turnReports,
+    command: { runDir: join(work, 'runs'), baseEnv: inheritedEnv(process.env) },
+  });
 const windows = (w: Partial<DeliveryWindows> = {}): DeliveryWindows => ({ ...DEFAULT_DELIVERY_WINDOWS, errorResendDelayMs: 50, ...w });
 const show = async (id: string) => (await baton.get(`/v1/handoffs/${id}`)).body;
 const statuses = (h: any): string[] => h.attempts.map((a: any) => a.status);
@@ -80,7 +85,15 @@ function unsentWaits(h: any): number[] {
 describe('a recipient that cannot be reached (not_sent) holds its handoffs instead of failing them', () => {
   it('a webhook endpoint that refuses connections is written to again, with a growing back-off and no budget spent, and gets the turn once it listens', async () => {
     const port = await refusingPort();
-    expect((await baton.post('/v1/agents', { id: 'hook-down', provider: 'webhook', settings: { url: `http://127.0.0.1:${port}/turns`, secret: SECRET } })).status).toBe(201);
+    expect(
+      (
+        await baton.post('/v1/agents', {
+          id: 'hook-down',
+          provider: 'webhook',
+          settings: { url: `http://127.0.0.1:${port}/turns`, secret: SECRET },
+        })
+      ).status,
+    ).toBe(201);
     const worker = baton.startWorker({ adapters: adapters(), windows: windows() });
     const received: string[] = [];
     const server = http.createServer((req, res) => {
@@ -106,7 +119,9 @@ describe('a recipient that cannot be reached (not_sent) holds its handoffs inste
         { what: `${BEYOND_OLD_BUDGET} refused writes, still held`, timeoutMs: 10_000 },
       );
       expect(held.attempts[0].error).toMatch(/ECONNREFUSED/);
-      expect(held.detail).toMatch(/^the recipient is unreachable \(ECONNREFUSED.*\); nothing left Baton, no attempt spent: \d+ writes in .*, the next in about .*, giving up at \S+Z$/);
+      expect(held.detail).toMatch(
+        /^the recipient is unreachable \(ECONNREFUSED.*\); nothing left Baton, no attempt spent: \d+ writes in .*, the next in about .*, giving up at \S+Z$/,
+      );
       // Like an outage: no attempt budget spent on it.
       expect((await baton.repos.handoffs.findById(id))?.errorResends).toBe(0);
 
@@ -134,7 +149,15 @@ describe('a recipient that cannot be reached (not_sent) holds its handoffs inste
   it('gives up once the recipient has been unreachable for BATON_UNREACHABLE_GIVE_UP_MS, saying how long and what was tried', async () => {
     const giveUpMs = 1_500;
     const port = await refusingPort();
-    expect((await baton.post('/v1/agents', { id: 'hook-gone', provider: 'webhook', settings: { url: `http://127.0.0.1:${port}/turns`, secret: SECRET } })).status).toBe(201);
+    expect(
+      (
+        await baton.post('/v1/agents', {
+          id: 'hook-gone',
+          provider: 'webhook',
+          settings: { url: `http://127.0.0.1:${port}/turns`, secret: SECRET },
+        })
+      ).status,
+    ).toBe(201);
     const worker = baton.startWorker({ adapters: adapters(), windows: windows({ unreachableGiveUpMs: giveUpMs }) });
     try {
       const id = await send('hook-gone', 'to an endpoint that stays down');
@@ -146,7 +169,11 @@ describe('a recipient that cannot be reached (not_sent) holds its handoffs inste
       const writes = statuses(h).length;
       expect(statuses(h).every((s) => s === 'not_sent')).toBe(true);
       expect(writes).toBeGreaterThanOrEqual(BEYOND_OLD_BUDGET);
-      expect(gaveUp.reason).toMatch(new RegExp(`^gave up: the recipient was unreachable for [\\d.]+ s \\(${writes} writes since \\S+, none of which left Baton; the last: ECONNREFUSED.*\\); the give-up time is 1\\.5 s \\(BATON_UNREACHABLE_GIVE_UP_MS\\)$`));
+      expect(gaveUp.reason).toMatch(
+        new RegExp(
+          `^gave up: the recipient was unreachable for [\\d.]+ s \\(${writes} writes since \\S+, none of which left Baton; the last: ECONNREFUSED.*\\); the give-up time is 1\\.5 s \\(BATON_UNREACHABLE_GIVE_UP_MS\\)$`,
+        ),
+      );
       expect(h.detail).toBe(gaveUp.reason);
       expect(gaveUp.detail).toMatchObject({ writes, since: h.attempts[0].startedAt });
       expect(gaveUp.detail.unreachableForMs).toBeGreaterThanOrEqual(giveUpMs);
@@ -183,7 +210,11 @@ describe('a recipient that cannot be reached (not_sent) holds its handoffs inste
       closed = true;
       const h = await waitForState(baton, id, 'RETURNED', 15_000);
       expect(h.result.summary).toBe('installed and ran');
-      expect(statuses(h).slice(0, -1).every((x) => x === 'not_sent')).toBe(true);
+      expect(
+        statuses(h)
+          .slice(0, -1)
+          .every((x) => x === 'not_sent'),
+      ).toBe(true);
       expect((await baton.repos.handoffs.findById(id))?.errorResends).toBe(0);
     } finally {
       if (!closed) await installer.close();
@@ -192,7 +223,10 @@ describe('a recipient that cannot be reached (not_sent) holds its handoffs inste
   });
 
   it('a missing program is still configuration: refused at once (one retry), never held', async () => {
-    expect((await baton.post('/v1/agents', { id: 'no-program', provider: 'command', settings: { argv: [join(work, 'never-installed')] } })).status).toBe(201);
+    expect(
+      (await baton.post('/v1/agents', { id: 'no-program', provider: 'command', settings: { argv: [join(work, 'never-installed')] } }))
+        .status,
+    ).toBe(201);
     const worker = baton.startWorker({ adapters: adapters(), windows: windows() });
     try {
       const id = await send('no-program', 'to a typo');
@@ -218,7 +252,9 @@ if (!existsSync(${JSON.stringify(gate)})) { process.stderr.write('still on the l
 process.stdout.write('done at last');
 `,
     );
-    expect((await baton.post('/v1/agents', { id: 'always-busy', provider: 'command', settings: { argv: [process.execPath, program] } })).status).toBe(201);
+    expect(
+      (await baton.post('/v1/agents', { id: 'always-busy', provider: 'command', settings: { argv: [process.execPath, program] } })).status,
+    ).toBe(201);
     const worker = baton.startWorker({ adapters: adapters(), windows: windows() });
     const historyReads = countStatements(baton.db.pool, ATTEMPT_HISTORY_SQL);
     const runs = async () => (await fs.readFile(log, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
@@ -226,7 +262,10 @@ process.stdout.write('done at last');
       const id = await send('always-busy', 'when you are free');
       const busyRuns = 5;
       // 100 + 200 + 400 + 800 ms of waits (+20%), and the runs themselves.
-      await eventually(async () => expect((await runs()).length).toBeGreaterThanOrEqual(busyRuns), { what: `${busyRuns} busy runs`, timeoutMs: 15_000 });
+      await eventually(async () => expect((await runs()).length).toBeGreaterThanOrEqual(busyRuns), {
+        what: `${busyRuns} busy runs`,
+        timeoutMs: 15_000,
+      });
       await fs.writeFile(gate, '');
       const h = await waitForState(baton, id, 'RETURNED', 15_000);
       expect(h.result.summary).toBe('done at last');
@@ -264,7 +303,9 @@ process.stdout.write('done at last');
   it('costs a normal turn no extra statement: a first write reads no attempt history', async () => {
     const program = join(work, 'quick.mjs');
     await fs.writeFile(program, `process.stdout.write('attempt ' + process.env.BATON_ATTEMPT);`);
-    expect((await baton.post('/v1/agents', { id: 'quick', provider: 'command', settings: { argv: [process.execPath, program] } })).status).toBe(201);
+    expect(
+      (await baton.post('/v1/agents', { id: 'quick', provider: 'command', settings: { argv: [process.execPath, program] } })).status,
+    ).toBe(201);
     const worker = baton.startWorker({ adapters: adapters(), windows: windows() });
     const historyReads = countStatements(baton.db.pool, ATTEMPT_HISTORY_SQL);
     try {

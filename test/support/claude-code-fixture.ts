@@ -73,7 +73,9 @@ export async function startClaudeCodeFixture(prefix: string): Promise<ClaudeCode
   const fake = await startFakeModelServer([anthropicProtocol]);
   const tripwire = await startEgressTripwire();
   const scripts = new Map<string, (ex: FakeExchange) => FakeBehaviour>();
-  fake.script((ex) => scripts.get(String(ex.headers['x-api-key']))?.(ex) ?? { kind: 'reply', text: `done: ${ex.prompt.split('\n')[0] ?? ''}` });
+  fake.script(
+    (ex) => scripts.get(String(ex.headers['x-api-key']))?.(ex) ?? { kind: 'reply', text: `done: ${ex.prompt.split('\n')[0] ?? ''}` },
+  );
 
   const settings = (handle: string, extra: Record<string, unknown> = {}): ClaudeSettings => {
     const cwd = join(root, 'work', handle);
@@ -88,12 +90,24 @@ export async function startClaudeCodeFixture(prefix: string): Promise<ClaudeCode
       ...extra,
     };
   };
-  const personsClaude = (handle: string, prompt: string, session: { resume?: string; create?: string }, env: Record<string, string> = {}) => {
+  const personsClaude = (
+    handle: string,
+    prompt: string,
+    session: { resume?: string; create?: string },
+    env: Record<string, string> = {},
+  ) => {
     const s = settings(handle);
     const which = session.resume ? ['--resume', session.resume] : ['--session-id', session.create as string];
     return spawn(binary, ['-p', prompt, ...which, '--output-format', 'json'], {
       cwd: s.cwd,
-      env: { ...inheritedEnv(process.env), ...s.env, CLAUDE_CONFIG_DIR: configDir, ANTHROPIC_API_KEY: s.apiKey, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', ...env },
+      env: {
+        ...inheritedEnv(process.env),
+        ...s.env,
+        CLAUDE_CONFIG_DIR: configDir,
+        ANTHROPIC_API_KEY: s.apiKey,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   };
@@ -121,7 +135,10 @@ export async function startClaudeCodeFixture(prefix: string): Promise<ClaudeCode
       if (code !== 0) throw new Error(`the person's claude exited with ${code}: ${stderr}`);
     },
     transcriptLines,
-    transcriptPrompts: (path) => transcriptLines(path).filter((l) => l.type === 'user' && typeof l.message?.content === 'string').map((l) => l.message?.content as string),
+    transcriptPrompts: (path) =>
+      transcriptLines(path)
+        .filter((l) => l.type === 'user' && typeof l.message?.content === 'string')
+        .map((l) => l.message?.content as string),
     async close() {
       await fake.close();
       await tripwire.close();

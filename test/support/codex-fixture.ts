@@ -77,7 +77,12 @@ export async function startCodexFixture(options: CodexFixtureOptions = {}): Prom
       '',
     ].join('\n'),
   );
-  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: join(root, 'home'), CODEX_HOME: codexHome, ...tripwire.env() };
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: join(root, 'home'),
+    CODEX_HOME: codexHome,
+    ...tripwire.env(),
+  };
   mkdirSync(env['HOME']!);
   if (options.pinPackage !== false) pinDaemonPackage(codexHome);
   const daemonPid = (): number | null => {
@@ -96,7 +101,9 @@ export async function startCodexFixture(options: CodexFixtureOptions = {}): Prom
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')));
       child.on('error', reject);
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`codex app-server daemon stop exited ${code}: ${err.slice(-500)}`))));
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`codex app-server daemon stop exited ${code}: ${err.slice(-500)}`)),
+      );
     });
     await eventually(() => expectGone(pid), { timeoutMs: 10_000, what: `the codex app-server daemon (pid ${pid}) exits` });
   };
@@ -111,7 +118,11 @@ export async function startCodexFixture(options: CodexFixtureOptions = {}): Prom
     hold: (text) => holdable.hold(text),
     execThread(prompt, resume, onEvent) {
       return new Promise<string>((resolve, reject) => {
-        const child = spawn(binary, ['exec', '--skip-git-repo-check', '--json', ...(resume ? ['resume', resume] : []), prompt], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(binary, ['exec', '--skip-git-repo-check', '--json', ...(resume ? ['resume', resume] : []), prompt], {
+          cwd,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let out = '';
         let seen = 0;
         let threadId: string | undefined;
@@ -157,7 +168,9 @@ export async function startCodexFixture(options: CodexFixtureOptions = {}): Prom
  */
 function pinDaemonPackage(codexHome: string): void {
   const scope = join(agentClisDir(), 'node_modules', '@openai');
-  const platform = existsSync(scope) ? readdirSync(scope).find((d) => d.startsWith('codex-') && existsSync(join(scope, d, 'vendor'))) : undefined;
+  const platform = existsSync(scope)
+    ? readdirSync(scope).find((d) => d.startsWith('codex-') && existsSync(join(scope, d, 'vendor')))
+    : undefined;
   if (!platform) return;
   const vendor = join(scope, platform, 'vendor');
   const target = readdirSync(vendor).find((d) => existsSync(join(vendor, d, 'codex-package.json')));

@@ -20,7 +20,10 @@ async function admin(sql: string): Promise<void> {
  * (`baton_t_<tag>_<pid>`) and a directory holding only the migrations older than `migration`
  * (pass it to migrate() to build the schema as it was, then migrate() the rest).
  */
-export async function databaseBefore(migration: string, tag: string): Promise<{ url: string; migrationsBefore: string; drop(): Promise<void> }> {
+export async function databaseBefore(
+  migration: string,
+  tag: string,
+): Promise<{ url: string; migrationsBefore: string; drop(): Promise<void> }> {
   const name = `baton_t_${tag}_${process.pid}`;
   await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${name}`);

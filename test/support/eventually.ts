@@ -3,7 +3,10 @@
  * `timeoutMs`; then fails with the last error. For waiting on asynchronous delivery without
  * fixed sleeps.
  */
-export async function eventually<T>(check: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T> | T,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const intervalMs = opts.intervalMs ?? 25;
   const deadline = Date.now() + timeoutMs;

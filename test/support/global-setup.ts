@@ -49,7 +49,11 @@ async function startCluster(provide: (key: string, value: unknown) => void): Pro
   return () => cluster.stop();
 }
 
-export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }): Promise<(() => Promise<void>) | undefined> {
+export default async function setup({
+  provide,
+}: {
+  provide: (key: string, value: unknown) => void;
+}): Promise<(() => Promise<void>) | undefined> {
   buildDist();
   // The pinned agent CLIs and Chromium: installed here when missing, so `npm test` passes on a
   // fresh machine after `npm install` alone.
@@ -57,7 +61,10 @@ export default async function setup({ provide }: { provide: (key: string, value:
   ensureChromium();
   const stopCluster = await startCluster(provide);
   const migrations = await readMigrations();
-  const digest = createHash('sha256').update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|')).digest('hex').slice(0, 12);
+  const digest = createHash('sha256')
+    .update(migrations.map((m) => `${m.name}:${m.checksum}`).join('|'))
+    .digest('hex')
+    .slice(0, 12);
   const template = `baton_tpl_${digest}`;
   provide('templateDatabase', template);
   const admin = new pg.Client({ connectionString: TEST_PG_ADMIN_URL, connectionTimeoutMillis: 2_000 });

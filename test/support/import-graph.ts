@@ -61,7 +61,8 @@ export function importsOf(fileName: string, source: string): Map<string, Set<Imp
         add(stringAt(node, 'source', 'value'), node.importKind === 'type' || allOfKind('specifiers', 'importKind') ? 'type' : 'value');
         return;
       case 'ExportNamedDeclaration':
-        if (isNode(node.source)) add(stringAt(node, 'source', 'value'), node.exportKind === 'type' || allOfKind('specifiers', 'exportKind') ? 'type' : 'value');
+        if (isNode(node.source))
+          add(stringAt(node, 'source', 'value'), node.exportKind === 'type' || allOfKind('specifiers', 'exportKind') ? 'type' : 'value');
         break;
       case 'ExportAllDeclaration':
         add(stringAt(node, 'source', 'value'), node.exportKind === 'type' ? 'type' : 'value');
@@ -212,7 +213,7 @@ function shortestChain(next: ReadonlyMap<string, readonly string[]>, from: strin
       cameFrom.set(to, file);
       if (isTarget(to)) {
         const chain = [to];
-        for (let at = to; at !== from; ) {
+        for (let at = to; at !== from;) {
           at = cameFrom.get(at)!;
           chain.unshift(at);
         }

@@ -46,7 +46,12 @@ export async function startProxiedApi(baton: TestBaton, opts: { timeouts: Databa
     core,
     db,
     async post(path, body, headers = {}) {
-      const res = await app.inject({ method: 'POST', url: path, payload: body as object, headers: { authorization: `Bearer ${baton.adminToken}`, ...headers } });
+      const res = await app.inject({
+        method: 'POST',
+        url: path,
+        payload: body as object,
+        headers: { authorization: `Bearer ${baton.adminToken}`, ...headers },
+      });
       return { status: res.statusCode, body: res.body === '' ? null : res.json() };
     },
     async stop() {

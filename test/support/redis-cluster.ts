@@ -42,7 +42,12 @@ async function clusterPort(taken: Set<number>): Promise<number> {
 
 /** A one-shot connection to one node that never retries (and reports no errors: callers ask). */
 function probe(port: number): Redis {
-  const client = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+  const client = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 500,
+  });
   client.on('error', () => undefined);
   return client;
 }
@@ -96,14 +101,34 @@ export async function startRedisCluster(opts: { primaries?: number } = {}): Prom
   const launch = async (port: number) => {
     const child = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '2000',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--daemonize',
+        'no',
+      ],
       { stdio: 'ignore' },
     );
     child.once('error', () => undefined);
     children.set(port, child);
     const deadline = Date.now() + 10_000;
     while (!(await answers(port))) {
-      if (child.exitCode !== null) throw new Error(`redis-server (cluster node ${port}) exited with code ${child.exitCode}; is redis-server 7 installed?`);
+      if (child.exitCode !== null)
+        throw new Error(`redis-server (cluster node ${port}) exited with code ${child.exitCode}; is redis-server 7 installed?`);
       if (Date.now() > deadline) throw new Error(`cluster node ${port} did not start within 10 s`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -121,7 +146,11 @@ export async function startRedisCluster(opts: { primaries?: number } = {}): Prom
 
   try {
     await Promise.all(ports.map(launch));
-    const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const created = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stderr || created.stdout}`);
     await waitHealthy();
   } catch (err) {

@@ -16,7 +16,12 @@ export function spawnBaton(args: string[], env: Record<string, string>, stdin?: 
 }
 
 /** Runs `baton ARGS` to completion (with `stdin` piped in, if given). */
-export async function runBaton(args: string[], env: Record<string, string>, timeoutMs = 30_000, stdin?: string): Promise<{ code: number | null; output: string }> {
+export async function runBaton(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  stdin?: string,
+): Promise<{ code: number | null; output: string }> {
   const p = spawnBaton(args, env, stdin);
   const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
   const code = await p.exited();

@@ -48,7 +48,7 @@ export async function openEvents(
     })();
   }
   // The server's first line is `id:` (where this follower starts): wait for it, so lastId() is set.
-  if (res.status === 200) await eventually(() => last !== undefined, { what: 'the stream\'s first id line', timeoutMs: 15_000 });
+  if (res.status === 200) await eventually(() => last !== undefined, { what: "the stream's first id line", timeoutMs: 15_000 });
   return {
     status: res.status,
     headers: res.headers,

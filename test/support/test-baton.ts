@@ -53,7 +53,17 @@ export interface TestBaton {
   /** Starts a delivery worker in this process (several may run side by side). */
   /** `adapters`: what the worker runs (default: the demo adapter on `demoHost`, else this Baton's host). */
   startWorker(
-    opts?: Partial<{ workerId: string; turnLockTtlMs: number; demoHost: DemoHostPort; concurrency: number; outageRetryMs: number; adapters: AdapterRegistry; hooks: WorkerHooks; pools: readonly string[]; windows: DeliveryWindows }>,
+    opts?: Partial<{
+      workerId: string;
+      turnLockTtlMs: number;
+      demoHost: DemoHostPort;
+      concurrency: number;
+      outageRetryMs: number;
+      adapters: AdapterRegistry;
+      hooks: WorkerHooks;
+      pools: readonly string[];
+      windows: DeliveryWindows;
+    }>,
   ): RunningDeliveryWorker;
   put(path: string, body: unknown): Promise<{ status: number; body: any }>;
   /** One reconciler pass (holds, reminders, UNCERTAIN scans, re-queue) with the newest worker's dependencies. */
@@ -69,7 +79,8 @@ export interface TestBaton {
   stop(): Promise<void>;
 }
 
-export const silentLogger = (): Logger => createLogger({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent', name: 'test' }, pino.destination(2));
+export const silentLogger = (): Logger =>
+  createLogger({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent', name: 'test' }, pino.destination(2));
 
 /**
  * A real Baton for one test file: its own database (cloned from the migrated template), its
@@ -112,23 +123,47 @@ export async function startTestBaton(
   const sweepMemory = new SweepMemory();
   const queues = new DeliveryQueues({ connection: producer, names: new RedisNames(prefix), shards: queueShards, logger });
   // A token cache as the API process has one (its announcements go nowhere: one process).
-  const core: CoreDeps = { ...repos, tokenCache: new TokenCache(), deployment: new RedisNames(prefix).deployment, scheduler: queues, events: new EventStreamPublisher(producer, new RedisNames(prefix), logger), clock, logger };
+  const core: CoreDeps = {
+    ...repos,
+    tokenCache: new TokenCache(),
+    deployment: new RedisNames(prefix).deployment,
+    scheduler: queues,
+    events: new EventStreamPublisher(producer, new RedisNames(prefix), logger),
+    clock,
+    logger,
+  };
   const names = new RedisNames(prefix);
   const metrics = createBatonMetrics();
-  await installDeploymentMetrics(metrics, { repo: new MetricsRepository(db.pool), queues, locks: new TurnLocks(producer, names, { ttlMs: 1, logger }), logger });
+  await installDeploymentMetrics(metrics, {
+    repo: new MetricsRepository(db.pool),
+    queues,
+    locks: new TurnLocks(producer, names, { ttlMs: 1, logger }),
+    logger,
+  });
   const app = await buildApp({
     core,
     turnReports: repos.turnReports,
     logger,
     defaultProject: 'default',
     // Off unless a test asks: tests drive hundreds of calls through one token.
-    rateLimit: opts.rateLimit ? { limit: opts.rateLimit, redis: producer, names: new RedisNames(opts.rateLimitPrefix ?? prefix) } : undefined,
+    rateLimit: opts.rateLimit
+      ? { limit: opts.rateLimit, redis: producer, names: new RedisNames(opts.rateLimitPrefix ?? prefix) }
+      : undefined,
     metrics,
     // Browser sessions as the server has them; app.inject's Host is `localhost`.
-    browser: new BrowserSessions({ redis: producer, names, allowedHosts: ['localhost', '127.0.0.1', '[::1]', ...(opts.allowedHosts ?? [])] }),
+    browser: new BrowserSessions({
+      redis: producer,
+      names,
+      allowedHosts: ['localhost', '127.0.0.1', '[::1]', ...(opts.allowedHosts ?? [])],
+    }),
     ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
     ...(opts.eventStreamLimits ? { eventStreamLimits: opts.eventStreamLimits } : {}),
-    queueBoard: { redis: producer, names, queueNames: async () => (await new MetricsRepository(db.pool).providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool)) },
+    queueBoard: {
+      redis: producer,
+      names,
+      queueNames: async () =>
+        (await new MetricsRepository(db.pool).providerPools()).flatMap((p) => queues.allQueueNames(p.provider, p.pool)),
+    },
     checks: { database: async () => void (await db.pool.query('SELECT 1')), redis: async () => void (await producer.ping()) },
   });
   const host = new DemoAgentHost();
@@ -137,8 +172,14 @@ export async function startTestBaton(
   let n = 0;
   const servers: Array<{ close(): Promise<void>; streams(): number }> = [];
   const admin = await createToken(core, { admin: true, name: 'test admin' });
-  const inject = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = {}) => {
-    const withAuth: Record<string, string | undefined> = 'authorization' in headers ? { ...headers } : { ...headers, authorization: `Bearer ${admin.token}` };
+  const inject = async (
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    payload?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const withAuth: Record<string, string | undefined> =
+      'authorization' in headers ? { ...headers } : { ...headers, authorization: `Bearer ${admin.token}` };
     if (withAuth['authorization'] === '') delete withAuth['authorization'];
     const res = await app.inject({ method, url, ...(payload !== undefined ? { payload: payload as object } : {}), headers: withAuth });
     return { status: res.statusCode, body: res.body === '' ? null : res.json() };

@@ -30,7 +30,9 @@ export function ensureAgentClis(io: PrerequisiteIo = stderrIo): string | null {
   const run = spawnSync('bash', [INSTALL_SCRIPT, '--quiet'], { env: io.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const dir = (run.stdout ?? '').trim().split('\n').pop() ?? '';
   if (run.status !== 0 || dir === '') {
-    io.log(`test set-up: could not install the pinned agent CLIs (scripts/install-agent-clis.sh exited ${run.status}, its words above); the real-CLI tests will fail`);
+    io.log(
+      `test set-up: could not install the pinned agent CLIs (scripts/install-agent-clis.sh exited ${run.status}, its words above); the real-CLI tests will fail`,
+    );
     return null;
   }
   io.env['BATON_AGENT_CLIS_DIR'] = dir;
@@ -51,7 +53,9 @@ export function ensureChromium(io: PrerequisiteIo = stderrIo): boolean {
   const path = io.env['BATON_CHROMIUM'] ?? '/usr/bin/chromium';
   if (existsSync(path)) return true;
   if (io.env['BATON_CHROMIUM'] !== undefined || !canApt()) {
-    io.log(`test set-up: no Chromium at ${path}: install it with \`apt-get install -y chromium\` (or point BATON_CHROMIUM at one); the browser test will fail`);
+    io.log(
+      `test set-up: no Chromium at ${path}: install it with \`apt-get install -y chromium\` (or point BATON_CHROMIUM at one); the browser test will fail`,
+    );
     return false;
   }
   io.log('test set-up: installing Debian chromium for the browser test (apt-get install chromium, once)');
@@ -63,7 +67,9 @@ export function ensureChromium(io: PrerequisiteIo = stderrIo): boolean {
     install = spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
   }
   if (install.status !== 0 || !existsSync(path)) {
-    io.log(`test set-up: apt-get install chromium failed: ${(install.stderr ?? '').trim().split('\n').pop() ?? ''}; the browser test will fail`);
+    io.log(
+      `test set-up: apt-get install chromium failed: ${(install.stderr ?? '').trim().split('\n').pop() ?? ''}; the browser test will fail`,
+    );
     return false;
   }
   return true;

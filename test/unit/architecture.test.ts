@@ -32,7 +32,10 @@ describe('the import checker', () => {
       mkdirSync(path.join(dir, 'libs/q'));
       writeFileSync(path.join(dir, 'libs/a.ts'), "import type { B } from './b/b.ts';\nexport const a = 1;\nexport type A = B;\n");
       writeFileSync(path.join(dir, 'libs/b/b.ts'), "import { type C } from '../c.js';\nexport type B = C;\n");
-      writeFileSync(path.join(dir, 'libs/c.ts'), "// import './e.ts' (in a comment: no import, and no such file)\nexport type C = import('./a.ts').A;\nexport const load = () => import('./q/d.ts');\n");
+      writeFileSync(
+        path.join(dir, 'libs/c.ts'),
+        "// import './e.ts' (in a comment: no import, and no such file)\nexport type C = import('./a.ts').A;\nexport const load = () => import('./q/d.ts');\n",
+      );
       writeFileSync(path.join(dir, 'libs/q/d.ts'), "export { a } from '../a.ts';\nimport 'node:fs';\n");
       const small = buildImportGraph(dir, ['libs']);
       expect(small.edges).toEqual([
@@ -64,7 +67,10 @@ describe('import rules', () => {
     // run-bench, services/cli cli-context ↔ profile) went with bench-result.ts, bench-scenarios.ts
     // and usage-error.ts.
     const cycles = ['services/', 'workers/', 'main/'].flatMap((prefix) => importCycles(within(prefix)).map((c) => c.chain));
-    expect(cycles, `import cycles in services/, workers/ or main/ (move what both files need into a module both import):${lines(cycles)}`).toEqual([]);
+    expect(
+      cycles,
+      `import cycles in services/, workers/ or main/ (move what both files need into a module both import):${lines(cycles)}`,
+    ).toEqual([]);
   });
 
   it('no services/* folder imports another services/* folder', () => {
@@ -92,7 +98,11 @@ describe('import rules', () => {
   });
 
   it('libs/ imports nothing from services/, workers/ or main/, workers/ nothing from services/ or main/, services/ nothing from main/', () => {
-    const above: Record<string, readonly string[]> = { 'libs/': ['services/', 'workers/', 'main/'], 'workers/': ['services/', 'main/'], 'services/': ['main/'] };
+    const above: Record<string, readonly string[]> = {
+      'libs/': ['services/', 'workers/', 'main/'],
+      'workers/': ['services/', 'main/'],
+      'services/': ['main/'],
+    };
     const upwards = graph.edges
       .filter((e) => Object.entries(above).some(([from, tos]) => e.from.startsWith(from) && tos.some((to) => e.to.startsWith(to))))
       .map((e) => describeChain(graph, [e.from, e.to]));

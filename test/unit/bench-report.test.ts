@@ -62,7 +62,14 @@ describe('bench report with only the long-turn scenario', () => {
     // Every issue-16 target reads a scenario that did not run: no row rather than n/a rows.
     expect(evaluateTargets(onlyLongTurns)).toEqual([]);
     const guarantees = evaluateGuarantees(onlyLongTurns);
-    expect(guarantees).toEqual([{ name: 'long turns: 1000 x 30 s all RETURNED, each written once, no violation', goal: 'all', measured: '1000 returned, 0 not once, 0 violations', met: true }]);
+    expect(guarantees).toEqual([
+      {
+        name: 'long turns: 1000 x 30 s all RETURNED, each written once, no violation',
+        goal: 'all',
+        measured: '1000 returned, 0 not once, 0 violations',
+        met: true,
+      },
+    ]);
     const text = renderReport({ ...onlyLongTurns, targets: [], guarantees });
     expect(text).toContain('Baton benchmark (full, only long-turns)');
     expect(text).toMatch(/workers x shards x concurrency = job slots\s+2 x 4 x 256 = 2048/);

@@ -2,12 +2,29 @@ import { describe, expect, it } from 'vitest';
 import { renderReport } from '../../services/bench/report.ts';
 import type { DeliveryRun } from '../../services/bench/scenarios/delivery.ts';
 import type { Target } from '../../services/bench/bench-result.ts';
-import { BASELINE_RETURNED_PER_SEC_10_AGENTS, evaluateGuarantees, evaluateTargets, TARGETS, type Measurements } from '../../services/bench/targets.ts';
+import {
+  BASELINE_RETURNED_PER_SEC_10_AGENTS,
+  evaluateGuarantees,
+  evaluateTargets,
+  TARGETS,
+  type Measurements,
+} from '../../services/bench/targets.ts';
 
-const load = (perSecond: number, p99Ms: number) => ({ requests: 10_000, errors: 0, seconds: 10, perSecond, p50Ms: 5, p99Ms, statuses: { '201': 10_000 } });
+const load = (perSecond: number, p99Ms: number) => ({
+  requests: 10_000,
+  errors: 0,
+  seconds: 10,
+  perSecond,
+  p50Ms: 5,
+  p99Ms,
+  statuses: { '201': 10_000 },
+});
 
 /** A fabricated e2e run whose figures sit exactly at issue 16's goals unless overridden. */
-function run(agents: number, o: { cpuTotal: number; statements: number | null; redisCommands: number | null; returnedPerSec: number; redisBytes?: number | null }): DeliveryRun {
+function run(
+  agents: number,
+  o: { cpuTotal: number; statements: number | null; redisCommands: number | null; returnedPerSec: number; redisBytes?: number | null },
+): DeliveryRun {
   return {
     agents,
     handoffs: 10_000,
@@ -49,20 +66,33 @@ function atGoals(): Measurements {
     seconds: 300,
     machine: { cpus: 2, node: '20.20.2', postgres: '18.4', redis: '7.0.15', embeddedPostgres: true, embeddedRedis: true },
     ceilings: { postgres1: 2000, postgres8: 1000, bullmq: 6000 },
-    send: { oneClient: load(200, 10), thirtyTwoClients: load(300, 40),
+    send: {
+      oneClient: load(200, 10),
+      thirtyTwoClients: load(300, 40),
       thirtyTwoClientsCost: {
         cpuMs: { api: 0.3, workers: 0, demoHost: 0, postgres: 0.3, redis: 0.05, loadGenerator: 0.2, total: 0.85 },
         postgresStatements: 0.1,
         redisCommands: 0.2,
       },
-      redisBytesPerQueuedHandoff: 1100, redisBytesPerWaitingAgent: 110_000, recipients: 100, queuedHandoffs: 10_000 },
+      redisBytesPerQueuedHandoff: 1100,
+      redisBytesPerWaitingAgent: 110_000,
+      recipients: 100,
+      queuedHandoffs: 10_000,
+    },
     delivery: [
       run(10, { cpuTotal: 2.5, statements: 3, redisCommands: 1.25, returnedPerSec: 741 }),
       run(1000, { cpuTotal: 3.4, statements: 4.5, redisCommands: 20, returnedPerSec: 600 }),
       // 593 / 741 = 80.03%: just over; the ratio's exact boundary is its own case below.
       run(10_000, { cpuTotal: 3.5, statements: 4, redisCommands: 12, returnedPerSec: 593, redisBytes: 1024 }),
     ],
-    busyAgents: { agents: 100, handoffsPerAgent: 50, totalSeconds: 30, overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 },
+    busyAgents: {
+      agents: 100,
+      handoffsPerAgent: 50,
+      totalSeconds: 30,
+      overlappingTurns: 0,
+      agentsOutOfOrder: 0,
+      handoffsNotWrittenOnce: 0,
+    },
     recovery: { killToUncertainSec: 3, openAtWipe: 200, wipeToFinalSec: 9, stallAfterWipeSec: 0.2 },
   };
 }
@@ -75,7 +105,7 @@ const target = (targets: Target[], id: string) => {
 };
 
 describe('issue 16 targets as data', () => {
-  it('lists exactly the issue\'s targets, with the baseline of the 2026-11-29T15:20 run', () => {
+  it("lists exactly the issue's targets, with the baseline of the 2026-11-29T15:20 run", () => {
     expect(TARGETS.map((t) => t.id)).toEqual([
       'cpu-few',
       'cpu-many',
@@ -114,19 +144,97 @@ describe('issue 16 targets as data', () => {
   });
 
   // For each target: a reading just past the goal (NO), and one this run cannot take (n/a).
-  const cases: Array<{ id: string; worse: (m: Measurements) => void; measuredWorse: string; unavailable: (m: Measurements) => void; why: string }> = [
-    { id: 'cpu-few', worse: (m) => void (runOf(m, 10).perHandoff.cpuMs.total = 2.51), measuredWorse: '2.51 ms', unavailable: (m) => void (runOf(m, 10).perHandoff.cpuMs.postgres = null), why: 'a shared Postgres: its CPU is not counted' },
-    { id: 'cpu-many', worse: (m) => void (runOf(m, 10_000).perHandoff.cpuMs.total = 3.51), measuredWorse: '3.51 ms', unavailable: (m) => void (runOf(m, 10_000).perHandoff.cpuMs.redis = null), why: 'a shared Redis: its CPU is not counted' },
-    { id: 'pg-statements-few', worse: (m) => void (runOf(m, 10).perHandoff.postgresStatements = 3.01), measuredWorse: '3.01', unavailable: (m) => void (runOf(m, 10).perHandoff.postgresStatements = null), why: 'no pg_stat_statements' },
-    { id: 'pg-statements-many', worse: (m) => void (runOf(m, 10_000).perHandoff.postgresStatements = 4.01), measuredWorse: '4.01', unavailable: (m) => void (runOf(m, 10_000).perHandoff.postgresStatements = null), why: 'no pg_stat_statements' },
-    { id: 'redis-commands-many', worse: (m) => void (runOf(m, 10_000).perHandoff.redisCommands = 12.01), measuredWorse: '12.01', unavailable: (m) => void (runOf(m, 10_000).perHandoff.redisCommands = null), why: 'a shared Redis' },
-    { id: 'returned-rate-few', worse: (m) => void (runOf(m, 10).returnedPerSec = 740), measuredWorse: '740/s', unavailable: (m) => void (m.delivery = []), why: 'no e2e run' },
-    { id: 'returned-rate-many-vs-few', worse: (m) => void (runOf(m, 10_000).returnedPerSec = 592), measuredWorse: '79.9%', unavailable: (m) => void (runOf(m, 10).returnedPerSec = 0), why: 'no rate to compare with' },
-    { id: 'send-vs-postgres', worse: (m) => void (m.send!.thirtyTwoClients.perSecond = 299), measuredWorse: '29.9%', unavailable: (m) => void delete m.ceilings, why: 'no ceiling measured' },
-    { id: 'send-p99', worse: (m) => void (m.send!.thirtyTwoClients.p99Ms = 40.01), measuredWorse: '40.01 ms', unavailable: (m) => void delete m.send, why: 'no send measured' },
-    { id: 'redis-bytes-many', worse: (m) => void (runOf(m, 10_000).cost.redisBytesPerQueuedHandoff = 1025), measuredWorse: '1025 bytes', unavailable: (m) => void (runOf(m, 10_000).cost.redisBytesPerQueuedHandoff = null), why: 'no backlog at the peak' },
-    { id: 'api-rss', worse: (m) => void (runOf(m, 1000).cost.apiRssMiB = 200.1), measuredWorse: '200.1 MiB', unavailable: (m) => void (runOf(m, 1000).cost.apiRssMiB = null), why: 'the API was gone before its peak was read' },
-    { id: 'worker-rss', worse: (m) => void (runOf(m, 10).cost.workerRssMiB = [150, 200.1]), measuredWorse: '200.1 MiB', unavailable: (m) => void (runOf(m, 10).cost.workerRssMiB = [150, null]), why: 'a worker was gone before its peak was read' },
+  const cases: Array<{
+    id: string;
+    worse: (m: Measurements) => void;
+    measuredWorse: string;
+    unavailable: (m: Measurements) => void;
+    why: string;
+  }> = [
+    {
+      id: 'cpu-few',
+      worse: (m) => void (runOf(m, 10).perHandoff.cpuMs.total = 2.51),
+      measuredWorse: '2.51 ms',
+      unavailable: (m) => void (runOf(m, 10).perHandoff.cpuMs.postgres = null),
+      why: 'a shared Postgres: its CPU is not counted',
+    },
+    {
+      id: 'cpu-many',
+      worse: (m) => void (runOf(m, 10_000).perHandoff.cpuMs.total = 3.51),
+      measuredWorse: '3.51 ms',
+      unavailable: (m) => void (runOf(m, 10_000).perHandoff.cpuMs.redis = null),
+      why: 'a shared Redis: its CPU is not counted',
+    },
+    {
+      id: 'pg-statements-few',
+      worse: (m) => void (runOf(m, 10).perHandoff.postgresStatements = 3.01),
+      measuredWorse: '3.01',
+      unavailable: (m) => void (runOf(m, 10).perHandoff.postgresStatements = null),
+      why: 'no pg_stat_statements',
+    },
+    {
+      id: 'pg-statements-many',
+      worse: (m) => void (runOf(m, 10_000).perHandoff.postgresStatements = 4.01),
+      measuredWorse: '4.01',
+      unavailable: (m) => void (runOf(m, 10_000).perHandoff.postgresStatements = null),
+      why: 'no pg_stat_statements',
+    },
+    {
+      id: 'redis-commands-many',
+      worse: (m) => void (runOf(m, 10_000).perHandoff.redisCommands = 12.01),
+      measuredWorse: '12.01',
+      unavailable: (m) => void (runOf(m, 10_000).perHandoff.redisCommands = null),
+      why: 'a shared Redis',
+    },
+    {
+      id: 'returned-rate-few',
+      worse: (m) => void (runOf(m, 10).returnedPerSec = 740),
+      measuredWorse: '740/s',
+      unavailable: (m) => void (m.delivery = []),
+      why: 'no e2e run',
+    },
+    {
+      id: 'returned-rate-many-vs-few',
+      worse: (m) => void (runOf(m, 10_000).returnedPerSec = 592),
+      measuredWorse: '79.9%',
+      unavailable: (m) => void (runOf(m, 10).returnedPerSec = 0),
+      why: 'no rate to compare with',
+    },
+    {
+      id: 'send-vs-postgres',
+      worse: (m) => void (m.send!.thirtyTwoClients.perSecond = 299),
+      measuredWorse: '29.9%',
+      unavailable: (m) => void delete m.ceilings,
+      why: 'no ceiling measured',
+    },
+    {
+      id: 'send-p99',
+      worse: (m) => void (m.send!.thirtyTwoClients.p99Ms = 40.01),
+      measuredWorse: '40.01 ms',
+      unavailable: (m) => void delete m.send,
+      why: 'no send measured',
+    },
+    {
+      id: 'redis-bytes-many',
+      worse: (m) => void (runOf(m, 10_000).cost.redisBytesPerQueuedHandoff = 1025),
+      measuredWorse: '1025 bytes',
+      unavailable: (m) => void (runOf(m, 10_000).cost.redisBytesPerQueuedHandoff = null),
+      why: 'no backlog at the peak',
+    },
+    {
+      id: 'api-rss',
+      worse: (m) => void (runOf(m, 1000).cost.apiRssMiB = 200.1),
+      measuredWorse: '200.1 MiB',
+      unavailable: (m) => void (runOf(m, 1000).cost.apiRssMiB = null),
+      why: 'the API was gone before its peak was read',
+    },
+    {
+      id: 'worker-rss',
+      worse: (m) => void (runOf(m, 10).cost.workerRssMiB = [150, 200.1]),
+      measuredWorse: '200.1 MiB',
+      unavailable: (m) => void (runOf(m, 10).cost.workerRssMiB = [150, null]),
+      why: 'a worker was gone before its peak was read',
+    },
   ];
 
   it('has a NO and an n/a case for every target', () => {

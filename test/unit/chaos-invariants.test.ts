@@ -26,7 +26,13 @@ import { renderUncertain, summarizeUncertain } from '../../services/chaos/uncert
  */
 
 const T = Date.parse('2026-12-01T10:00:00Z');
-const write = (session: string, requestId: string, handoffId: string, liveTurn: string | null = null, answer: DemoWrite['answer'] = 'accepted'): DemoWrite => ({
+const write = (
+  session: string,
+  requestId: string,
+  handoffId: string,
+  liveTurn: string | null = null,
+  answer: DemoWrite['answer'] = 'accepted',
+): DemoWrite => ({
   session,
   requestId,
   handoffId,
@@ -34,9 +40,21 @@ const write = (session: string, requestId: string, handoffId: string, liveTurn: 
   liveTurn,
   answer,
 });
-const handoff = (id: string, seq: number, state: HandoffRow['state'] = 'RETURNED', recipient: string | null = 'agent-1'): HandoffRow => ({ id, seq, recipient, provider: 'demo', state });
+const handoff = (id: string, seq: number, state: HandoffRow['state'] = 'RETURNED', recipient: string | null = 'agent-1'): HandoffRow => ({
+  id,
+  seq,
+  recipient,
+  provider: 'demo',
+  state,
+});
 let eventId = 0;
-const event = (handoffId: string, to: EventRow['to'], event: string, at: number, work: { from?: string; to?: string; actor?: string } = {}): EventRow => ({
+const event = (
+  handoffId: string,
+  to: EventRow['to'],
+  event: string,
+  at: number,
+  work: { from?: string; to?: string; actor?: string } = {},
+): EventRow => ({
   id: ++eventId,
   handoffId,
   to,
@@ -79,7 +97,12 @@ describe('outcomes against the sessions', () => {
   it('passes one landed turn per RETURNED handoff, none for a CANCELLED one, and a second after a failed turn', () => {
     const handoffs = [handoff('r', 1), handoff('c', 2, 'CANCELLED'), handoff('f', 3)];
     const writes = [write('agent-1', 'r1', 'r'), write('agent-1', 'f1', 'f'), write('agent-1', 'f2', 'f')];
-    const attempts = [attempt('r', 'r1', 'returned'), attempt('c', 'c1', 'cancelled'), attempt('f', 'f1', 'failed'), attempt('f', 'f2', 'returned')];
+    const attempts = [
+      attempt('r', 'r1', 'returned'),
+      attempt('c', 'c1', 'cancelled'),
+      attempt('f', 'f1', 'failed'),
+      attempt('f', 'f2', 'returned'),
+    ];
     expect(checkOutcomesMatchSessions(handoffs, writes, attempts).violations).toBe(0);
   });
 
@@ -132,7 +155,7 @@ describe('per-agent order', () => {
     expect(checkAgentOrder(handoffs, writes, attempts, events, over, opts).violations).toBe(1);
   });
 
-  it('judges the head by what had committed when the later one was chosen, not by the transitions\' own times', () => {
+  it("judges the head by what had committed when the later one was chosen, not by the transitions' own times", () => {
     // A was UNCERTAIN; the move that settled it to BUSY was stamped before B's reservation but
     // committed after it (a slow connection): the snapshot that chose B still saw A UNCERTAIN.
     const slowCommit = { ...event('A', 'BUSY', 'session_busy', T + 900), committedAt: T + 1_400 };
@@ -152,13 +175,21 @@ describe('per-agent order', () => {
     const reservedB = { ...attempts[0]!, committedAt: T + 1_020 };
     const reserveEvent = () => event('B', 'SENDING', 'attempt_reserved', T + 1_000);
     // A's send committed after B's reservation: no snapshot that chose B held A.
-    const lateA = [{ ...event('A', 'WAITING', 'enrolled', T), committedAt: T + 1_100 }, event('B', 'WAITING', 'enrolled', T + 10), reserveEvent()];
+    const lateA = [
+      { ...event('A', 'WAITING', 'enrolled', T), committedAt: T + 1_100 },
+      event('B', 'WAITING', 'enrolled', T + 10),
+      reserveEvent(),
+    ];
     const r = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], lateA, [], opts);
     expect(r.violations).toBe(0);
     expect(r.checked).toContain('head not yet committed 1');
     // A committed before B's own send did: the snapshot that chose B (it saw B) saw A too,
     // even though both are within the head-read allowance of the reservation.
-    const seenA = [{ ...event('A', 'WAITING', 'enrolled', T + 800), committedAt: T + 850 }, { ...event('B', 'WAITING', 'enrolled', T + 900), committedAt: T + 950 }, reserveEvent()];
+    const seenA = [
+      { ...event('A', 'WAITING', 'enrolled', T + 800), committedAt: T + 850 },
+      { ...event('B', 'WAITING', 'enrolled', T + 900), committedAt: T + 950 },
+      reserveEvent(),
+    ];
     const v = checkAgentOrder(handoffs, writes, [reservedB, attempts[1]!], seenA, [], opts);
     expect(v.violations).toBe(1);
     expect(v.details[0]).toContain('A was WAITING when');
@@ -196,7 +227,8 @@ describe('sends answered 201', () => {
 describe('claims', () => {
   const claimed = (id: string, actor: string, at: number) => event(id, 'ACCEPTED', 'claimed', at, { from: 'open', to: 'claimed', actor });
   const expired = (id: string, at: number) => event(id, 'WAITING', 'lease_expired', at, { from: 'claimed', to: 'open' });
-  const returned = (id: string, actor: string, at: number) => event(id, 'RETURNED', 'returned', at, { from: 'claimed', to: 'returned', actor });
+  const returned = (id: string, actor: string, at: number) =>
+    event(id, 'RETURNED', 'returned', at, { from: 'claimed', to: 'returned', actor });
 
   it('passes a claim, an expiry, a new claim by another agent and a return', () => {
     const events = [claimed('w', 'x', T), expired('w', T + 2_000), claimed('w', 'y', T + 2_100), returned('w', 'y', T + 3_000)];
@@ -248,7 +280,11 @@ describe('no Baton process exited unplanned', () => {
   });
 
   it('counts an API that exited by itself while serving, and a start that failed', () => {
-    const r = checkNoUnplannedExits([exit('api-2', true), exit('worker-1', false, { reason: 'cannot start: Postgres went away during the start' })], { started: 20, killedOnPurpose: 15 }, T);
+    const r = checkNoUnplannedExits(
+      [exit('api-2', true), exit('worker-1', false, { reason: 'cannot start: Postgres went away during the start' })],
+      { started: 20, killedOnPurpose: 15 },
+      T,
+    );
     expect(r.violations).toBe(2);
     expect(r.details[0]).toBe('api-2 exited (code 1) while serving, 83.2 s into the run: {"level":60,"msg":"uncaught exception"}');
     expect(r.details[1]).toContain('worker-1 exited (code 1) before it served');
@@ -261,15 +297,28 @@ describe('no Baton process exited unplanned', () => {
   });
 
   it('does not count an API start that found the port the harness picked taken', () => {
-    const r = checkNoUnplannedExits([exit('api-1', false, { portTaken: true, reason: 'cannot start: 127.0.0.1:4000 is already in use' })], { started: 6, killedOnPurpose: 0 }, T);
+    const r = checkNoUnplannedExits(
+      [exit('api-1', false, { portTaken: true, reason: 'cannot start: 127.0.0.1:4000 is already in use' })],
+      { started: 6, killedOnPurpose: 0 },
+      T,
+    );
     expect(r.violations).toBe(0);
     expect(r.checked).toContain('not counted: 1 API start(s) on a port the harness picked');
   });
 });
 
 describe('the UNCERTAIN summary', () => {
-  const attempt = (handoffId: string, requestId: string, reservedAt: number): AttemptRow => ({ handoffId, requestId, reservedAt, status: 'cancelled' });
-  const ev = (handoffId: string, to: EventRow['to'], name: string, at: number, actor: string, reason: string | null = null) => ({ ...event(handoffId, to, name, at), actor, reason });
+  const attempt = (handoffId: string, requestId: string, reservedAt: number): AttemptRow => ({
+    handoffId,
+    requestId,
+    reservedAt,
+    status: 'cancelled',
+  });
+  const ev = (handoffId: string, to: EventRow['to'], name: string, at: number, actor: string, reason: string | null = null) => ({
+    ...event(handoffId, to, name, at),
+    actor,
+    reason,
+  });
   const fates = (actor: string | null) => (actor === 'host-11' ? ('sigkilled by the run' as const) : ('alive to the end' as const));
 
   it('tells a never-written UNCERTAIN handoff from one whose write reached its session, and how each ended', () => {
@@ -289,9 +338,20 @@ describe('the UNCERTAIN summary', () => {
     expect([s.handoffs, s.written, s.neverWritten.total]).toEqual([3, 1, 2]);
     expect(s.neverWritten.outcomes).toEqual({ proven_absent: 1, 'still UNCERTAIN': 1 });
     expect(s.neverWritten.cancelledByReserverFate).toEqual({ 'sigkilled by the run': 1 });
-    expect(s.neverWritten.list[0]).toMatchObject({ handoffId: 'a', requestId: 'r-a', reservedBy: 'host-11', markedBy: 'host-12', absenceScans: 1, firstScanAfterMs: 500, uncertainMs: 2_600, reservedToUncertainMs: 1_500 });
+    expect(s.neverWritten.list[0]).toMatchObject({
+      handoffId: 'a',
+      requestId: 'r-a',
+      reservedBy: 'host-11',
+      markedBy: 'host-12',
+      absenceScans: 1,
+      firstScanAfterMs: 500,
+      uncertainMs: 2_600,
+      reservedToUncertainMs: 1_500,
+    });
     expect(s.neverWritten.cancelledToFirstScanMs).toEqual({ min: 500, median: 500, max: 500 });
-    expect(renderUncertain(s).join('\n')).toContain('3 handoffs went UNCERTAIN (3 times); 1 of those writes had reached a session, 2 never had');
+    expect(renderUncertain(s).join('\n')).toContain(
+      '3 handoffs went UNCERTAIN (3 times); 1 of those writes had reached a session, 2 never had',
+    );
   });
 });
 
@@ -307,8 +367,19 @@ describe('the report', () => {
       starvation: { busyProcesses: 2, cpus: 2, seconds: 40 },
       maxLoadAverage: 9.5,
       seconds: { setup: 1, chaos: 1, lastFaultToFinal: 1, total: 3 },
-      traffic: { sends: 1, answered: 1, sendRetries: 0, writes: 0, turnsLanded: 0, workerProcessesStarted: 3, claims: { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0, packets: 0 }, reads: { reads: 0, ok: 0, unavailable: 0, unanswered: 0 } },
-      faults: summarizeFaults([{ kind: 'proxy_drop', at: T, endedAt: T, targets: ['api-1'], server: 'redis', durationMs: 0, detail: '3 connections broken' }]),
+      traffic: {
+        sends: 1,
+        answered: 1,
+        sendRetries: 0,
+        writes: 0,
+        turnsLanded: 0,
+        workerProcessesStarted: 3,
+        claims: { claims: 0, heartbeats: 0, returns: 0, abandoned: 0, lost: 0, packets: 0 },
+        reads: { reads: 0, ok: 0, unavailable: 0, unanswered: 0 },
+      },
+      faults: summarizeFaults([
+        { kind: 'proxy_drop', at: T, endedAt: T, targets: ['api-1'], server: 'redis', durationMs: 0, detail: '3 connections broken' },
+      ]),
       unexpectedExits: [{ slot: 'worker-2', at: T, code: 1, signal: null, wasServing: false, reason: 'cannot start: Postgres failed' }],
       invariants,
       uncertain: summarizeUncertain([], [], [], () => 'unknown'),

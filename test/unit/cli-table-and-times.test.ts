@@ -17,7 +17,14 @@ const COLUMNS: Column<Row>[] = [
 
 describe('renderTable', () => {
   it('puts a header first and aligns every column under it, two spaces apart', () => {
-    const lines = renderTable(COLUMNS, [{ id: 'a', title: 'short', n: 7 }, { id: 'longer-id', title: 'x', n: 123 }], { colour: false });
+    const lines = renderTable(
+      COLUMNS,
+      [
+        { id: 'a', title: 'short', n: 7 },
+        { id: 'longer-id', title: 'x', n: 123 },
+      ],
+      { colour: false },
+    );
     expect(lines).toEqual(['ID           N  TITLE', 'a            7  short', 'longer-id  123  x']);
   });
 
@@ -71,7 +78,18 @@ describe('times for people', () => {
 });
 
 describe('a context packet as the CLI prints it', () => {
-  const base = { handoffId: 'h1', title: 'Fix it', from: 'ann', summary: null, focus: null, doneWhen: null, openQuestions: [], nextSteps: [], session: null, facts: [] };
+  const base = {
+    handoffId: 'h1',
+    title: 'Fix it',
+    from: 'ann',
+    summary: null,
+    focus: null,
+    doneWhen: null,
+    openQuestions: [],
+    nextSteps: [],
+    session: null,
+    facts: [],
+  };
 
   it('is nothing when nothing stands between its fences, and the whole packet otherwise', () => {
     expect(packetText(buildContextPacket(base).text)).toBeNull();

@@ -58,7 +58,11 @@ describe('bounded client calls', () => {
     let out = '';
     let err = '';
     const t0 = Date.now();
-    const code = await runCli(['status'], { BATON_URL: url, BATON_TOKEN: `baton_${'x'.repeat(43)}`, BATON_CLIENT_TIMEOUT_MS: '500', BATON_HOME: scratchDir('baton-timeout-') }, { out: (s) => void (out += s), err: (s) => void (err += s) });
+    const code = await runCli(
+      ['status'],
+      { BATON_URL: url, BATON_TOKEN: `baton_${'x'.repeat(43)}`, BATON_CLIENT_TIMEOUT_MS: '500', BATON_HOME: scratchDir('baton-timeout-') },
+      { out: (s) => void (out += s), err: (s) => void (err += s) },
+    );
     const took = Date.now() - t0;
     expect(code).not.toBe(0);
     expect(took, 'bounded by the timeout (plus the CLI itself), not by the server').toBeLessThan(500 + 5_000);
@@ -100,9 +104,11 @@ describe('following events', () => {
     expect(lastIds.slice(0, 2)).toEqual([undefined, '8']);
   });
 
-  it('leaves no listener on the caller\'s signal across reconnects', async () => {
+  it("leaves no listener on the caller's signal across reconnects", async () => {
     const url = await httpServer((_req, res) => {
-      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'database_unavailable', message: 'down' } }));
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 'database_unavailable', message: 'down' } }));
     });
     const controller = new AbortController();
     let reconnects = 0;

@@ -9,10 +9,18 @@ import { classifyCodexError, readErrorInfo, retryAfterOf } from '../../libs/adap
 describe('classifyCodexError', () => {
   it('keeps what the retry notices said that the final error does not, and skips Codex\'s "Reconnecting" lines', () => {
     // A 503 with request_max_retries = 1, as the daemon sent it.
-    const final = { message: 'exceeded retry limit, last status: 503 Service Unavailable', codexErrorInfo: { responseTooManyFailedAttempts: { httpStatusCode: 503 } }, additionalDetails: null };
+    const final = {
+      message: 'exceeded retry limit, last status: 503 Service Unavailable',
+      codexErrorInfo: { responseTooManyFailedAttempts: { httpStatusCode: 503 } },
+      additionalDetails: null,
+    };
     const notices = [
       {
-        error: { message: 'Reconnecting... 1/1', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: 503 } }, additionalDetails: 'unexpected status 503 Service Unavailable: the pool is draining, url: http://127.0.0.1/v1/responses' },
+        error: {
+          message: 'Reconnecting... 1/1',
+          codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: 503 } },
+          additionalDetails: 'unexpected status 503 Service Unavailable: the pool is draining, url: http://127.0.0.1/v1/responses',
+        },
         willRetry: true,
       },
       { error: final, willRetry: false },
@@ -26,7 +34,12 @@ describe('classifyCodexError', () => {
   });
 
   it('takes the last notice when the turn carries no error of its own', () => {
-    const c = classifyCodexError(null, [{ error: { message: 'Quota exceeded. Check your plan and billing details.', codexErrorInfo: 'usageLimitExceeded' }, willRetry: false }]);
+    const c = classifyCodexError(null, [
+      {
+        error: { message: 'Quota exceeded. Check your plan and billing details.', codexErrorInfo: 'usageLimitExceeded' },
+        willRetry: false,
+      },
+    ]);
     expect(c.failure).toEqual({ kind: 'limit' });
     expect(c.error).toMatch(/^Quota exceeded/);
   });
@@ -38,22 +51,51 @@ describe('classifyCodexError', () => {
   });
 
   it('a status the variant carries decides over its name (a 401 comes as httpConnectionFailed)', () => {
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 401 } } }).failure).toEqual({ kind: 'authentication', httpStatus: 401 });
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 403 } } }).failure).toEqual({ kind: 'authentication', httpStatus: 403 });
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 404 } } }).failure).toEqual({ kind: 'configuration', httpStatus: 404 });
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 413 } } }).failure).toEqual({ kind: 'limit', httpStatus: 413 });
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 502 } } }).failure).toEqual({ kind: 'transient', httpStatus: 502 });
-    expect(classifyCodexError({ message: 'x', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } } }).failure).toEqual({ kind: 'transient' });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 401 } } }).failure).toEqual({
+      kind: 'authentication',
+      httpStatus: 401,
+    });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 403 } } }).failure).toEqual({
+      kind: 'authentication',
+      httpStatus: 403,
+    });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 404 } } }).failure).toEqual({
+      kind: 'configuration',
+      httpStatus: 404,
+    });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 413 } } }).failure).toEqual({
+      kind: 'limit',
+      httpStatus: 413,
+    });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 502 } } }).failure).toEqual({
+      kind: 'transient',
+      httpStatus: 502,
+    });
+    expect(classifyCodexError({ message: 'x', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } } }).failure).toEqual({
+      kind: 'transient',
+    });
   });
 
   it('maps each codexErrorInfo name to its kind; an unknown name is transient', () => {
     const kind = (info: unknown) => classifyCodexError({ message: 'm', codexErrorInfo: info }).failure.kind;
     expect(kind('unauthorized')).toBe('authentication');
     for (const info of ['contextWindowExceeded', 'usageLimitExceeded', 'sessionBudgetExceeded']) expect(kind(info)).toBe('limit');
-    for (const info of ['cyberPolicy', 'bioPolicy', 'misalignmentPolicyViolation', 'inferenceHookDenied']) expect(kind(info)).toBe('refusal');
+    for (const info of ['cyberPolicy', 'bioPolicy', 'misalignmentPolicyViolation', 'inferenceHookDenied'])
+      expect(kind(info)).toBe('refusal');
     for (const info of ['modelNotFound', 'badRequest']) expect(kind(info)).toBe('configuration');
-    for (const info of ['rateLimitExceeded', 'serverOverloaded', 'internalServerError', 'policyCapacityUnavailable', 'other', 'somethingNew', null]) expect(kind(info)).toBe('transient');
-    expect(classifyCodexError({ message: 'We’re currently experiencing high demand', codexErrorInfo: 'internalServerError' }).failure).toEqual({ kind: 'transient', httpStatus: 500 });
+    for (const info of [
+      'rateLimitExceeded',
+      'serverOverloaded',
+      'internalServerError',
+      'policyCapacityUnavailable',
+      'other',
+      'somethingNew',
+      null,
+    ])
+      expect(kind(info)).toBe('transient');
+    expect(
+      classifyCodexError({ message: 'We’re currently experiencing high demand', codexErrorInfo: 'internalServerError' }).failure,
+    ).toEqual({ kind: 'transient', httpStatus: 500 });
   });
 
   it('reads retry times the upstream message states, only for transient failures', () => {
@@ -61,7 +103,9 @@ describe('classifyCodexError', () => {
     expect(retryAfterOf(['try again in 250ms'])).toBe(250);
     expect(retryAfterOf(['Please try again in 2 minutes'])).toBe(120_000);
     expect(retryAfterOf(['no time here'])).toBeUndefined();
-    expect(classifyCodexError({ message: 'Quota exceeded. Please try again in 20s.', codexErrorInfo: 'usageLimitExceeded' }).failure).toEqual({ kind: 'limit' });
+    expect(
+      classifyCodexError({ message: 'Quota exceeded. Please try again in 20s.', codexErrorInfo: 'usageLimitExceeded' }).failure,
+    ).toEqual({ kind: 'limit' });
     expect(readErrorInfo({ httpConnectionFailed: { httpStatusCode: 429 } })).toEqual({ name: 'httpConnectionFailed', httpStatus: 429 });
   });
 });

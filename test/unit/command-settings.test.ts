@@ -28,7 +28,15 @@ describe('command provider settings', () => {
     const parsed = parseCommandSettings({ argv: ['agent'] });
     expect(parsed).toEqual({
       ok: true,
-      settings: { argv: ['agent'], cwd: null, env: {}, timeoutMs: 3_600_000, maxOutputBytes: 65_536, busyExitCode: 75, refusedExitCode: 77 },
+      settings: {
+        argv: ['agent'],
+        cwd: null,
+        env: {},
+        timeoutMs: 3_600_000,
+        maxOutputBytes: 65_536,
+        busyExitCode: 75,
+        refusedExitCode: 77,
+      },
     });
     expect(COMMAND_DEFAULTS).toMatchObject({ busyExitCode: 75, refusedExitCode: 77 });
   });
@@ -57,12 +65,21 @@ describe('command provider settings', () => {
   });
 
   it('redacts secret env values on every read and leaves the rest as configured', () => {
-    const settings = { argv: ['agent'], env: { MODEL: 'small', API_KEY: { value: 's3cret', secret: true }, SHOWN: { value: 'plain', secret: false } } };
+    const settings = {
+      argv: ['agent'],
+      env: { MODEL: 'small', API_KEY: { value: 's3cret', secret: true }, SHOWN: { value: 'plain', secret: false } },
+    };
     const shown = redactProviderSettings('command', settings);
-    expect(shown).toEqual({ argv: ['agent'], env: { MODEL: 'small', API_KEY: { value: REDACTED, secret: true }, SHOWN: { value: 'plain', secret: false } } });
+    expect(shown).toEqual({
+      argv: ['agent'],
+      env: { MODEL: 'small', API_KEY: { value: REDACTED, secret: true }, SHOWN: { value: 'plain', secret: false } },
+    });
     expect(JSON.stringify(shown)).not.toContain('s3cret');
     // The adapter still gets the real value.
-    expect(parseCommandSettings(settings)).toMatchObject({ ok: true, settings: { env: { API_KEY: 's3cret', MODEL: 'small', SHOWN: 'plain' } } });
+    expect(parseCommandSettings(settings)).toMatchObject({
+      ok: true,
+      settings: { env: { API_KEY: 's3cret', MODEL: 'small', SHOWN: 'plain' } },
+    });
   });
 
   it('declares short deadlines for starting a program and for reading its run record', () => {

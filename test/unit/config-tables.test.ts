@@ -40,11 +40,13 @@ describe('the whole-number settings', () => {
     for (const name of names) {
       const { default: fallback, min, max } = INT_SETTINGS[name];
       // An unset variable reads as its default: setting the default changes nothing but setVariables.
-      if (fallback !== undefined) expect(readBack({ [name]: String(fallback) }).replace(`"setVariables":["${name}"]`, '"setVariables":[]'), name).toBe(base);
+      if (fallback !== undefined)
+        expect(readBack({ [name]: String(fallback) }).replace(`"setVariables":["${name}"]`, '"setVariables":[]'), name).toBe(base);
       expect(() => loadConfig({ [name]: String(min) }), `${name}=${min}`).not.toThrow();
       expect(() => loadConfig({ [name]: String(max) }), `${name}=${max}`).not.toThrow();
       expect(() => loadConfig({ [name]: String(max + 1) }), `${name}=${max + 1}`).toThrow(`${name} must be between ${min} and ${max}`);
-      if (min > 0) expect(() => loadConfig({ [name]: String(min - 1) }), `${name}=${min - 1}`).toThrow(`${name} must be between ${min} and ${max}`);
+      if (min > 0)
+        expect(() => loadConfig({ [name]: String(min - 1) }), `${name}=${min - 1}`).toThrow(`${name} must be between ${min} and ${max}`);
     }
   });
 
@@ -61,7 +63,9 @@ describe('the whole-number settings', () => {
 
   it("have the ranges libs/config/README.md's table gives them", () => {
     for (const name of names) {
-      const meaning = rowOf(text('libs/config/README.md'), /^# libs\/config/m, name).slice(2).join(' | ');
+      const meaning = rowOf(text('libs/config/README.md'), /^# libs\/config/m, name)
+        .slice(2)
+        .join(' | ');
       const range = [...meaning.matchAll(/\((\d[\d,]*) to (\d[\d,]*)[;)]/g)].at(-1);
       expect(range, `${name}: "(min to max)" in ${meaning}`).toBeDefined();
       const [min, max] = [range![1]!, range![2]!].map((n) => Number(n.replaceAll(',', '')));
@@ -84,7 +88,11 @@ describe('the component defaults', () => {
       expect(Object.isFrozen(values), object).toBe(true);
       for (const [key, value] of Object.entries(values)) expect(Number.isSafeInteger(value) && value >= 0, `${object}.${key}`).toBe(true);
     }
-    expect(() => componentDefaults('webhook adapter', { pollMs: 1.5 })).toThrow('webhook adapter.pollMs must be a whole number >= 0, got 1.5');
-    expect(() => componentDefaults('webhook adapter', { pollMs: -1 })).toThrow('webhook adapter.pollMs must be a whole number >= 0, got -1');
+    expect(() => componentDefaults('webhook adapter', { pollMs: 1.5 })).toThrow(
+      'webhook adapter.pollMs must be a whole number >= 0, got 1.5',
+    );
+    expect(() => componentDefaults('webhook adapter', { pollMs: -1 })).toThrow(
+      'webhook adapter.pollMs must be a whole number >= 0, got -1',
+    );
   });
 });

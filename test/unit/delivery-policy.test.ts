@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { busyRetryDelayMs, DEFAULT_DELIVERY_WINDOWS, DELIVERY_POLICY, errorResendDelayMs, eventAfterInterruption, eventAfterNotSent, eventAfterTurnError, refusalBudgetSpent, resendCanHelp, unreachableRetryDelayMs, unreachableSinceMs } from '../../libs/domain/delivery-policy.ts';
+import {
+  busyRetryDelayMs,
+  DEFAULT_DELIVERY_WINDOWS,
+  DELIVERY_POLICY,
+  errorResendDelayMs,
+  eventAfterInterruption,
+  eventAfterNotSent,
+  eventAfterTurnError,
+  refusalBudgetSpent,
+  resendCanHelp,
+  unreachableRetryDelayMs,
+  unreachableSinceMs,
+} from '../../libs/domain/delivery-policy.ts';
 import { FAILURE_KINDS } from '../../libs/domain/turn-failure.ts';
 
 const counters = (c: Partial<{ errorResends: number; interruptResends: number; refusals: number }> = {}) => ({
@@ -47,23 +59,35 @@ describe('delivery policy', () => {
     expect(gap).toBeGreaterThan(DELIVERY_POLICY.maxUnreachableRetryMs * (1 + DELIVERY_POLICY.retryJitter) + 60_000);
   });
 
-  it('backs writes to an unreachable recipient off: the worker\'s delay, doubling, about a minute at most, never past the give-up time', () => {
+  it("backs writes to an unreachable recipient off: the worker's delay, doubling, about a minute at most, never past the give-up time", () => {
     const mid = () => 0.5;
     const growth = DELIVERY_POLICY.unreachableRetryGrowth;
-    expect([0, 1, 2, 3].map((n) => unreachableRetryDelayMs(n, 3_600_000, 2_000, mid))).toEqual([2_000, 2_000 * growth, 2_000 * growth ** 2, 2_000 * growth ** 3]);
+    expect([0, 1, 2, 3].map((n) => unreachableRetryDelayMs(n, 3_600_000, 2_000, mid))).toEqual([
+      2_000,
+      2_000 * growth,
+      2_000 * growth ** 2,
+      2_000 * growth ** 3,
+    ]);
     expect(unreachableRetryDelayMs(30, 3_600_000, 2_000, mid)).toBe(DELIVERY_POLICY.maxUnreachableRetryMs);
     // Jittered either way, also at the cap.
-    expect(unreachableRetryDelayMs(30, 3_600_000, 2_000, () => 0)).toBe(Math.round(DELIVERY_POLICY.maxUnreachableRetryMs * (1 - DELIVERY_POLICY.retryJitter)));
-    expect(unreachableRetryDelayMs(30, 3_600_000, 2_000, () => 0.999999)).toBeCloseTo(DELIVERY_POLICY.maxUnreachableRetryMs * (1 + DELIVERY_POLICY.retryJitter), -1);
+    expect(unreachableRetryDelayMs(30, 3_600_000, 2_000, () => 0)).toBe(
+      Math.round(DELIVERY_POLICY.maxUnreachableRetryMs * (1 - DELIVERY_POLICY.retryJitter)),
+    );
+    expect(unreachableRetryDelayMs(30, 3_600_000, 2_000, () => 0.999999)).toBeCloseTo(
+      DELIVERY_POLICY.maxUnreachableRetryMs * (1 + DELIVERY_POLICY.retryJitter),
+      -1,
+    );
     // The last write is made when the time runs out, not after it.
     expect(unreachableRetryDelayMs(10, 1_234, 2_000, mid)).toBe(1_234);
     expect(unreachableRetryDelayMs(0, -5, 2_000, mid)).toBe(0);
   });
 
-  it('backs busy answers off: the worker\'s delay after the first, doubling with each one in a row, about a minute at most, jittered', () => {
+  it("backs busy answers off: the worker's delay after the first, doubling with each one in a row, about a minute at most, jittered", () => {
     const mid = () => 0.5;
     const growth = DELIVERY_POLICY.busyRetryGrowth;
-    expect([0, 1, 2, 3, 4, 5].map((n) => busyRetryDelayMs(n, undefined, 1_000, mid))).toEqual([0, 1, 2, 3, 4, 5].map((n) => 1_000 * growth ** n));
+    expect([0, 1, 2, 3, 4, 5].map((n) => busyRetryDelayMs(n, undefined, 1_000, mid))).toEqual(
+      [0, 1, 2, 3, 4, 5].map((n) => 1_000 * growth ** n),
+    );
     expect(busyRetryDelayMs(6, undefined, 1_000, mid)).toBe(DELIVERY_POLICY.maxBusyRetryMs);
     expect(busyRetryDelayMs(1_000, undefined, 1_000, mid)).toBe(DELIVERY_POLICY.maxBusyRetryMs);
     expect(busyRetryDelayMs(0, undefined, 1_000, () => 0)).toBe(Math.round(1_000 * (1 - DELIVERY_POLICY.retryJitter)));
@@ -73,7 +97,7 @@ describe('delivery policy', () => {
     expect(busyRetryDelayMs(3, undefined, 120_000, mid)).toBe(120_000);
   });
 
-  it("never writes to a busy recipient sooner than its own Retry-After, and waits at most an hour for it", () => {
+  it('never writes to a busy recipient sooner than its own Retry-After, and waits at most an hour for it', () => {
     const mid = () => 0.5;
     expect(busyRetryDelayMs(0, 5_000, 1_000, mid)).toBe(5_000);
     // A Retry-After shorter than the back-off does not shorten it.

@@ -43,7 +43,13 @@ function client(url: string): DemoHostClient {
 }
 
 const turn = { requestId: 'r1', handoffId: 'h1', from: 'boss', title: null, message: 'hi' };
-const request = { ...turn, attempt: 1, focus: null, doneWhen: null, context: { summary: null, openQuestions: [], nextSteps: [] } } as unknown as TurnRequest;
+const request = {
+  ...turn,
+  attempt: 1,
+  focus: null,
+  doneWhen: null,
+  context: { summary: null, openQuestions: [], nextSteps: [] },
+} as unknown as TurnRequest;
 const target: DeliveryTarget = { agentId: 'a1', handle: 'a', target: 's1', settings: {} };
 
 describe('demo host client', () => {
@@ -87,7 +93,10 @@ describe('demo host client', () => {
         res.end(JSON.stringify({ status: 'busy', echo: { method: req.method, url: req.url, requestId: body.turn.requestId } }));
       });
     });
-    expect(await client(url).receiveTurn('s 1', turn, {})).toEqual({ status: 'busy', echo: { method: 'POST', url: '/sessions/s%201/turns', requestId: 'r1' } });
+    expect(await client(url).receiveTurn('s 1', turn, {})).toEqual({
+      status: 'busy',
+      echo: { method: 'POST', url: '/sessions/s%201/turns', requestId: 'r1' },
+    });
   });
 });
 
@@ -103,7 +112,9 @@ describe('demo host client under many followed turns', () => {
     let pollsEnded = 0;
     const polls = Array.from({ length: 8 }, (_, i) => c.waitForChange(`s${i}`, `r${i}`, 'running', 4_000).finally(() => pollsEnded++));
     const started = performance.now();
-    expect(await c.receiveTurn('fresh', { ...turn, requestId: 'r-new', handoffId: 'h-new' }, { behavior: 'hang' })).toMatchObject({ status: 'accepted' });
+    expect(await c.receiveTurn('fresh', { ...turn, requestId: 'r-new', handoffId: 'h-new' }, { behavior: 'hang' })).toMatchObject({
+      status: 'accepted',
+    });
     expect(await c.observe('fresh', 'r-new')).toMatchObject({ found: true });
     // With the long polls in the calls' pool, the write waited for one of them to end (4 s).
     expect(performance.now() - started).toBeLessThan(2_000);

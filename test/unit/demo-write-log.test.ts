@@ -10,7 +10,13 @@ import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
  * that cannot fail proves nothing.
  */
 
-const turn = (requestId: string, handoffId = `h-${requestId}`): DemoTurnInput => ({ requestId, handoffId, from: 'boss', title: null, message: requestId });
+const turn = (requestId: string, handoffId = `h-${requestId}`): DemoTurnInput => ({
+  requestId,
+  handoffId,
+  from: 'boss',
+  title: null,
+  message: requestId,
+});
 
 let host: DemoAgentHost;
 afterEach(() => host?.close());
@@ -28,7 +34,9 @@ describe('demo host write log', () => {
       ['r1', 'accepted', null],
       ['r2', 'busy', 'r1'],
     ]);
-    expect(findWriteViolations(host.writes())).toEqual([{ kind: 'overlap', write: expect.objectContaining({ session: 's1', requestId: 'r2', liveTurn: 'r1' }) }]);
+    expect(findWriteViolations(host.writes())).toEqual([
+      { kind: 'overlap', write: expect.objectContaining({ session: 's1', requestId: 'r2', liveTurn: 'r1' }) },
+    ]);
   });
 
   it('records a request id written twice', async () => {
@@ -37,7 +45,13 @@ describe('demo host write log', () => {
     await host.receiveTurn('s1', turn('r1'), { thinkMs: 0 });
     expect(host.history('s1')).toHaveLength(1);
     const violations = findWriteViolations(host.writes());
-    expect(violations).toEqual([{ kind: 'repeated_request_id', requestId: 'r1', writes: [expect.objectContaining({ answer: 'accepted' }), expect.objectContaining({ answer: 'repeated' })] }]);
+    expect(violations).toEqual([
+      {
+        kind: 'repeated_request_id',
+        requestId: 'r1',
+        writes: [expect.objectContaining({ answer: 'accepted' }), expect.objectContaining({ answer: 'repeated' })],
+      },
+    ]);
   });
 
   it('finds nothing wrong with writes one after another, a busy session Baton did not cause, or a busy probe', async () => {

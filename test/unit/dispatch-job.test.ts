@@ -5,7 +5,12 @@ const agentId = '0190a1b2-0000-7000-8000-000000000001';
 
 describe('dispatch job payload', () => {
   it('accepts the declared shape', () => {
-    expect(parseDispatchJob({ agentId, provider: 'demo', cause: 'sent', handoffId: agentId })).toEqual({ agentId, provider: 'demo', cause: 'sent', handoffId: agentId });
+    expect(parseDispatchJob({ agentId, provider: 'demo', cause: 'sent', handoffId: agentId })).toEqual({
+      agentId,
+      provider: 'demo',
+      cause: 'sent',
+      handoffId: agentId,
+    });
   });
 
   it('rejects anything else with the offending path', () => {
@@ -23,4 +28,3 @@ describe('dispatch job payload', () => {
     expect(() => parseWakeJob({ provider: 'demo', agentId })).toThrow(/agentId/);
   });
 });
-

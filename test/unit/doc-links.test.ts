@@ -12,9 +12,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  * links (`#section`) are left out: they name no file of the repository.
  */
 function relativeLinks(markdown: string): string[] {
-  const prose = markdown
-    .replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
-    .replace(/(`+)[\s\S]*?\1/g, '');
+  const prose = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/(`+)[\s\S]*?\1/g, '');
   const targets = [
     ...[...prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+["'(][^)]*)?\)/g)].map((m) => m[1] ?? ''),
     ...[...prose.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => m[1] ?? ''),
@@ -35,9 +33,7 @@ const REPO_FOLDERS = ['libs', 'services', 'workers', 'main', 'test', 'docs', 'pr
 function pathsInCode(markdown: string): string[] {
   const prose = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
   const folders = new RegExp(`^(${REPO_FOLDERS.join('|')})/[^\\s<>*{}]*$`);
-  return [...prose.matchAll(/`([^`\n]+)`/g)]
-    .map((m) => (m[1] ?? '').replace(/[:#].*$/, ''))
-    .filter((p) => folders.test(p));
+  return [...prose.matchAll(/`([^`\n]+)`/g)].map((m) => (m[1] ?? '').replace(/[:#].*$/, '')).filter((p) => folders.test(p));
 }
 
 /** The links of `file` (relative to the repository) whose target does not exist. */
@@ -49,7 +45,12 @@ function brokenLinks(file: string): string[] {
   });
 }
 
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => relative(ROOT, join(ROOT, 'docs', f)))];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => relative(ROOT, join(ROOT, 'docs', f))),
+];
 
 describe('relative links in README.md and docs/*.md', () => {
   it.each(DOCS)('every relative link in %s names a file or folder that exists', (file) => {
@@ -61,11 +62,15 @@ describe('relative links in README.md and docs/*.md', () => {
     expect(missing).toEqual([]);
   });
 
-  it("every file the sequence diagram in docs/ARCHITECTURE.md names is a file of libs/, services/ or workers/", () => {
+  it('every file the sequence diagram in docs/ARCHITECTURE.md names is a file of libs/, services/ or workers/', () => {
     const text = readFileSync(join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
     const diagram = text.split('```mermaid\n')[1]?.split('\n```')[0] ?? '';
     const named = [...new Set([...diagram.matchAll(/[\w-]+\.(?:ts|lua)\b/g)].map((m) => m[0]))];
-    const files = new Set(['libs', 'services', 'workers'].flatMap((top) => readdirSync(join(ROOT, top), { recursive: true }).map((f) => String(f).split('/').pop())));
+    const files = new Set(
+      ['libs', 'services', 'workers'].flatMap((top) =>
+        readdirSync(join(ROOT, top), { recursive: true }).map((f) => String(f).split('/').pop()),
+      ),
+    );
     expect(named.length).toBeGreaterThan(0);
     expect(named.filter((name) => !files.has(name))).toEqual([]);
   });

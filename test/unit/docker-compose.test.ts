@@ -21,7 +21,10 @@ interface Service {
   volumes?: string[];
   restart?: string;
 }
-const compose = parse(text('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const compose = parse(text('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
 const services = compose.services;
 const batonServices = Object.entries(services).filter(([, s]) => s.image === 'baton:local');
 const workers = batonServices.filter(([, s]) => s.command?.join(' ') === 'node bin/baton.mjs worker');
@@ -91,7 +94,10 @@ describe('docker-compose.yml', () => {
     for (const [name, s] of workers) {
       const env = s.environment ?? {};
       const providers = (env['BATON_WORKER_PROVIDERS'] ?? '').split(',').map((p) => p.trim());
-      expect(providers.every((p) => pushProviders().includes(p)), `${name}: ${providers.join(',')}`).toBe(true);
+      expect(
+        providers.every((p) => pushProviders().includes(p)),
+        `${name}: ${providers.join(',')}`,
+      ).toBe(true);
       const pools = (env['BATON_WORKER_POOLS'] ?? 'default').split(',');
       for (const pool of pools) for (const p of providers) served.set(pool, [...(served.get(pool) ?? []), p]);
       // Queue names must be the same in every process.
@@ -100,7 +106,10 @@ describe('docker-compose.yml', () => {
     }
     // The providers a container can run (Codex and Claude Code run on the agent's own host).
     expect(served.get('default')).toEqual(expect.arrayContaining(['demo', 'command', 'webhook']));
-    expect([...served.keys()].some((pool) => pool !== 'default'), 'a worker for a named pool').toBe(true);
+    expect(
+      [...served.keys()].some((pool) => pool !== 'default'),
+      'a worker for a named pool',
+    ).toBe(true);
   });
 });
 

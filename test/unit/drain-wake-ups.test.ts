@@ -18,7 +18,11 @@ function harness(agents: string[], limit: number, opts: { failing?: string[]; wo
   let maxInFlight = 0;
   const consumer: string[] = [];
   const draining = new AbortController();
-  const slots = new QueueSlots(limit, { pause: () => consumer.push('pause'), resume: () => consumer.push('resume') }, opts.working ?? limit);
+  const slots = new QueueSlots(
+    limit,
+    { pause: () => consumer.push('pause'), resume: () => consumer.push('resume') },
+    opts.working ?? limit,
+  );
   const drain: WakeDrain = {
     queue: '{delivery-demo-0}',
     slots,
@@ -42,7 +46,20 @@ function harness(agents: string[], limit: number, opts: { failing?: string[]; wo
     draining: draining.signal,
     logger: silentLogger(),
   };
-  return { drain, slots, consumer, set, takes, lingered, finish, started, retried, draining, wakeJobsAdded: () => wakeJobsAdded, maxInFlight: () => maxInFlight };
+  return {
+    drain,
+    slots,
+    consumer,
+    set,
+    takes,
+    lingered,
+    finish,
+    started,
+    retried,
+    draining,
+    wakeJobsAdded: () => wakeJobsAdded,
+    maxInFlight: () => maxInFlight,
+  };
 }
 
 /** No lingering: the first take that finds the set empty clears the queue's scheduled flag. */
@@ -87,7 +104,10 @@ describe('draining a wake-up set', () => {
     expect(h.started).toEqual(['a', 'b', 'c']);
     expect(h.slots.following).toBe(1);
     // `b` and `c` follow too: one more (four slots in all, not five).
-    const bc = [h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('b-turn', resolve))), h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('c-turn', resolve)))];
+    const bc = [
+      h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('b-turn', resolve))),
+      h.slots.follow(() => new Promise<void>((resolve) => h.finish.set('c-turn', resolve))),
+    ];
     await until(() => h.started.length === 4);
     await settle();
     expect(h.started).toEqual(['a', 'b', 'c', 'd']);

@@ -54,7 +54,13 @@ describe('earlier requests a turn names', () => {
 
   it('names nothing that may still be answered or did nothing: running, UNCERTAIN, busy, refused', () => {
     const e = earlierRequestsOf(
-      [turn('h6', 'running', 'RUNNING'), turn('h7', 'lost', 'UNCERTAIN'), turn('h8', 'busy', 'BUSY'), turn('h9', 'rejected', 'FAILED'), turn('h10', 'accepted', 'CANCELLED')],
+      [
+        turn('h6', 'running', 'RUNNING'),
+        turn('h7', 'lost', 'UNCERTAIN'),
+        turn('h8', 'busy', 'BUSY'),
+        turn('h9', 'rejected', 'FAILED'),
+        turn('h10', 'accepted', 'CANCELLED'),
+      ],
       'h1',
       'req-now',
     );

@@ -5,7 +5,10 @@ import { ERROR_CATALOG, ERROR_CODES } from '../../libs/domain/errors.ts';
 describe('the error catalog and docs/ERRORS.md', () => {
   const doc = readFileSync(new URL('../../docs/ERRORS.md', import.meta.url), 'utf8');
   const documented = new Map(
-    [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \|/gm)].map((m) => [m[1]!, { status: Number(m[2]), retryable: m[3] === 'yes' }]),
+    [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \|/gm)].map((m) => [
+      m[1]!,
+      { status: Number(m[2]), retryable: m[3] === 'yes' },
+    ]),
   );
 
   it('documents every code with its status and retryability, and nothing else', () => {

@@ -7,14 +7,26 @@ import { isDatabaseUnavailable } from '../../libs/db/classify-error.ts';
  * batch, how many batches are out at once, and what a failed batch does to each of its calls.
  * (The batched enrollment on a real Postgres: test/integration/batched-enrollment.test.ts.)
  */
-function harness(opts: { maxInFlight: number; maxBatch: number; isolate?: (err: unknown) => boolean; deadlineMs?: number; inFlightAtDeadline?: InFlightAtDeadline }) {
+function harness(opts: {
+  maxInFlight: number;
+  maxBatch: number;
+  isolate?: (err: unknown) => boolean;
+  deadlineMs?: number;
+  inFlightAtDeadline?: InFlightAtDeadline;
+}) {
   const batches: Array<{ items: number[]; answer: (fail?: Error) => void }> = [];
   const commit = new GroupCommit<number, string>(
     (items) =>
       new Promise<string[]>((resolve, reject) => {
         batches.push({ items, answer: (fail) => (fail === undefined ? resolve(items.map((i) => `row ${i}`)) : reject(fail)) });
       }),
-    { maxInFlight: opts.maxInFlight, maxBatch: opts.maxBatch, isolate: opts.isolate ?? (() => true), deadlineMs: opts.deadlineMs, ...(opts.inFlightAtDeadline ? { inFlightAtDeadline: opts.inFlightAtDeadline } : {}) },
+    {
+      maxInFlight: opts.maxInFlight,
+      maxBatch: opts.maxBatch,
+      isolate: opts.isolate ?? (() => true),
+      deadlineMs: opts.deadlineMs,
+      ...(opts.inFlightAtDeadline ? { inFlightAtDeadline: opts.inFlightAtDeadline } : {}),
+    },
   );
   return { commit, batches };
 }
@@ -70,7 +82,12 @@ describe('GroupCommit', () => {
 
   it('a failed batch is tried again item by item, so one bad item fails only its own call', async () => {
     const { commit, batches } = harness({ maxInFlight: 4, maxBatch: 64 });
-    const all = [1, 2, 3].map((i) => commit.submit(i).then((v) => ({ v }), (err: Error) => ({ err: err.message })));
+    const all = [1, 2, 3].map((i) =>
+      commit.submit(i).then(
+        (v) => ({ v }),
+        (err: Error) => ({ err: err.message }),
+      ),
+    );
     await turn();
     batches[0]!.answer(new Error('value too long in row 2'));
     await turn();
@@ -144,7 +161,10 @@ describe('GroupCommit deadlines', () => {
     expect(await first).toBe('row 1');
     await turn();
     await turn();
-    expect(batches.map((b) => b.items), 'the failed call was never written').toEqual([[1]]);
+    expect(
+      batches.map((b) => b.items),
+      'the failed call was never written',
+    ).toEqual([[1]]);
   });
 
   it("'answer': a call whose batch is in Postgres fails at its deadline; the statement's late result is dropped, and its slot stays taken until it returns", async () => {

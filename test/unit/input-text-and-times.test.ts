@@ -18,7 +18,9 @@ describe('unstorableTextAt: text is stored as sent or refused', () => {
   // Protects: no depth cutoff below what the API accepts (it stopped at 64 levels, and Postgres then refused the NUL with a 500), and no recursion to overflow.
   it('finds a NUL however deep it is, without overflowing the stack', () => {
     for (const levels of [LIMITS.jsonDepth, 65, 10_000]) {
-      expect(unstorableTextAt(JSON.parse(`${'{"a":'.repeat(levels)}"x\\u0000"${'}'.repeat(levels)}`)), `${levels} levels`).toBe('/a'.repeat(levels));
+      expect(unstorableTextAt(JSON.parse(`${'{"a":'.repeat(levels)}"x\\u0000"${'}'.repeat(levels)}`)), `${levels} levels`).toBe(
+        '/a'.repeat(levels),
+      );
       expect(unstorableTextAt(JSON.parse(`${'['.repeat(levels)}"ok"${']'.repeat(levels)}`)), `${levels} levels`).toBeNull();
     }
   });
@@ -56,7 +58,18 @@ describe('parseTimestamp: only times that exist', () => {
   });
 
   it('refuses days a month lacks, leap seconds, hour 24, odd years and non-ISO text', () => {
-    for (const bad of ['2026-02-30T00:00:00Z', '2027-02-29T00:00:00Z', '2026-06-30T23:59:60Z', '2026-01-01T24:00:00Z', '0000-01-01T00:00:00Z', '1969-12-31T23:59:59Z', 'tomorrow', '2026-01-01', '2026-01-01T00:00:00', '2026-01-01T00:00:00+25:00']) {
+    for (const bad of [
+      '2026-02-30T00:00:00Z',
+      '2027-02-29T00:00:00Z',
+      '2026-06-30T23:59:60Z',
+      '2026-01-01T24:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '1969-12-31T23:59:59Z',
+      'tomorrow',
+      '2026-01-01',
+      '2026-01-01T00:00:00',
+      '2026-01-01T00:00:00+25:00',
+    ]) {
       expect(parseTimestamp(bad), bad).toBeNull();
     }
   });

@@ -32,7 +32,10 @@ describe('logging', () => {
   });
 
   it('logs errors as type, message, code, stack and cause only (never a driver client)', () => {
-    const inner = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', client: { password: 'pw', huge: 'x'.repeat(10_000) } });
+    const inner = Object.assign(new Error('connect ECONNREFUSED'), {
+      code: 'ECONNREFUSED',
+      client: { password: 'pw', huge: 'x'.repeat(10_000) },
+    });
     const outer = new Error('query failed', { cause: inner });
     const out = serializeError(outer) as Record<string, any>;
     expect(Object.keys(out).sort()).toEqual(['cause', 'message', 'stack', 'type']);

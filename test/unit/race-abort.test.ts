@@ -15,7 +15,7 @@ afterEach(() => {
 });
 
 describe('following abort signals', () => {
-  it('aborts with the source\'s reason, at once when it came before, and not after the follower let go', () => {
+  it("aborts with the source's reason, at once when it came before, and not after the follower let go", () => {
     const source = new AbortController();
     const follower = new AbortController();
     followAbort(source.signal, follower);

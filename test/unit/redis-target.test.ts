@@ -36,7 +36,9 @@ describe('REDIS_URL: one server or a cluster', () => {
   });
 
   it('is how the config validates REDIS_URL', () => {
-    expect(loadConfig({ REDIS_URL: 'redis+cluster://127.0.0.1:7001,127.0.0.1:7002' }).redisUrl).toBe('redis+cluster://127.0.0.1:7001,127.0.0.1:7002');
+    expect(loadConfig({ REDIS_URL: 'redis+cluster://127.0.0.1:7001,127.0.0.1:7002' }).redisUrl).toBe(
+      'redis+cluster://127.0.0.1:7001,127.0.0.1:7002',
+    );
     expect(() => loadConfig({ REDIS_URL: 'redis+cluster://127.0.0.1' })).toThrow(/host:port/);
     expect(() => loadConfig({ REDIS_URL: 'memcached://x:1' })).toThrow(/REDIS_URL must start with/);
   });

@@ -6,7 +6,9 @@ describe('a failed start that is Postgres’s, said in one line', () => {
     const err = new Error('Connection terminated unexpectedly');
     expect(isPostgresFailure(err)).toBe(true);
     const said = postgresStartupError(err, 'postgresql://baton:secret@db.example:5432/baton');
-    expect(said.message).toMatch(/^Postgres at baton@db\.example:5432\/baton went away during the start \(Connection terminated unexpectedly\)/);
+    expect(said.message).toMatch(
+      /^Postgres at baton@db\.example:5432\/baton went away during the start \(Connection terminated unexpectedly\)/,
+    );
     expect(said.message).not.toContain('secret');
   });
 

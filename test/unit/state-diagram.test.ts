@@ -35,7 +35,10 @@ describe('the work state diagram in libs/handoffs/README.md', () => {
       if (seen.has(line)) continue;
       seen.add(line);
       expect(block.split(line).length - 1, line).toBe(1);
-      expect(block.split('\n').find((l) => l.startsWith(line)), line).toContain(e.actor);
+      expect(
+        block.split('\n').find((l) => l.startsWith(line)),
+        line,
+      ).toContain(e.actor);
     }
   });
 });

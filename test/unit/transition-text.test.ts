@@ -36,7 +36,13 @@ function random(seed: number): () => number {
 }
 
 const ID = (n: number) => `0190f7c4-3333-7000-8000-${String(n).padStart(12, '0')}`;
-const event = (i: number) => ({ event: `e${i}`, actorKind: 'system' as const, actorId: `w${i}`, reason: i % 2 ? null : `r${i}`, detail: i % 3 ? null : { i } });
+const event = (i: number) => ({
+  event: `e${i}`,
+  actorKind: 'system' as const,
+  actorId: `w${i}`,
+  reason: i % 2 ? null : `r${i}`,
+  detail: i % 3 ? null : { i },
+});
 
 /** A write with every option chosen at random (patch keys in random order too). */
 function randomWrite(r: () => number, i: number): TransitionWrite {
@@ -45,12 +51,23 @@ function randomWrite(r: () => number, i: number): TransitionWrite {
   const patch: HandoffPatch = {};
   for (const key of [...patchKeys].sort(() => r() - 0.5)) {
     if (!pick()) continue;
-    const values: Record<keyof HandoffPatch, unknown> = { deliveryDetail: `d${i}`, notBefore: new Date(i), resultSummary: null, result: { i }, settledAt: new Date(i), inProgressKey: null };
+    const values: Record<keyof HandoffPatch, unknown> = {
+      deliveryDetail: `d${i}`,
+      notBefore: new Date(i),
+      resultSummary: null,
+      result: { i },
+      settledAt: new Date(i),
+      inProgressKey: null,
+    };
     // undefined leaves a column alone: it must not change the text.
     (patch as Record<string, unknown>)[key] = r() < 0.2 ? undefined : values[key];
   }
   const counters: HandoffCounter[] = ['attemptCount', 'refusals', 'errorResends', 'interruptResends'];
-  const steps = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, k) => ({ from: 'ACCEPTED' as const, to: 'RUNNING' as const, event: event(i + k) }));
+  const steps = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, k) => ({
+    from: 'ACCEPTED' as const,
+    to: 'RUNNING' as const,
+    event: event(i + k),
+  }));
   const results = [undefined, 'succeeded', 'failed', 'cleared'] as const;
   return {
     handoffId: ID(i),
@@ -59,7 +76,18 @@ function randomWrite(r: () => number, i: number): TransitionWrite {
     at: new Date(i),
     ...(pick() ? { patch } : {}),
     ...(pick() ? { increment: counters.filter(pick) } : {}),
-    ...(pick() ? { insertAttempt: { id: ID(i + 1), number: i, requestId: ID(i + 2), workerId: `w${i}`, deliveryTarget: null, ...(pick() ? { fence: BigInt(i) } : {}) } } : {}),
+    ...(pick()
+      ? {
+          insertAttempt: {
+            id: ID(i + 1),
+            number: i,
+            requestId: ID(i + 2),
+            workerId: `w${i}`,
+            deliveryTarget: null,
+            ...(pick() ? { fence: BigInt(i) } : {}),
+          },
+        }
+      : {}),
     ...(pick()
       ? {
           updateAttempt: {
@@ -125,7 +153,13 @@ describe('transition texts kept per shape', () => {
   it('hands out the very same string for the same shape, whatever the values', async () => {
     const r = random(7);
     const a = randomWrite(r, 10);
-    const b = { ...a, handoffId: ID(99), expectRevision: 41, at: new Date(5), steps: a.steps.map((s, k) => ({ ...s, event: event(50 + k) })) };
+    const b = {
+      ...a,
+      handoffId: ID(99),
+      expectRevision: 41,
+      at: new Date(5),
+      steps: a.steps.map((s, k) => ({ ...s, event: event(50 + k) })),
+    };
     const { pool, texts, values } = capture();
     const repo = new HandoffRepository(pool);
     await repo.transition(a);

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { DELIVERY_STATES, SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
 import { BatonError } from '../../libs/domain/errors.ts';
-import { ACTOR_KINDS, ALL_FROM_STATES, DELIVERY_EVENTS, TRANSITIONS, findTransition, planTransition, transitionEdges } from '../../libs/domain/transitions.ts';
+import {
+  ACTOR_KINDS,
+  ALL_FROM_STATES,
+  DELIVERY_EVENTS,
+  TRANSITIONS,
+  findTransition,
+  planTransition,
+  transitionEdges,
+} from '../../libs/domain/transitions.ts';
 
 describe('the transition table', () => {
   it('allows exactly the moves it lists, for exactly the actors it lists, and refuses every other with a stable code', () => {
@@ -67,7 +75,10 @@ describe('the transition table', () => {
     expect(fromUncertain.filter((e) => e.to === 'WAITING').map((e) => e.event)).toEqual(['unsent_proven']);
     // The only ways back to a resend are the observations that found the turn and saw that it
     // did nothing (the recipient answered busy, or refused): a resend then is not blind.
-    const towardResend = fromUncertain.filter((e) => e.to === 'BUSY' || e.to === 'OWNER_REJECTED').map((e) => e.event).sort();
+    const towardResend = fromUncertain
+      .filter((e) => e.to === 'BUSY' || e.to === 'OWNER_REJECTED')
+      .map((e) => e.event)
+      .sort();
     expect(towardResend).toEqual(['owner_rejected', 'session_busy']);
     for (const event of towardResend) expect(findTransition('UNCERTAIN', event)?.actors).toEqual(['system']);
   });

@@ -22,7 +22,18 @@ function silent(seen: { signals: AbortSignal[] }): ProviderAdapter {
 }
 
 const target = { agentId: 'a', handle: 'a', target: null, settings: {} };
-const turn = { requestId: 'r', handoffId: 'h', attempt: 1, from: 'x', title: null, message: 'm', focus: null, doneWhen: null, context: { summary: null, openQuestions: [], nextSteps: [] }, packet: '' };
+const turn = {
+  requestId: 'r',
+  handoffId: 'h',
+  attempt: 1,
+  from: 'x',
+  title: null,
+  message: 'm',
+  focus: null,
+  doneWhen: null,
+  context: { summary: null, openQuestions: [], nextSteps: [] },
+  packet: '',
+};
 const never = new AbortController().signal;
 
 describe('adapter call deadlines', () => {
@@ -43,7 +54,7 @@ describe('adapter call deadlines', () => {
     await expect(adapter.isBusy(target, never)).rejects.toMatchObject({ call: 'busy', ms: 30 });
   });
 
-  it('passes the caller\'s abort on with its reason, at once when it came before, and adds no listener per call to the caller\'s signal', async () => {
+  it("passes the caller's abort on with its reason, at once when it came before, and adds no listener per call to the caller's signal", async () => {
     const seen = { signals: [] as AbortSignal[] };
     const adapter = withDeadlines(silent(seen), { writeMs: 5_000, observeMs: 5_000, busyMs: 5_000 });
     const outer = new AbortController();
@@ -93,7 +104,13 @@ describe('adapter call deadlines', () => {
     const adapter = withDeadlines(silent({ signals: [] }), { writeMs: 10, observeMs: 10, busyMs: 10 });
     const stop = new AbortController();
     const following = adapter.waitForTurn(target, 'r', { onRunning: async () => undefined }, stop.signal);
-    const early = await Promise.race([following.then(() => 'ended', () => 'ended'), new Promise((r) => setTimeout(() => r('still following'), 100))]);
+    const early = await Promise.race([
+      following.then(
+        () => 'ended',
+        () => 'ended',
+      ),
+      new Promise((r) => setTimeout(() => r('still following'), 100)),
+    ]);
     expect(early).toBe('still following');
     stop.abort(new Error('stop'));
     await expect(following).rejects.toThrow('stop');

@@ -54,14 +54,27 @@ describe('the work transition table', () => {
 
   it('reaches every work state, leaves every active one, and never leaves a settled one', () => {
     const edges = moveWorkEdges();
-    for (const s of WORK_STATES.filter((x) => x !== 'open')) expect(edges.some((e) => e.to === s), `${s} is reachable`).toBe(true);
-    for (const s of ACTIVE_WORK_STATES) expect(edges.some((e) => e.from === s), `${s} can be left`).toBe(true);
-    for (const s of SETTLED_WORK_STATES) expect(edges.some((e) => e.from === s), `${s} is final`).toBe(false);
+    for (const s of WORK_STATES.filter((x) => x !== 'open'))
+      expect(
+        edges.some((e) => e.to === s),
+        `${s} is reachable`,
+      ).toBe(true);
+    for (const s of ACTIVE_WORK_STATES)
+      expect(
+        edges.some((e) => e.from === s),
+        `${s} can be left`,
+      ).toBe(true);
+    for (const s of SETTLED_WORK_STATES)
+      expect(
+        edges.some((e) => e.from === s),
+        `${s} is final`,
+      ).toBe(false);
     expect([...ACTIVE_WORK_STATES, ...SETTLED_WORK_STATES].sort()).toEqual([...WORK_STATES].sort());
   });
 
-  it('says what each move does to the attempt\'s result: a return sets its outcome, a new claim or a revision clears it', () => {
-    const result = (event: string, actor: (typeof WORK_ACTORS)[number]) => WORK_TRANSITIONS.find((r) => r.event === event && r.actors.includes(actor))?.result;
+  it("says what each move does to the attempt's result: a return sets its outcome, a new claim or a revision clears it", () => {
+    const result = (event: string, actor: (typeof WORK_ACTORS)[number]) =>
+      WORK_TRANSITIONS.find((r) => r.event === event && r.actors.includes(actor))?.result;
     expect(result('returned', 'claimant')).toBe('succeeded');
     expect(result('returned', 'system')).toBe('succeeded');
     expect(result('return_failed', 'claimant')).toBe('failed');
@@ -71,7 +84,11 @@ describe('the work transition table', () => {
   });
 
   it('settles the work of every delivery that ends where nobody will do it (cancelled, unavailable, duplicate), as Baton', () => {
-    for (const [delivery, workTo] of [['CANCELLED', 'cancelled'], ['UNAVAILABLE', 'expired'], ['DUPLICATE', 'expired']] as const) {
+    for (const [delivery, workTo] of [
+      ['CANCELLED', 'cancelled'],
+      ['UNAVAILABLE', 'expired'],
+      ['DUPLICATE', 'expired'],
+    ] as const) {
       const m = workMoveWhenDeliverySettles(delivery);
       expect(m?.to, delivery).toBe(workTo);
       for (const from of m!.from) expect(planWorkTransition(from, m!.event, 'system')).toBe(workTo);
@@ -82,6 +99,7 @@ describe('the work transition table', () => {
       const m = workMoveWhenDeliverySettles(rule.to);
       if (m) expect(SETTLED_STATES.has(rule.to)).toBe(true);
     }
-    for (const s of ['RETURNED', 'FAILED', 'ACKNOWLEDGED', 'WAITING', 'RUNNING'] as const) expect(workMoveWhenDeliverySettles(s)).toBeNull();
+    for (const s of ['RETURNED', 'FAILED', 'ACKNOWLEDGED', 'WAITING', 'RUNNING'] as const)
+      expect(workMoveWhenDeliverySettles(s)).toBeNull();
   });
 });

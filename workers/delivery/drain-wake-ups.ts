@@ -194,7 +194,9 @@ export async function drainWakeUps(
             () => undefined,
             async (err: unknown) => {
               d.logger.warn({ err, agentId, queue: d.queue }, 'dispatch run failed; waking the agent again later');
-              await d.retryLater(agentId).catch((e: unknown) => d.logger.warn({ err: e, agentId }, 'could not schedule the retry; the reconciler will'));
+              await d
+                .retryLater(agentId)
+                .catch((e: unknown) => d.logger.warn({ err: e, agentId }, 'could not schedule the retry; the reconciler will'));
             },
           )
           .finally(() => mine.delete(run));

@@ -50,7 +50,14 @@ export async function prepareAgents(deps: PrepareAgentsDeps, signal: AbortSignal
       } catch (err) {
         outcome = { ready: false, detail: err instanceof Error ? err.message : String(err) };
       }
-      const fields = { agentId: agent.id, handle: agent.handle, provider, ready: outcome.ready, detail: outcome.detail, ms: Date.now() - started };
+      const fields = {
+        agentId: agent.id,
+        handle: agent.handle,
+        provider,
+        ready: outcome.ready,
+        detail: outcome.detail,
+        ms: Date.now() - started,
+      };
       if (outcome.ready) deps.logger.info(fields, 'agent runtime prepared');
       else deps.logger.warn(fields, 'agent runtime not prepared; its first turn starts it');
       done.push({ agentId: agent.id, handle: agent.handle, provider, ready: outcome.ready, detail: outcome.detail });

@@ -8,7 +8,11 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
  * registered them, and workers act only on their own deployment's agents), so the warning names
  * the statement that moves them. Reads only; a failure is logged and changes nothing.
  */
-export async function reportDeployment(agents: Pick<AgentRepository, 'countPushAgentsByDeployment'>, deployment: string, logger: Logger): Promise<void> {
+export async function reportDeployment(
+  agents: Pick<AgentRepository, 'countPushAgentsByDeployment'>,
+  deployment: string,
+  logger: Logger,
+): Promise<void> {
   try {
     const counts = await agents.countPushAgentsByDeployment();
     const own = counts.find((c) => c.deployment === deployment)?.agents ?? 0;
@@ -18,7 +22,11 @@ export async function reportDeployment(agents: Pick<AgentRepository, 'countPushA
     if (own === 0 && others.length > 0) {
       const from = others[0]!.deployment;
       logger.warn(
-        { deployment, otherDeployments: otherAgents, ifTheyAreOurs: `UPDATE agents SET deployment = '${deployment}' WHERE deployment = '${from}' (while no turn is live)` },
+        {
+          deployment,
+          otherDeployments: otherAgents,
+          ifTheyAreOurs: `UPDATE agents SET deployment = '${deployment}' WHERE deployment = '${from}' (while no turn is live)`,
+        },
         'this deployment (its BATON_REDIS_PREFIX) owns no agents, other deployments on this database do, and its workers never deliver to those',
       );
     }

@@ -89,7 +89,11 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
   const lockCommandTimeoutMs = Math.max(TURN_LOCK_DEFAULTS.minRoundMs, Math.floor(opts.turnLockTtlMs / 3));
   // Auto-pipelined: the lock rounds of the many runs a worker has going (acquire, proof,
   // extension, release) issued in the same turn of the event loop share one socket write.
-  const lockRedis = duplicateRedis(opts.redis, { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs }, { autoPipelining: true });
+  const lockRedis = duplicateRedis(
+    opts.redis,
+    { connectionName: 'baton-locks', maxRetriesPerRequest: 1, commandTimeout: lockCommandTimeoutMs },
+    { autoPipelining: true },
+  );
   lockRedis.on('error', (err) => opts.logger.debug({ err }, 'turn lock connection error'));
   const locks = new TurnLocks(lockRedis, names, { ttlMs: opts.turnLockTtlMs, logger: opts.logger, commandTimeoutMs: lockCommandTimeoutMs });
   const settings = new RuntimeSettingsReader(opts.repos.settings, opts.settingsMaxAgeMs ?? DELIVERY_WORKER_DEFAULTS.settingsMaxAgeMs);
@@ -123,7 +127,9 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
 
   const workers: Worker[] = [];
   const pools = opts.pools ?? [''];
-  const routes = opts.adapters.providers().flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool).map((name) => ({ name, provider, pool }))));
+  const routes = opts.adapters
+    .providers()
+    .flatMap((provider) => pools.flatMap((pool) => queues.allQueueNames(provider, pool).map((name) => ({ name, provider, pool }))));
   for (const { name: queueName, provider, pool } of routes) {
     const route = queueRoute(provider, pool);
     // The dispatch runs of this queue in flight in this process, whichever wake job started them.
@@ -131,7 +137,8 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     const slots = new QueueSlots(
       opts.concurrency,
       {
-        pause: () => void worker.pause(true).catch((err: unknown) => opts.logger.warn({ err, queue: queueName }, 'pausing a delivery queue failed')),
+        pause: () =>
+          void worker.pause(true).catch((err: unknown) => opts.logger.warn({ err, queue: queueName }, 'pausing a delivery queue failed')),
         resume: () => void worker.resume(),
       },
       Math.min(opts.concurrency, DELIVERY_WORKER_DEFAULTS.workingRunsPerQueue),
@@ -149,7 +156,11 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
             addWakeJob: () => queues.addWakeJob(queueName, route),
             dispatch: (agentId) => dispatchAgent(deps, { ...route, agentId, cause: 'wake' }, signals, run),
             retryLater: (agentId) =>
-              queues.enqueue({ ...route, agentId, cause: 'due' }, JOB_IDS.dueAt(agentId, Date.now() + DELIVERY_WORKER_DEFAULTS.failedRunRetryMs, job.id ?? ''), DELIVERY_WORKER_DEFAULTS.failedRunRetryMs),
+              queues.enqueue(
+                { ...route, agentId, cause: 'due' },
+                JOB_IDS.dueAt(agentId, Date.now() + DELIVERY_WORKER_DEFAULTS.failedRunRetryMs, job.id ?? ''),
+                DELIVERY_WORKER_DEFAULTS.failedRunRetryMs,
+              ),
             draining: draining.signal,
             logger: opts.logger,
           });
@@ -183,9 +194,15 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     worker.on('error', (err) => logQueueError(opts.logger, err, { queue: queueName }, 'delivery worker error'));
     workers.push(worker);
   }
-  opts.logger.info({ workerId: opts.workerId, providers: opts.adapters.providers(), pools: pools.map(poolName), queues: workers.length }, 'delivery worker started');
+  opts.logger.info(
+    { workerId: opts.workerId, providers: opts.adapters.providers(), pools: pools.map(poolName), queues: workers.length },
+    'delivery worker started',
+  );
   // Alongside delivery, not before it: a turn that comes first starts its runtime itself.
-  const prepared = prepareAgents({ agents: opts.repos.agents, adapters: opts.adapters, deployment: names.deployment, pools, logger: opts.logger }, draining.signal).catch((err: unknown) => {
+  const prepared = prepareAgents(
+    { agents: opts.repos.agents, adapters: opts.adapters, deployment: names.deployment, pools, logger: opts.logger },
+    draining.signal,
+  ).catch((err: unknown) => {
     opts.logger.warn({ err }, 'preparing the agents failed');
     return [];
   });

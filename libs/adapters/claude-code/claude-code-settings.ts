@@ -41,16 +41,52 @@ const ClaudeCodeSettingsSchema = Type.Object(
   {
     cwd: Path("the session's working directory (absolute); Claude Code scopes sessions and --resume to it"),
     binary: Type.Optional(Path('the claude executable: a path, or a name looked up on PATH (default: claude)')),
-    configDir: Type.Optional(Path("CLAUDE_CONFIG_DIR (absolute): where the login and the transcripts live (default: Claude Code's own, ~/.claude)")),
-    allowedTools: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 256, description: '--allowedTools: tools the turn may use without asking, e.g. "Edit", "Bash(git *)"' })),
-    permissionMode: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: `--permission-mode: ${HEADLESS_PERMISSION_MODES.join(', ')} (default dontAsk); modes that ask a human are refused` })),
-    model: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: '--model (default: Claude Code\'s)' })),
-    apiKey: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'ANTHROPIC_API_KEY for the turn (secret); without it the login in configDir is used' })),
+    configDir: Type.Optional(
+      Path("CLAUDE_CONFIG_DIR (absolute): where the login and the transcripts live (default: Claude Code's own, ~/.claude)"),
+    ),
+    allowedTools: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        maxItems: 256,
+        description: '--allowedTools: tools the turn may use without asking, e.g. "Edit", "Bash(git *)"',
+      }),
+    ),
+    permissionMode: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: `--permission-mode: ${HEADLESS_PERMISSION_MODES.join(', ')} (default dontAsk); modes that ask a human are refused`,
+      }),
+    ),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: "--model (default: Claude Code's)" })),
+    apiKey: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description: 'ANTHROPIC_API_KEY for the turn (secret); without it the login in configDir is used',
+      }),
+    ),
     env: envSetting('extra variables, NAME -> value or { value, secret: true }'),
-    timeoutMs: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 24 * 60 * 60_000, description: "the turn's deadline; past it the claude process group is killed" })),
-    maxOutputBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024, description: "bytes of the end of claude's stream (where the result is) and of its standard error read" })),
+    timeoutMs: Type.Optional(
+      Type.Integer({
+        minimum: 1_000,
+        maximum: 24 * 60 * 60_000,
+        description: "the turn's deadline; past it the claude process group is killed",
+      }),
+    ),
+    maxOutputBytes: Type.Optional(
+      Type.Integer({
+        minimum: 1024,
+        maximum: 16 * 1024 * 1024,
+        description: "bytes of the end of claude's stream (where the result is) and of its standard error read",
+      }),
+    ),
     unfinishedTurnMs: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 24 * 60 * 60_000, description: "how long after the transcript's last write a turn Baton did not start, unfinished there, counts as live (busy); 0: the transcript alone never does" }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 24 * 60 * 60_000,
+        description:
+          "how long after the transcript's last write a turn Baton did not start, unfinished there, counts as live (busy); 0: the transcript alone never does",
+      }),
     ),
   },
   { additionalProperties: false },
@@ -93,11 +129,15 @@ function checkClaudeCodeSettings(settings: Readonly<Record<string, unknown>>): s
         : `/permissionMode: must be one of ${HEADLESS_PERMISSION_MODES.join(', ')}`,
     );
   }
-  if (s.allowedTools?.some((t) => nul(t) || t.startsWith('-'))) problems.push('/allowedTools: a tool name must not start with "-" or contain NUL characters');
-  if (s.model !== undefined && (nul(s.model) || s.model.startsWith('-'))) problems.push('/model: must not start with "-" or contain NUL characters');
+  if (s.allowedTools?.some((t) => nul(t) || t.startsWith('-')))
+    problems.push('/allowedTools: a tool name must not start with "-" or contain NUL characters');
+  if (s.model !== undefined && (nul(s.model) || s.model.startsWith('-')))
+    problems.push('/model: must not start with "-" or contain NUL characters');
   problems.push(
     ...envProblems(s.env, (name) =>
-      (OWNED_ENV_NAMES as readonly string[]).includes(name) ? `is set by Baton (use the ${name === 'CLAUDE_CONFIG_DIR' ? 'configDir' : name === 'ANTHROPIC_API_KEY' ? 'apiKey' : "turn's own"} setting)` : null,
+      (OWNED_ENV_NAMES as readonly string[]).includes(name)
+        ? `is set by Baton (use the ${name === 'CLAUDE_CONFIG_DIR' ? 'configDir' : name === 'ANTHROPIC_API_KEY' ? 'apiKey' : "turn's own"} setting)`
+        : null,
     ),
   );
   return problems;
@@ -126,7 +166,9 @@ const checker = Compile(ClaudeCodeSettingsSchema);
  * An agent's settings, checked again at delivery (they may predate a schema change) and with
  * defaults applied.
  */
-export function parseClaudeCodeSettings(settings: Readonly<Record<string, unknown>>): { ok: true; settings: ClaudeCodeSettings } | { ok: false; problems: string[] } {
+export function parseClaudeCodeSettings(
+  settings: Readonly<Record<string, unknown>>,
+): { ok: true; settings: ClaudeCodeSettings } | { ok: false; problems: string[] } {
   if (!checker.Check(settings)) {
     return { ok: false, problems: [...checker.Errors(settings)].slice(0, 3).map((e) => `${e.instancePath || '/'}: ${e.message}`) };
   }

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { commandTurnText } from '../command/create-command-adapter.ts';
 import { createRunLauncher } from '../command/run-launcher.ts';
 import { readBounded, recordDir, type Reservation, type RunView } from '../command/run-record.ts';
-import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
+import {
+  endOfObservation,
+  type DeliveryTarget,
+  type ProviderAdapter,
+  type SendResult,
+  type TurnEnd,
+  type TurnObservation,
+  type TurnRequest,
+  type WatchHooks,
+} from '../provider-adapter.ts';
 import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
 import { claudeErrorText, claudeFailure, type ClaudeErrorReport } from './claude-failure.ts';
 import { findForeignTurn } from './foreign-turn.ts';
@@ -50,7 +59,9 @@ export function namesSession(target: DeliveryTarget): boolean {
  */
 export function claudeSessionId(target: DeliveryTarget): string {
   if (namesSession(target)) return (target.target as string).toLowerCase();
-  const h = createHash('sha256').update(`baton-claude-code-session:${target.agentId}:${target.target ?? ''}`).digest('hex');
+  const h = createHash('sha256')
+    .update(`baton-claude-code-session:${target.agentId}:${target.target ?? ''}`)
+    .digest('hex');
   // Version 4 / variant bits set, so the CLI's UUID check accepts it.
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
@@ -133,7 +144,11 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       transcript: transcriptPath(configDir, settings.cwd, sessionId),
       unfinishedTurnMs: settings.unfinishedTurnMs,
       now: now(),
-      isBatonRun: (requestId) => fs.access(recordDir(runDir, group(sessionId), requestId)).then(() => true, () => false),
+      isBatonRun: (requestId) =>
+        fs.access(recordDir(runDir, group(sessionId), requestId)).then(
+          () => true,
+          () => false,
+        ),
     });
   }
 
@@ -148,13 +163,28 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     if (alive) return { found: true, status: 'running' };
     const a = seen.answer;
     if (a && !a.pendingTool) {
-      if (a.apiError) return failedWith({ text: a.text, ...(a.errorName ? { errorName: a.errorName } : {}), ...(a.httpStatus ? { httpStatus: a.httpStatus } : {}) });
+      if (a.apiError)
+        return failedWith({
+          text: a.text,
+          ...(a.errorName ? { errorName: a.errorName } : {}),
+          ...(a.httpStatus ? { httpStatus: a.httpStatus } : {}),
+        });
       return { found: true, status: 'returned', result: { summary: a.text, output: { source: 'transcript' } } };
     }
-    return { found: true, status: 'interrupted', error: 'the claude process ended before the turn answered (its transcript has the prompt but no final answer)' };
+    return {
+      found: true,
+      status: 'interrupted',
+      error: 'the claude process ended before the turn answered (its transcript has the prompt but no final answer)',
+    };
   }
 
-  async function observationOf(dir: string, view: RunView, target: DeliveryTarget, settings: ClaudeCodeSettings, requestId: string): Promise<TurnObservation> {
+  async function observationOf(
+    dir: string,
+    view: RunView,
+    target: DeliveryTarget,
+    settings: ClaudeCodeSettings,
+    requestId: string,
+  ): Promise<TurnObservation> {
     switch (view.kind) {
       case 'absent':
         // Not started through this host's records (or the record was removed): the session's own history decides.
@@ -171,7 +201,9 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     const { exit, reservation } = view;
     const bytes = reservation.maxOutputBytes;
     if (exit.kind === 'spawn_failed') {
-      return CONFIG_SPAWN_ERRORS.has(exit.code) ? { found: true, status: 'rejected', error: `cannot start ${reservation.argv[0] ?? 'claude'}: ${exit.message}` } : { found: false, complete: true };
+      return CONFIG_SPAWN_ERRORS.has(exit.code)
+        ? { found: true, status: 'rejected', error: `cannot start ${reservation.argv[0] ?? 'claude'}: ${exit.message}` }
+        : { found: false, complete: true };
     }
     const end = readStreamEnd(await readBounded(join(dir, 'stdout'), bytes));
     if (exit.kind === 'exited' && end) {
@@ -182,7 +214,12 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
         status: 'returned',
         result: {
           summary: result.result ?? '',
-          output: { sessionId: result.session_id ?? null, numTurns: result.num_turns ?? null, durationMs: result.duration_ms ?? null, costUsd: result.total_cost_usd ?? null },
+          output: {
+            sessionId: result.session_id ?? null,
+            numTurns: result.num_turns ?? null,
+            durationMs: result.duration_ms ?? null,
+            costUsd: result.total_cost_usd ?? null,
+          },
         },
       };
     }
@@ -192,8 +229,13 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     if (seen.found && seen.status === 'returned') return seen;
     const stderr = await readBounded(join(dir, 'stderr'), 4_096);
     if (exit.kind === 'interrupted') return { found: true, status: 'interrupted', error: exit.reason };
-    if (exit.deadlineExceeded) return { found: true, status: 'failed', error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): claude was stopped`, stderr) };
-    return { found: true, status: 'failed', error: withOutput(exit.signal ? `claude was killed by ${exit.signal}` : `claude exited with code ${exit.code} and no result`, stderr) };
+    if (exit.deadlineExceeded)
+      return { found: true, status: 'failed', error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): claude was stopped`, stderr) };
+    return {
+      found: true,
+      status: 'failed',
+      error: withOutput(exit.signal ? `claude was killed by ${exit.signal}` : `claude exited with code ${exit.code} and no result`, stderr),
+    };
   }
 
   function argvOf(settings: ClaudeCodeSettings, sessionId: string, resume: boolean): string[] {
@@ -205,16 +247,24 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     return argv;
   }
 
-  async function follow(target: DeliveryTarget, settings: ClaudeCodeSettings, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {
+  async function follow(
+    target: DeliveryTarget,
+    settings: ClaudeCodeSettings,
+    requestId: string,
+    hooks: WatchHooks,
+    signal: AbortSignal,
+  ): Promise<TurnEnd> {
     const dir = recordDir(runDir, group(claudeSessionId(target)), requestId);
     let sawRunning = false;
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
       const view = await runs.inspect(dir);
       const seen = await observationOf(dir, view, target, settings, requestId);
-      const end = seen.found ? endOfObservation(seen) : { status: 'unobservable' as const, error: 'claude was never started for this turn (its run record and the transcript say so)' };
+      const end = seen.found
+        ? endOfObservation(seen)
+        : { status: 'unobservable' as const, error: 'claude was never started for this turn (its run record and the transcript say so)' };
       // A turn that ended was running before it did, even if no look caught it running.
-      if (!sawRunning && (seen.found && seen.status !== 'accepted' && seen.status !== 'rejected')) {
+      if (!sawRunning && seen.found && seen.status !== 'accepted' && seen.status !== 'rejected') {
         sawRunning = true;
         await hooks.onRunning();
       }
@@ -233,7 +283,8 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
 
     async sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult> {
       const parsed = parseClaudeCodeSettings(target.settings);
-      if (!parsed.ok) return { outcome: 'rejected', reason: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
+      if (!parsed.ok)
+        return { outcome: 'rejected', reason: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
       const settings = parsed.settings;
       if (signal.aborted) return { outcome: 'not_sent', error: 'aborted before the run was reserved' };
       const sessionId = claudeSessionId(target);
@@ -243,9 +294,16 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
         return sendResultOf(view, await observationOf(dir, view, target, settings, turn.requestId));
       };
       // Written before: never start it again.
-      if (await fs.access(dir).then(() => true, () => false)) return answerFromRecord();
+      if (
+        await fs.access(dir).then(
+          () => true,
+          () => false,
+        )
+      )
+        return answerFromRecord();
       try {
-        if (await runs.liveRun(group(sessionId), dir)) return { outcome: 'busy', detail: `a claude process of Baton's is still running in session ${sessionId}` };
+        if (await runs.liveRun(group(sessionId), dir))
+          return { outcome: 'busy', detail: `a claude process of Baton's is still running in session ${sessionId}` };
       } catch (err) {
         return { outcome: 'not_sent', error: `could not read the run records in ${runDir}: ${(err as Error).message}` };
       }
@@ -255,17 +313,27 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
         const foreign = await foreignTurn(target, settings);
         if (foreign) return { outcome: 'busy', detail: foreign };
       } catch (err) {
-        return { outcome: 'not_sent', error: `could not tell whether a turn Baton did not start runs in session ${sessionId}: ${(err as Error).message}` };
+        return {
+          outcome: 'not_sent',
+          error: `could not tell whether a turn Baton did not start runs in session ${sessionId}: ${(err as Error).message}`,
+        };
       }
       let resume: boolean;
       try {
-        resume = await fs.access(transcript).then(() => true, () => false);
+        resume = await fs.access(transcript).then(
+          () => true,
+          () => false,
+        );
       } catch (err) {
         return { outcome: 'not_sent', error: (err as Error).message };
       }
       // A session the agent was registered with must exist where it is looked for: starting it
       // afresh would write the turn into a new, empty conversation.
-      if (!resume && namesSession(target)) return { outcome: 'gone', reason: `session ${sessionId} has no transcript at ${transcript} (a different cwd or configDir, or deleted)` };
+      if (!resume && namesSession(target))
+        return {
+          outcome: 'gone',
+          reason: `session ${sessionId} has no transcript at ${transcript} (a different cwd or configDir, or deleted)`,
+        };
       const argv = argvOf(settings, sessionId, resume);
       const reservation: Reservation = {
         requestId: turn.requestId,
@@ -290,7 +358,11 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       }
       if (!created) return answerFromRecord();
       try {
-        const launched = await runs.launch(dir, { argv, cwd: settings.cwd, env: envOf(settings, turn), timeoutMs: settings.timeoutMs, killGraceMs }, signal);
+        const launched = await runs.launch(
+          dir,
+          { argv, cwd: settings.cwd, env: envOf(settings, turn), timeoutMs: settings.timeoutMs, killGraceMs },
+          signal,
+        );
         if (launched.kind !== 'decided') return { outcome: launched.kind, error: launched.error };
         return sendResultOf(launched.view, await observationOf(dir, launched.view, target, settings, turn.requestId));
       } catch (err) {
@@ -315,7 +387,8 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
 
     async waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {
       const parsed = parseClaudeCodeSettings(target.settings);
-      if (!parsed.ok) return { status: 'unobservable', error: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
+      if (!parsed.ok)
+        return { status: 'unobservable', error: `the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}` };
       return follow(target, parsed.settings, requestId, hooks, signal);
     },
 
@@ -328,8 +401,11 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
 /** The answer to a write from a record whose start is decided, and how it reads. */
 function sendResultOf(view: RunView, seen: TurnObservation): SendResult {
   if (view.kind === 'ended' && view.exit.kind === 'spawn_failed') {
-    return seen.found ? { outcome: 'rejected', reason: seen.error ?? view.exit.message } : { outcome: 'not_sent', error: `cannot start claude: ${view.exit.message}` };
+    return seen.found
+      ? { outcome: 'rejected', reason: seen.error ?? view.exit.message }
+      : { outcome: 'not_sent', error: `cannot start claude: ${view.exit.message}` };
   }
-  if (view.kind === 'never_started' || view.kind === 'absent') return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
+  if (view.kind === 'never_started' || view.kind === 'absent')
+    return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
   return { outcome: 'accepted', seen };
 }

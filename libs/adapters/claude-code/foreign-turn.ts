@@ -157,7 +157,8 @@ async function fromCommandLines(q: ForeignTurnQuery, withFile: ReadonlySet<numbe
 export async function findForeignTurn(q: ForeignTurnQuery): Promise<string | null> {
   const { inTurn, withFile } = await fromSessionFiles(q);
   for (const p of inTurn) {
-    if (!(await batonsOwn(p.pid, q))) return `a claude process Baton did not start (pid ${p.pid}, ${p.status}) is in a turn of session ${q.sessionId}`;
+    if (!(await batonsOwn(p.pid, q)))
+      return `a claude process Baton did not start (pid ${p.pid}, ${p.status}) is in a turn of session ${q.sessionId}`;
   }
   for (const pid of await fromCommandLines(q, withFile)) {
     if (!(await batonsOwn(pid, q))) return `a claude process Baton did not start (pid ${pid}) is running on session ${q.sessionId}`;

@@ -86,7 +86,11 @@ export class AppServerClient extends EventEmitter {
       this.pending.clear();
       this.emit('exit', why);
     });
-    await this.call('initialize', { clientInfo: { name: 'baton', title: 'Baton', version: '1' }, capabilities: { experimentalApi: true } }, signal);
+    await this.call(
+      'initialize',
+      { clientInfo: { name: 'baton', title: 'Baton', version: '1' }, capabilities: { experimentalApi: true } },
+      signal,
+    );
     this.write({ method: 'initialized' });
   }
 
@@ -127,7 +131,13 @@ export class AppServerClient extends EventEmitter {
   }
 
   private onLine(line: string): void {
-    let m: { id?: number | string; method?: string; params?: Record<string, unknown>; result?: unknown; error?: { code?: number; message?: string } };
+    let m: {
+      id?: number | string;
+      method?: string;
+      params?: Record<string, unknown>;
+      result?: unknown;
+      error?: { code?: number; message?: string };
+    };
     try {
       m = JSON.parse(line) as typeof m;
     } catch {

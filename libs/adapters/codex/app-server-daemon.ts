@@ -54,7 +54,8 @@ export async function keepDaemonUpdaterOff(codexHome: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return;
   }
   const updater = settings['updater'];
-  if (updater !== null && typeof updater === 'object' && typeof (updater as Record<string, unknown>)['autoUpdateEnabled'] === 'boolean') return;
+  if (updater !== null && typeof updater === 'object' && typeof (updater as Record<string, unknown>)['autoUpdateEnabled'] === 'boolean')
+    return;
   const next = { ...settings, updater: { ...(updater !== null && typeof updater === 'object' ? updater : {}), autoUpdateEnabled: false } };
   await mkdir(join(codexHome, 'app-server-daemon'), { recursive: true, mode: 0o700 });
   // Two workers may race here; each writes the same content and the rename is atomic.
@@ -96,14 +97,19 @@ export async function ensureAppServerDaemon(opts: DaemonOptions, signal: AbortSi
  */
 export async function stopAppServerDaemon(opts: DaemonOptions, signal: AbortSignal): Promise<void> {
   const { stdout, stderr, code } = await run(opts, ['app-server', 'daemon', 'stop'], signal);
-  if (code !== 0) throw new Error(`codex app-server daemon stop failed (exit ${code}): ${lastLine(stderr) || lastLine(stdout) || 'no output'}`);
+  if (code !== 0)
+    throw new Error(`codex app-server daemon stop failed (exit ${code}): ${lastLine(stderr) || lastLine(stdout) || 'no output'}`);
 }
 
 function run(opts: DaemonOptions, args: string[], signal: AbortSignal): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     // The daemon detaches from this child (its own session), so killing the child on abort
     // stops only the start command, never a daemon that others use.
-    const child = spawn(opts.binary, args, { env: { ...opts.env, ...opts.agentEnv, CODEX_HOME: opts.codexHome }, stdio: ['ignore', 'pipe', 'pipe'], signal });
+    const child = spawn(opts.binary, args, {
+      env: { ...opts.env, ...opts.agentEnv, CODEX_HOME: opts.codexHome },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -114,7 +120,10 @@ function run(opts: DaemonOptions, args: string[], signal: AbortSignal): Promise<
 }
 
 function lastJson(text: string): Record<string, unknown> | null {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('{'));
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('{'));
   for (let i = lines.length - 1; i >= 0; i--) {
     try {
       return JSON.parse(lines[i]!) as Record<string, unknown>;

@@ -120,7 +120,9 @@ export class AppServerPool {
     if (entry.client === client) entry.client = undefined;
     const fresh = await this.connect(entry, req);
     if (!daemonEnvServes(fresh.daemon?.envFingerprint ?? null, envFingerprint(req.env))) {
-      throw new AppServerUnavailable(`the app-server daemon of ${req.codexHome} was restarted by another process with another env; trying again later`);
+      throw new AppServerUnavailable(
+        `the app-server daemon of ${req.codexHome} was restarted by another process with another env; trying again later`,
+      );
     }
     return fresh;
   }
@@ -129,11 +131,15 @@ export class AppServerPool {
     if (entry.client?.alive) return Promise.resolve(entry.client);
     if (entry.starting) return entry.starting;
     const wait = entry.notBefore - Date.now();
-    if (wait > 0) return Promise.reject(new AppServerUnavailable(`the codex app-server daemon of ${req.codexHome} is unreachable (next attempt in ${wait} ms)`));
+    if (wait > 0)
+      return Promise.reject(
+        new AppServerUnavailable(`the codex app-server daemon of ${req.codexHome} is unreachable (next attempt in ${wait} ms)`),
+      );
     const client = new AppServerClient({ binary: req.binary, codexHome: req.codexHome, env: this.baseEnv, agentEnv: req.env });
     const backOff = () => {
       entry.failures++;
-      entry.notBefore = Date.now() + Math.min(CODEX_ADAPTER_DEFAULTS.reconnectMaxMs, CODEX_ADAPTER_DEFAULTS.reconnectFirstMs * 2 ** (entry.failures - 1));
+      entry.notBefore =
+        Date.now() + Math.min(CODEX_ADAPTER_DEFAULTS.reconnectMaxMs, CODEX_ADAPTER_DEFAULTS.reconnectFirstMs * 2 ** (entry.failures - 1));
     };
     entry.starting = client
       .start()
@@ -151,7 +157,9 @@ export class AppServerPool {
         backOff();
         // The connect error thrown below is what to report; closing the half-made client is best effort.
         void client.close().catch(() => undefined);
-        throw err instanceof AppServerUnavailable || isSpawnError(err) ? err : new AppServerUnavailable(`could not reach the codex app-server daemon of ${req.codexHome}: ${(err as Error).message}`);
+        throw err instanceof AppServerUnavailable || isSpawnError(err)
+          ? err
+          : new AppServerUnavailable(`could not reach the codex app-server daemon of ${req.codexHome}: ${(err as Error).message}`);
       })
       .finally(() => {
         entry.starting = undefined;
@@ -165,7 +173,10 @@ async function activeThreads(client: AppServerClient, signal: AbortSignal): Prom
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
-    const page = (await client.call('thread/loaded/list', cursor ? { cursor } : {}, signal)) as { data?: string[]; nextCursor?: string | null };
+    const page = (await client.call('thread/loaded/list', cursor ? { cursor } : {}, signal)) as {
+      data?: string[];
+      nextCursor?: string | null;
+    };
     ids.push(...(page.data ?? []));
     cursor = page.nextCursor ?? null;
   } while (cursor);

@@ -36,8 +36,14 @@ interface InfoRule {
  * model answer became). Anything not listed (a newer Codex's name) is transient.
  */
 const INFO_RULES: Readonly<Record<string, InfoRule>> = {
-  unauthorized: { kind: 'authentication', why: "the model API refused Codex's credentials: check the Codex home's login or the key the agent's env setting gives" },
-  contextWindowExceeded: { kind: 'limit', why: "the thread no longer fits the model's context window: give the agent a new thread, or compact this one" },
+  unauthorized: {
+    kind: 'authentication',
+    why: "the model API refused Codex's credentials: check the Codex home's login or the key the agent's env setting gives",
+  },
+  contextWindowExceeded: {
+    kind: 'limit',
+    why: "the thread no longer fits the model's context window: give the agent a new thread, or compact this one",
+  },
   usageLimitExceeded: { kind: 'limit', why: "the account's usage quota is spent" },
   sessionBudgetExceeded: { kind: 'limit', why: "the session's budget is spent" },
   cyberPolicy: { kind: 'refusal', why: 'the model provider refused the request (cyber policy)' },
@@ -47,15 +53,24 @@ const INFO_RULES: Readonly<Record<string, InfoRule>> = {
   tooManyDenials: { kind: 'refusal', why: "Codex's reviewer denied the turn's actions too many times" },
   // The provider's policy check had no capacity: nothing was refused, a later try may pass.
   policyCapacityUnavailable: { kind: 'transient', why: "the model provider's policy check had no capacity" },
-  modelNotFound: { kind: 'configuration', why: "the model does not exist or the key has no access to it: check the agent's model setting or the Codex home's config" },
+  modelNotFound: {
+    kind: 'configuration',
+    why: "the model does not exist or the key has no access to it: check the agent's model setting or the Codex home's config",
+  },
   // A malformed request is built from the thread and the agent's settings: a resend sends the
   // same request and meets the same answer.
-  badRequest: { kind: 'configuration', why: "the model API refused the request as malformed: check the agent's model and the Codex home's provider settings" },
+  badRequest: {
+    kind: 'configuration',
+    why: "the model API refused the request as malformed: check the agent's model and the Codex home's provider settings",
+  },
   sandboxError: { kind: 'configuration', why: 'Codex could not set up its sandbox on this host' },
   rateLimitExceeded: { kind: 'transient', why: 'the model API is rate-limiting this account' },
   serverOverloaded: { kind: 'transient', why: 'the model is at capacity' },
   flexUnavailable: { kind: 'transient', why: 'flex processing is unavailable' },
-  internalServerError: { kind: 'transient', why: "the model API answered with a server error (Codex shows its own words in place of the API's message)" },
+  internalServerError: {
+    kind: 'transient',
+    why: "the model API answered with a server error (Codex shows its own words in place of the API's message)",
+  },
   httpConnectionFailed: { kind: 'transient', why: 'the request to the model API failed' },
   responseStreamConnectionFailed: { kind: 'transient', why: "the model API's stream could not be opened" },
   responseStreamDisconnected: { kind: 'transient', why: "the model API's stream broke off" },
@@ -67,9 +82,17 @@ const INFO_RULES: Readonly<Record<string, InfoRule>> = {
 
 /** What an HTTP status of the model API says, over the info's own rule (a 401 comes as httpConnectionFailed). */
 function kindOfStatus(status: number): InfoRule | null {
-  if (status === 401 || status === 403) return { kind: 'authentication', why: "the model API refused the credentials: check the key the agent's env setting gives, or the Codex home's login" };
+  if (status === 401 || status === 403)
+    return {
+      kind: 'authentication',
+      why: "the model API refused the credentials: check the key the agent's env setting gives, or the Codex home's login",
+    };
   if (status === 413) return { kind: 'limit', why: 'the request is larger than the model API takes' };
-  if ([400, 404, 405, 410, 415, 422].includes(status)) return { kind: 'configuration', why: "the model API refused the request: check the Codex home's provider (base_url) and the agent's model" };
+  if ([400, 404, 405, 410, 415, 422].includes(status))
+    return {
+      kind: 'configuration',
+      why: "the model API refused the request: check the Codex home's provider (base_url) and the agent's model",
+    };
   return null;
 }
 
@@ -106,7 +129,10 @@ function rawApiError(message: string): { type: string | null; message: string | 
   try {
     const body = JSON.parse(message) as { error?: { type?: unknown; message?: unknown } };
     if (!body.error || typeof body.error !== 'object') return null;
-    return { type: typeof body.error.type === 'string' ? body.error.type : null, message: typeof body.error.message === 'string' ? body.error.message : null };
+    return {
+      type: typeof body.error.type === 'string' ? body.error.type : null,
+      message: typeof body.error.message === 'string' ? body.error.message : null,
+    };
   } catch {
     return null;
   }
@@ -119,7 +145,10 @@ function rawApiError(message: string): { type: string | null; message: string | 
  * the model API's status line and message where Codex passes them on), adds what the retry
  * notices said that it does not, and ends with the kind, the HTTP status and what to do.
  */
-export function classifyCodexError(error: CodexTurnError | null | undefined, notices: readonly CodexErrorNotice[] = []): ClassifiedCodexError {
+export function classifyCodexError(
+  error: CodexTurnError | null | undefined,
+  notices: readonly CodexErrorNotice[] = [],
+): ClassifiedCodexError {
   const last = notices.filter((n) => !n.willRetry).at(-1)?.error;
   const err = error ?? last ?? {};
   const message = (err.message ?? '').trim() || 'the Codex turn failed';
@@ -137,15 +166,24 @@ export function classifyCodexError(error: CodexTurnError | null | undefined, not
   let rule: InfoRule;
   let shown = message;
   if (missing) {
-    rule = { kind: 'configuration', why: `no request reached the model: set ${missing[1]} in the agent's env setting (the Codex home's provider reads its key from it)` };
+    rule = {
+      kind: 'configuration',
+      why: `no request reached the model: set ${missing[1]} in the agent's env setting (the Codex home's provider reads its key from it)`,
+    };
   } else if (raw && raw.type === 'invalid_request_error') {
     shown = `the model API refused the request (${raw.type}): ${raw.message ?? message}`;
-    rule = { kind: 'configuration', why: "a resend sends the same request: check the agent's model and the Codex home's provider settings" };
+    rule = {
+      kind: 'configuration',
+      why: "a resend sends the same request: check the agent's model and the Codex home's provider settings",
+    };
   } else {
-    rule = (httpStatus !== null ? kindOfStatus(httpStatus) : null) ?? INFO_RULES[name ?? 'other'] ?? { kind: 'transient', why: `Codex reported ${JSON.stringify(name)}` };
+    rule = (httpStatus !== null ? kindOfStatus(httpStatus) : null) ??
+      INFO_RULES[name ?? 'other'] ?? { kind: 'transient', why: `Codex reported ${JSON.stringify(name)}` };
   }
   const retryAfterMs = rule.kind === 'transient' ? retryAfterOf([message, ...details]) : undefined;
-  const tags = [httpStatus !== null ? `HTTP ${httpStatus}` : null, name && name !== 'other' ? name : null].filter((t): t is string => t !== null);
+  const tags = [httpStatus !== null ? `HTTP ${httpStatus}` : null, name && name !== 'other' ? name : null].filter(
+    (t): t is string => t !== null,
+  );
   const text = `${shown}${details.length > 0 ? ` (earlier: ${details.join('; ')})` : ''} [${rule.kind}${tags.length > 0 ? `, ${tags.join(', ')}` : ''}: ${rule.why}]`;
   return {
     error: text,

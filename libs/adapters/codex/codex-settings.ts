@@ -27,13 +27,34 @@ export const CODEX_DEFAULTS = {
 
 const CodexSettingsSchema = Type.Object(
   {
-    cwd: Type.String({ minLength: 1, maxLength: 4096, description: 'absolute working directory of the thread (the project Codex works in)' }),
-    binary: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'the codex executable (default: codex on the worker\'s PATH)' })),
-    codexHome: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'absolute CODEX_HOME holding the login and the threads (default: the worker\'s CODEX_HOME, else ~/.codex)' })),
-    sandbox: Type.Optional(Type.Union(CODEX_SANDBOXES.map((s) => Type.Literal(s)), { description: 'Codex sandbox mode (default: the Codex home\'s config)' })),
-    approvalPolicy: Type.Optional(Type.String({ maxLength: 64, description: 'must be "never": any other policy can wait on a prompt nobody answers' })),
-    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'model slug (default: the Codex home\'s config)' })),
-    unfinishedTurnMs: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 86_400_000, description: 'how long an unfinished turn Baton did not start counts as live' })),
+    cwd: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'absolute working directory of the thread (the project Codex works in)',
+    }),
+    binary: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 4096, description: "the codex executable (default: codex on the worker's PATH)" }),
+    ),
+    codexHome: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description: "absolute CODEX_HOME holding the login and the threads (default: the worker's CODEX_HOME, else ~/.codex)",
+      }),
+    ),
+    sandbox: Type.Optional(
+      Type.Union(
+        CODEX_SANDBOXES.map((s) => Type.Literal(s)),
+        { description: "Codex sandbox mode (default: the Codex home's config)" },
+      ),
+    ),
+    approvalPolicy: Type.Optional(
+      Type.String({ maxLength: 64, description: 'must be "never": any other policy can wait on a prompt nobody answers' }),
+    ),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "model slug (default: the Codex home's config)" })),
+    unfinishedTurnMs: Type.Optional(
+      Type.Integer({ minimum: 1_000, maximum: 86_400_000, description: 'how long an unfinished turn Baton did not start counts as live' }),
+    ),
     env: envSetting("variables for the Codex home's app-server daemon (which runs the turns), NAME -> value or { value, secret: true }"),
   },
   { additionalProperties: false },
@@ -61,16 +82,26 @@ function problems(settings: Readonly<Record<string, unknown>>): string[] {
   }
   const policy = settings['approvalPolicy'];
   if (policy !== undefined && policy !== CODEX_APPROVAL_POLICY) {
-    out.push(`/approvalPolicy: ${JSON.stringify(policy)} can stop a headless turn on an approval prompt nobody answers; Baton runs Codex only with "never"`);
+    out.push(
+      `/approvalPolicy: ${JSON.stringify(policy)} can stop a headless turn on an approval prompt nobody answers; Baton runs Codex only with "never"`,
+    );
   }
   out.push(...envProblems(settings['env'] as CodexSettings['env'], ownedEnvName));
   return out;
 }
 
 /** The settings if valid, else a message naming the problems (the adapter refuses such a turn). */
-export function parseCodexSettings(settings: Readonly<Record<string, unknown>>): { ok: true; settings: CodexSettings } | { ok: false; error: string } {
+export function parseCodexSettings(
+  settings: Readonly<Record<string, unknown>>,
+): { ok: true; settings: CodexSettings } | { ok: false; error: string } {
   if (!check.Check(settings)) {
-    return { ok: false, error: [...check.Errors(settings)].slice(0, 3).map((e) => `${e.instancePath || '/'}: ${e.message}`).join('; ') };
+    return {
+      ok: false,
+      error: [...check.Errors(settings)]
+        .slice(0, 3)
+        .map((e) => `${e.instancePath || '/'}: ${e.message}`)
+        .join('; '),
+    };
   }
   const extra = problems(settings);
   return extra.length > 0 ? { ok: false, error: extra.join('; ') } : { ok: true, settings: settings };
@@ -105,7 +136,7 @@ export function codexInheritedEnv(env: Readonly<Record<string, string | undefine
 export const CODEX_SPEC: ProviderSpec = {
   provider: 'codex',
   push: true,
-  summary: 'a Codex thread, one new turn per handoff through the Codex home\'s app-server daemon, shared by the workers of that host',
+  summary: "a Codex thread, one new turn per handoff through the Codex home's app-server daemon, shared by the workers of that host",
   settingsSchema: CodexSettingsSchema,
   check: problems,
   redact(settings) {

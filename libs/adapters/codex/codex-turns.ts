@@ -14,7 +14,12 @@ export function codexTurnText(turn: TurnRequest): string {
 export interface CodexTurn {
   readonly id: string;
   readonly status: 'completed' | 'interrupted' | 'failed' | 'inProgress';
-  readonly items?: ReadonlyArray<{ type: string; text?: string; clientId?: string | null; content?: ReadonlyArray<{ type: string; text?: string }> }>;
+  readonly items?: ReadonlyArray<{
+    type: string;
+    text?: string;
+    clientId?: string | null;
+    content?: ReadonlyArray<{ type: string; text?: string }>;
+  }>;
   readonly error?: CodexTurnError | null;
   readonly startedAt?: number | null;
   readonly completedAt?: number | null;
@@ -28,7 +33,10 @@ function summaryOf(turn: CodexTurn, extra: readonly string[] = []): string {
 export function carriesRequest(turn: CodexTurn, requestId: string): boolean {
   const marker = markerLine(requestId);
   return (turn.items ?? []).some(
-    (i) => i.type === 'userMessage' && (i.clientId === requestId || (i.content ?? []).some((c) => typeof c.text === 'string' && c.text.split('\n').some((l) => l.trim() === marker))),
+    (i) =>
+      i.type === 'userMessage' &&
+      (i.clientId === requestId ||
+        (i.content ?? []).some((c) => typeof c.text === 'string' && c.text.split('\n').some((l) => l.trim() === marker))),
   );
 }
 
@@ -44,7 +52,12 @@ export function unfinishedElsewhere(turn: CodexTurn, settings: CodexSettings, no
  * notifications (`turn/completed` carries only a summary view); `notices` the turn's `error`
  * notifications (a followed turn's; an observed one has only its stored error).
  */
-export function endOf(turn: CodexTurn, threadId: string, agentTexts: readonly string[] = [], notices: readonly CodexErrorNotice[] = []): TurnEnd | null {
+export function endOf(
+  turn: CodexTurn,
+  threadId: string,
+  agentTexts: readonly string[] = [],
+  notices: readonly CodexErrorNotice[] = [],
+): TurnEnd | null {
   switch (turn.status) {
     case 'completed':
       return { status: 'returned', result: { summary: summaryOf(turn, agentTexts), output: { threadId, turnId: turn.id } } };

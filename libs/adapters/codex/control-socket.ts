@@ -61,9 +61,19 @@ export class ControlSocket extends EventEmitter {
           return;
         }
         const lines = head.subarray(0, end).toString('latin1').split('\r\n');
-        if (!/^HTTP\/1\.1 101\b/.test(lines[0] ?? '')) return fail(new Error(`the control socket refused the WebSocket upgrade: ${lines[0] ?? ''}`));
-        const accept = lines.find((l) => /^sec-websocket-accept:/i.test(l))?.replace(/^[^:]*:/, '').trim();
-        if (accept !== createHash('sha1').update(key + WS_GUID).digest('base64')) return fail(new Error('the control socket answered the upgrade with a wrong accept key'));
+        if (!/^HTTP\/1\.1 101\b/.test(lines[0] ?? ''))
+          return fail(new Error(`the control socket refused the WebSocket upgrade: ${lines[0] ?? ''}`));
+        const accept = lines
+          .find((l) => /^sec-websocket-accept:/i.test(l))
+          ?.replace(/^[^:]*:/, '')
+          .trim();
+        if (
+          accept !==
+          createHash('sha1')
+            .update(key + WS_GUID)
+            .digest('base64')
+        )
+          return fail(new Error('the control socket answered the upgrade with a wrong accept key'));
         cleanup();
         const ws = new ControlSocket(socket);
         ws.attach(head.subarray(end + 4));
@@ -74,7 +84,9 @@ export class ControlSocket extends EventEmitter {
       socket.once('error', fail);
       socket.once('close', onEarlyClose);
       socket.once('connect', () => {
-        socket.write(`GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+        socket.write(
+          `GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        );
       });
     });
   }

@@ -1,10 +1,26 @@
 import { stat } from 'node:fs/promises';
-import type { DeliveryTarget, PrepareResult, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
+import type {
+  DeliveryTarget,
+  PrepareResult,
+  ProviderAdapter,
+  SendResult,
+  TurnEnd,
+  TurnObservation,
+  TurnRequest,
+  WatchHooks,
+} from '../provider-adapter.ts';
 import { endOfObservation } from '../provider-adapter.ts';
 import { AppServerError, isSpawnError, type AppServerClient, type Notification } from './app-server-client.ts';
 import { AppServerPool, DaemonEnvBusy } from './app-server-pool.ts';
 import type { CodexErrorNotice } from './codex-errors.ts';
-import { CODEX_APPROVAL_POLICY, CODEX_DEFAULTS, codexEnvOf, codexHomeOf, parseCodexSettings, type CodexSettings } from './codex-settings.ts';
+import {
+  CODEX_APPROVAL_POLICY,
+  CODEX_DEFAULTS,
+  codexEnvOf,
+  codexHomeOf,
+  parseCodexSettings,
+  type CodexSettings,
+} from './codex-settings.ts';
 import { carriesRequest, codexTurnText, endOf, observationOf, unfinishedElsewhere, type CodexTurn } from './codex-turns.ts';
 import { CodexHomePreparation } from './prepare-codex-home.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
@@ -42,7 +58,8 @@ const settingsOf = (target: DeliveryTarget) => parseCodexSettings(target.setting
 /** The notifications a followed turn is read from. */
 const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed', 'error']);
 const errMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
-const isMissingThread = (err: unknown) => err instanceof AppServerError && /no rollout found|thread not found|thread not loaded/i.test(err.message);
+const isMissingThread = (err: unknown) =>
+  err instanceof AppServerError && /no rollout found|thread not found|thread not loaded/i.test(err.message);
 /**
  * Codex lets one process write a thread: while a process other than the daemon has it loaded (a
  * user's own Codex TUI, `codex exec` mid-turn) thread/resume fails so. That is busy. Workers do
@@ -149,7 +166,11 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
   /** The newest turn on disk (any process's), or null for a thread without turns. */
   async function lastTurn(client: AppServerClient, threadId: string, signal: AbortSignal): Promise<CodexTurn | null> {
     try {
-      const page = (await client.call('thread/turns/list', { threadId, sortDirection: 'desc', limit: 1, itemsView: 'notLoaded' }, signal)) as { data?: CodexTurn[] };
+      const page = (await client.call(
+        'thread/turns/list',
+        { threadId, sortDirection: 'desc', limit: 1, itemsView: 'notLoaded' },
+        signal,
+      )) as { data?: CodexTurn[] };
       return page.data?.[0] ?? null;
     } catch (err) {
       if (isUnmaterialized(err)) return null;
@@ -160,12 +181,16 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
   /** Why the thread cannot take a turn now, or null when it is idle as far as Codex can tell. */
   async function busyReason(client: AppServerClient, threadId: string, s: CodexSettings, signal: AbortSignal): Promise<string | null> {
     // The daemon's status covers turns any worker started there ("notLoaded" when none loaded it).
-    const read = (await client.call('thread/read', { threadId }, signal)) as { thread?: { status?: { type?: string; activeFlags?: string[] } } };
+    const read = (await client.call('thread/read', { threadId }, signal)) as {
+      thread?: { status?: { type?: string; activeFlags?: string[] } };
+    };
     const status = read.thread?.status;
-    if (status?.type === 'active') return `the Codex thread is in a turn${status.activeFlags?.length ? ` (${status.activeFlags.join(', ')})` : ''}`;
+    if (status?.type === 'active')
+      return `the Codex thread is in a turn${status.activeFlags?.length ? ` (${status.activeFlags.join(', ')})` : ''}`;
     const last = await lastTurn(client, threadId, signal);
     const mine = last ? byTurn.get(last.id) : undefined;
-    if (last && !(mine && mine.end) && unfinishedElsewhere(last, s, Date.now())) return `the Codex thread's last turn ${last.id} is unfinished (another process may be running it)`;
+    if (last && !(mine && mine.end) && unfinishedElsewhere(last, s, Date.now()))
+      return `the Codex thread's last turn ${last.id} is unfinished (another process may be running it)`;
     return null;
   }
 
@@ -173,7 +198,10 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     const parsed = settingsOf(target);
     if (!parsed.ok) return { outcome: 'rejected', reason: `the agent's codex settings are no longer valid: ${parsed.error}` };
     const s = parsed.settings;
-    const isDir = await stat(s.cwd).then((st) => st.isDirectory(), () => false);
+    const isDir = await stat(s.cwd).then(
+      (st) => st.isDirectory(),
+      () => false,
+    );
     if (!isDir) return { outcome: 'rejected', reason: `the working directory ${s.cwd} does not exist on this host` };
     const home = codexHomeOf(s, options.baseEnv);
     let client: AppServerClient;
@@ -222,13 +250,31 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
       try {
         const res = (await client.call(
           'turn/start',
-          { threadId, clientUserMessageId: turn.requestId, input: [{ type: 'text', text: codexTurnText(turn), text_elements: [] }], approvalPolicy: CODEX_APPROVAL_POLICY, ...(s.model ? { model: s.model } : {}) },
+          {
+            threadId,
+            clientUserMessageId: turn.requestId,
+            input: [{ type: 'text', text: codexTurnText(turn), text_elements: [] }],
+            approvalPolicy: CODEX_APPROVAL_POLICY,
+            ...(s.model ? { model: s.model } : {}),
+          },
           signal,
         )) as { turn?: CodexTurn };
         const turnId = res.turn?.id;
         if (!turnId) return { outcome: 'lost', error: 'turn/start answered without a turn id' };
         kept = true;
-        const f: Followed = { requestId: turn.requestId, threadId, turnId, client, running: false, end: undefined, orphaned: false, agentTexts: [], notices: [], release, wake: new Set() };
+        const f: Followed = {
+          requestId: turn.requestId,
+          threadId,
+          turnId,
+          client,
+          running: false,
+          end: undefined,
+          orphaned: false,
+          agentTexts: [],
+          notices: [],
+          release,
+          wake: new Set(),
+        };
         followed.set(turn.requestId, f);
         byTurn.set(turnId, f);
         for (const n of early.filter((e) => turnIdOf(e.params) === turnId)) onNotification(client, n);
@@ -261,7 +307,11 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     let cursor: string | null = null;
     try {
       do {
-        const page = (await client.call('thread/turns/list', { threadId, sortDirection: 'asc', itemsView: 'full', limit: 50, ...(cursor ? { cursor } : {}) }, signal)) as {
+        const page = (await client.call(
+          'thread/turns/list',
+          { threadId, sortDirection: 'asc', itemsView: 'full', limit: 50, ...(cursor ? { cursor } : {}) },
+          signal,
+        )) as {
           data?: CodexTurn[];
           nextCursor?: string | null;
         };

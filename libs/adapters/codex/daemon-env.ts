@@ -53,7 +53,10 @@ async function daemonPid(codexHome: string): Promise<number | null> {
 export async function runningDaemonEnv(codexHome: string): Promise<string | null> {
   const [pid, record] = await Promise.all([
     daemonPid(codexHome),
-    readFile(daemonEnvFile(codexHome), 'utf8').then((t) => JSON.parse(t) as Partial<DaemonEnvRecord>, () => null),
+    readFile(daemonEnvFile(codexHome), 'utf8').then(
+      (t) => JSON.parse(t) as Partial<DaemonEnvRecord>,
+      () => null,
+    ),
   ]);
   return pid !== null && record?.pid === pid && typeof record.fingerprint === 'string' ? record.fingerprint : null;
 }

@@ -32,8 +32,18 @@ export async function locate(binary: string, path: string | undefined): Promise<
   for (const dir of (path ?? '').split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, binary);
-    const ok = await access(candidate, constants.X_OK).then(() => true, () => false);
-    if (ok && (await stat(candidate).then((s) => s.isFile(), () => false))) return candidate;
+    const ok = await access(candidate, constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (
+      ok &&
+      (await stat(candidate).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    )
+      return candidate;
   }
   return null;
 }
@@ -41,7 +51,11 @@ export async function locate(binary: string, path: string | undefined): Promise<
 /** `dir` if it is a Codex platform package for this host whose entry point exists. */
 async function asPackage(dir: string, triple: string): Promise<{ dir: string; version: string } | null> {
   try {
-    const meta = JSON.parse(await readFile(join(dir, 'codex-package.json'), 'utf8')) as { target?: unknown; entrypoint?: unknown; version?: unknown };
+    const meta = JSON.parse(await readFile(join(dir, 'codex-package.json'), 'utf8')) as {
+      target?: unknown;
+      entrypoint?: unknown;
+      version?: unknown;
+    };
     if (meta.target !== triple || typeof meta.entrypoint !== 'string') return null;
     await access(join(dir, meta.entrypoint), constants.X_OK);
     return { dir, version: typeof meta.version === 'string' ? meta.version : 'unknown' };
@@ -56,7 +70,10 @@ async function asPackage(dir: string, triple: string): Promise<{ dir: string; ve
  * Node would resolve from it (`node_modules/@openai/codex-<os>-<arch>/vendor/<target>`), the way
  * the launcher itself finds its binary; a native `codex` inside such a package is that package.
  */
-export async function installedCodexPackage(binary: string, path: string | undefined): Promise<{ dir: string; version: string } | { reason: string }> {
+export async function installedCodexPackage(
+  binary: string,
+  path: string | undefined,
+): Promise<{ dir: string; version: string } | { reason: string }> {
   const target = platformTarget();
   if (!target) return { reason: `Codex packages are not linked on ${process.platform}-${process.arch}` };
   const found = await locate(binary, path);
@@ -68,14 +85,22 @@ export async function installedCodexPackage(binary: string, path: string | undef
   if (native) return native;
   // The npm launcher: <node_modules>/@openai/codex/bin/codex.js.
   const root = dirname(dirname(real));
-  const manifest = await readFile(join(root, 'package.json'), 'utf8').then((t) => JSON.parse(t) as { name?: unknown }, () => null);
-  if (manifest?.name !== '@openai/codex') return { reason: `${real} is neither the @openai/codex launcher nor a binary of a Codex platform package` };
+  const manifest = await readFile(join(root, 'package.json'), 'utf8').then(
+    (t) => JSON.parse(t) as { name?: unknown },
+    () => null,
+  );
+  if (manifest?.name !== '@openai/codex')
+    return { reason: `${real} is neither the @openai/codex launcher nor a binary of a Codex platform package` };
   for (let dir = root; ; dir = dirname(dir)) {
     const pkg = await asPackage(join(dir, 'node_modules', target.npmPackage, 'vendor', target.triple), target.triple);
     if (pkg) return pkg;
     if (dirname(dir) === dir) break;
   }
-  return (await asPackage(join(root, 'vendor', target.triple), target.triple)) ?? { reason: `no ${target.npmPackage} package is installed beside ${root}` };
+  return (
+    (await asPackage(join(root, 'vendor', target.triple), target.triple)) ?? {
+      reason: `no ${target.npmPackage} package is installed beside ${root}`,
+    }
+  );
 }
 
 export type DaemonPackageOutcome =
@@ -94,7 +119,10 @@ export type DaemonPackageOutcome =
  */
 export async function ensureDaemonPackage(codexHome: string, binary: string, path: string | undefined): Promise<DaemonPackageOutcome> {
   const link = daemonPackageLink(codexHome);
-  const present = await lstat(link).then(() => true, (err: NodeJS.ErrnoException) => err.code !== 'ENOENT');
+  const present = await lstat(link).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
+  );
   if (present) return { state: 'selected' };
   const pkg = await installedCodexPackage(binary, path);
   if ('reason' in pkg) return { state: 'unresolved', reason: pkg.reason };
@@ -102,7 +130,8 @@ export async function ensureDaemonPackage(codexHome: string, binary: string, pat
   try {
     await symlink(pkg.dir, link);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return { state: 'unresolved', reason: `cannot link ${link}: ${(err as Error).message}` };
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+      return { state: 'unresolved', reason: `cannot link ${link}: ${(err as Error).message}` };
     return { state: 'selected' };
   }
   return { state: 'linked', dir: pkg.dir, version: pkg.version };
@@ -110,5 +139,8 @@ export async function ensureDaemonPackage(codexHome: string, binary: string, pat
 
 /** Whether the home's daemon has a package selected (else its first start copies one). */
 export async function hasDaemonPackage(codexHome: string): Promise<boolean> {
-  return lstat(daemonPackageLink(codexHome)).then(() => true, () => false);
+  return lstat(daemonPackageLink(codexHome)).then(
+    () => true,
+    () => false,
+  );
 }

@@ -36,7 +36,8 @@ export class CodexHomePreparation {
    */
   async beforeWrite(s: CodexSettings, codexHome: string): Promise<string | null> {
     if (await hasDaemonPackage(codexHome)) return null;
-    if (this.running.has(codexHome)) return `the Codex home ${codexHome} is being prepared (its daemon's first start copies the Codex package)`;
+    if (this.running.has(codexHome))
+      return `the Codex home ${codexHome} is being prepared (its daemon's first start copies the Codex package)`;
     const binary = s.binary ?? CODEX_DEFAULTS.binary;
     const linked = await ensureDaemonPackage(codexHome, binary, codexEnvOf(s)['PATH'] ?? this.baseEnv['PATH']);
     if (linked.state !== 'unresolved') return null;

@@ -101,7 +101,8 @@ export class ThreadHolds {
       h.chain = h.chain
         .then(async () => {
           // A use taken since waits on this chain and resumes after it.
-          if (client.alive) await client.call('thread/unsubscribe', { threadId }, AbortSignal.timeout(CODEX_ADAPTER_DEFAULTS.unsubscribeTimeoutMs));
+          if (client.alive)
+            await client.call('thread/unsubscribe', { threadId }, AbortSignal.timeout(CODEX_ADAPTER_DEFAULTS.unsubscribeTimeoutMs));
         })
         .catch(() => undefined)
         .then(() => {

@@ -28,11 +28,23 @@ const ExitCode = Type.Integer({ minimum: 1, maximum: 255 });
 
 const CommandSettingsSchema = Type.Object(
   {
-    argv: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 256, description: 'the program and its arguments; run directly, never through a shell' }),
-    cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'absolute working directory (default: the worker\'s)' })),
+    argv: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
+      minItems: 1,
+      maxItems: 256,
+      description: 'the program and its arguments; run directly, never through a shell',
+    }),
+    cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: "absolute working directory (default: the worker's)" })),
     env: envSetting('NAME -> value, or NAME -> { value, secret: true } for a value no read shows'),
-    timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 24 * 60 * 60_000, description: 'the turn\'s deadline; past it the process group is killed' })),
-    maxOutputBytes: Type.Optional(Type.Integer({ minimum: 256, maximum: 1024 * 1024, description: 'bytes of standard output (the summary) and of standard error kept' })),
+    timeoutMs: Type.Optional(
+      Type.Integer({ minimum: 100, maximum: 24 * 60 * 60_000, description: "the turn's deadline; past it the process group is killed" }),
+    ),
+    maxOutputBytes: Type.Optional(
+      Type.Integer({
+        minimum: 256,
+        maximum: 1024 * 1024,
+        description: 'bytes of standard output (the summary) and of standard error kept',
+      }),
+    ),
     busyExitCode: Type.Optional(ExitCode),
     refusedExitCode: Type.Optional(ExitCode),
   },
@@ -62,7 +74,9 @@ function checkCommandSettings(settings: Readonly<Record<string, unknown>>): stri
     if (!isAbsolute(s.cwd)) problems.push('/cwd: must be an absolute path');
     if (nul(s.cwd)) problems.push('/cwd: must not contain NUL characters');
   }
-  problems.push(...envProblems(s.env, (name) => ((TURN_ENV_NAMES as readonly string[]).includes(name) ? 'is set by Baton for every turn' : null)));
+  problems.push(
+    ...envProblems(s.env, (name) => ((TURN_ENV_NAMES as readonly string[]).includes(name) ? 'is set by Baton for every turn' : null)),
+  );
   const busy = s.busyExitCode ?? COMMAND_DEFAULTS.busyExitCode;
   const refused = s.refusedExitCode ?? COMMAND_DEFAULTS.refusedExitCode;
   if (busy === refused) problems.push(`/refusedExitCode: must differ from busyExitCode (${busy})`);
@@ -90,7 +104,9 @@ const checker = Compile(CommandSettingsSchema);
  * defaults applied.
  * @returns the settings, or the problems that make them unusable.
  */
-export function parseCommandSettings(settings: Readonly<Record<string, unknown>>): { ok: true; settings: CommandSettings } | { ok: false; problems: string[] } {
+export function parseCommandSettings(
+  settings: Readonly<Record<string, unknown>>,
+): { ok: true; settings: CommandSettings } | { ok: false; problems: string[] } {
   if (!checker.Check(settings)) {
     return { ok: false, problems: [...checker.Errors(settings)].slice(0, 3).map((e) => `${e.instancePath || '/'}: ${e.message}`) };
   }

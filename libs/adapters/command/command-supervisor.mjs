@@ -119,7 +119,15 @@ if (child.pid !== undefined) {
     clearTimeout(graceTimer);
     // A turn leaves nothing running behind it: whatever the program started in its group goes too.
     killGroup(pgid, 'SIGKILL');
-    writeAtomically('exit.json', { kind: 'exited', code, signal, deadlineExceeded, timeoutMs: job.timeoutMs, startedAt, endedAt: Date.now() });
+    writeAtomically('exit.json', {
+      kind: 'exited',
+      code,
+      signal,
+      deadlineExceeded,
+      timeoutMs: job.timeoutMs,
+      startedAt,
+      endedAt: Date.now(),
+    });
     process.exit(0);
   });
 }

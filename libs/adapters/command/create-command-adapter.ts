@@ -1,6 +1,16 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { earlierRequestsText, endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
+import {
+  earlierRequestsText,
+  endOfObservation,
+  type DeliveryTarget,
+  type ProviderAdapter,
+  type SendResult,
+  type TurnEnd,
+  type TurnObservation,
+  type TurnRequest,
+  type WatchHooks,
+} from '../provider-adapter.ts';
 import { INHERITED_ENV_NAMES, parseCommandSettings, type CommandSettings } from './command-settings.ts';
 import { readBounded, recordDir, type Reservation, type RunView } from './run-record.ts';
 import { createRunLauncher, type SupervisorJob } from './run-launcher.ts';
@@ -91,7 +101,9 @@ async function observationOf(dir: string, view: RunView): Promise<TurnObservatio
     case 'spawn_failed':
       // Provably never ran. A configuration problem is the recipient refusing; anything else
       // (out of processes, of memory) is a write that never happened.
-      return CONFIG_SPAWN_ERRORS.has(exit.code) ? { found: true, status: 'rejected', error: `cannot start ${r.argv[0] ?? ''}: ${exit.message}` } : { found: false, complete: true };
+      return CONFIG_SPAWN_ERRORS.has(exit.code)
+        ? { found: true, status: 'rejected', error: `cannot start ${r.argv[0] ?? ''}: ${exit.message}` }
+        : { found: false, complete: true };
     case 'interrupted':
       return { found: true, status: 'interrupted', error: exit.reason };
     case 'exited':
@@ -102,13 +114,25 @@ async function observationOf(dir: string, view: RunView): Promise<TurnObservatio
   const stderr = () => readBounded(join(dir, 'stderr'), r.maxOutputBytes);
   const stdout = () => readBounded(join(dir, 'stdout'), r.maxOutputBytes);
   if (exit.deadlineExceeded) {
-    return { found: true, status: 'failed', error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): ${describeExitCode(exit.code, exit.signal)}`, await stderr()) };
+    return {
+      found: true,
+      status: 'failed',
+      error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): ${describeExitCode(exit.code, exit.signal)}`, await stderr()),
+    };
   }
   if (exit.code === 0) {
-    return { found: true, status: 'returned', result: { summary: (await stdout()).trimEnd(), output: { exitCode: 0, durationMs: exit.endedAt - exit.startedAt } } };
+    return {
+      found: true,
+      status: 'returned',
+      result: { summary: (await stdout()).trimEnd(), output: { exitCode: 0, durationMs: exit.endedAt - exit.startedAt } },
+    };
   }
   if (exit.code === r.busyExitCode) {
-    return { found: true, status: 'busy', error: withOutput(`exit code ${exit.code} (busy, nothing done)`, (await stderr()) || (await stdout())) };
+    return {
+      found: true,
+      status: 'busy',
+      error: withOutput(`exit code ${exit.code} (busy, nothing done)`, (await stderr()) || (await stdout())),
+    };
   }
   if (exit.code === r.refusedExitCode) {
     return { found: true, status: 'rejected', error: withOutput(`exit code ${exit.code} (refused)`, (await stderr()) || (await stdout())) };
@@ -149,9 +173,12 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
   const sendResultOf = async (dir: string, view: RunView): Promise<SendResult> => {
     const seen = await observationOf(dir, view);
     if (view.kind === 'ended' && view.exit.kind === 'spawn_failed') {
-      return seen.found ? { outcome: 'rejected', reason: seen.error ?? view.exit.message } : { outcome: 'not_sent', error: `cannot start the program: ${view.exit.message}` };
+      return seen.found
+        ? { outcome: 'rejected', reason: seen.error ?? view.exit.message }
+        : { outcome: 'not_sent', error: `cannot start the program: ${view.exit.message}` };
     }
-    if (view.kind === 'never_started' || view.kind === 'absent') return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
+    if (view.kind === 'never_started' || view.kind === 'absent')
+      return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
     return { outcome: 'accepted', seen };
   };
 
@@ -203,13 +230,17 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
         return sendResultOf(dir, await inspect(dir));
       }
       try {
-        return await startSupervisor(dir, {
-          argv: settings.argv,
-          cwd: settings.cwd,
-          env: turnEnv(options.baseEnv, settings, turn),
-          timeoutMs: settings.timeoutMs,
-          killGraceMs,
-        }, signal);
+        return await startSupervisor(
+          dir,
+          {
+            argv: settings.argv,
+            cwd: settings.cwd,
+            env: turnEnv(options.baseEnv, settings, turn),
+            timeoutMs: settings.timeoutMs,
+            killGraceMs,
+          },
+          signal,
+        );
       } catch (err) {
         // The record exists and a supervisor may have claimed it: only observation can tell.
         return { outcome: 'lost', error: (err as Error).message };
@@ -234,7 +265,10 @@ export function createCommandAdapter(options: CommandAdapterOptions): ProviderAd
         const seen = await observationOf(dir, view);
         const end = endOf(seen);
         // A turn that ended was running before it did, even if no look caught it running.
-        if (!sawRunning && (view.kind === 'running' || (end && end.status !== 'unobservable' && view.kind === 'ended' && view.exit.kind !== 'spawn_failed'))) {
+        if (
+          !sawRunning &&
+          (view.kind === 'running' || (end && end.status !== 'unobservable' && view.kind === 'ended' && view.exit.kind !== 'spawn_failed'))
+        ) {
           sawRunning = true;
           await hooks.onRunning();
         }

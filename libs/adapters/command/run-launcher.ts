@@ -2,7 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { abandonStart, agentDir, createRecord, inspectRun, listRecords, readBounded, type Reservation, type RunView } from './run-record.ts';
+import {
+  abandonStart,
+  agentDir,
+  createRecord,
+  inspectRun,
+  listRecords,
+  readBounded,
+  type Reservation,
+  type RunView,
+} from './run-record.ts';
 import { abortReason } from '../race-abort.ts';
 
 const SUPERVISOR = fileURLToPath(new URL('./command-supervisor.mjs', import.meta.url));
@@ -155,11 +164,17 @@ export function createRunLauncher(options: RunLauncherOptions) {
         if (await abandonStart(dir)) {
           if (!entry.exited && child.pid !== undefined) child.kill('SIGKILL');
           const text = (await readBounded(join(dir, 'supervisor.log'), 2_000)).trim();
-          return { kind: 'not_sent', error: entry.exited ? withOutput('the supervisor exited before starting the program', text) : `the supervisor did not start the program within ${startWaitMs} ms` };
+          return {
+            kind: 'not_sent',
+            error: entry.exited
+              ? withOutput('the supervisor exited before starting the program', text)
+              : `the supervisor did not start the program within ${startWaitMs} ms`,
+          };
         }
         // The supervisor claimed the start: it is starting the program (or died doing it, which
         // the next look settles). Give it one more wait before calling the write lost.
-        if (!entry.exited && Date.now() > deadline + startWaitMs) return { kind: 'lost', error: 'the supervisor took the turn but did not report the start in time' };
+        if (!entry.exited && Date.now() > deadline + startWaitMs)
+          return { kind: 'lost', error: 'the supervisor took the turn but did not report the start in time' };
       }
       await pause(dir, 10);
     }

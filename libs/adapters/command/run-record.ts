@@ -194,8 +194,10 @@ export async function inspectRun(dir: string, opts: InspectOptions): Promise<Run
   if (first) return first;
   let claim = await readJson<Claim>(join(dir, 'claim'));
   if (!claim) {
-    if (opts.now - reservation.reservedAt < opts.startGraceMs && pidAlive(reservation.reserverPid)) return { kind: 'starting', reservation };
-    if (await abandonStart(dir)) return { kind: 'never_started', reason: 'the worker that reserved the turn stopped before starting the program' };
+    if (opts.now - reservation.reservedAt < opts.startGraceMs && pidAlive(reservation.reserverPid))
+      return { kind: 'starting', reservation };
+    if (await abandonStart(dir))
+      return { kind: 'never_started', reason: 'the worker that reserved the turn stopped before starting the program' };
     claim = await readJson<Claim>(join(dir, 'claim'));
     if (!claim) throw new Error(`run record ${dir}: claim vanished`);
   }

@@ -1,4 +1,12 @@
-import type { DeliveryTarget, ProviderAdapter, SendResult, TurnEnd, TurnObservation, TurnRequest, WatchHooks } from '../provider-adapter.ts';
+import type {
+  DeliveryTarget,
+  ProviderAdapter,
+  SendResult,
+  TurnEnd,
+  TurnObservation,
+  TurnRequest,
+  WatchHooks,
+} from '../provider-adapter.ts';
 import { DEMO_BEHAVIORS, type DemoBehavior, type DemoHostPort, type DemoObservation, type DemoSettings } from './demo-agent-host.ts';
 import { DemoHostClient, DemoHostUnreachable } from './demo-host-client.ts';
 import { raceAbort } from '../race-abort.ts';
@@ -45,7 +53,14 @@ export function createDemoAdapter(host: DemoHostPort): ProviderAdapter {
       try {
         const outcome = await host.receiveTurn(
           sessionOf(target),
-          { requestId: turn.requestId, handoffId: turn.handoffId, from: turn.from, title: turn.title, message: turn.message, packet: turn.packet },
+          {
+            requestId: turn.requestId,
+            handoffId: turn.handoffId,
+            from: turn.from,
+            title: turn.title,
+            message: turn.message,
+            packet: turn.packet,
+          },
           demoSettings(target.settings),
         );
         if (outcome.status === 'accepted' && outcome.replyDelayMs && !(host instanceof DemoHostClient)) {

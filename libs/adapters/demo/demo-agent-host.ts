@@ -67,8 +67,7 @@ export type ReceiveOutcome =
   | { status: 'dropped' };
 
 export type DemoObservation =
-  | { found: false; complete: true }
-  | { found: true; status: DemoTurnStatus; summary: string | null; error: string | null };
+  { found: false; complete: true } | { found: true; status: DemoTurnStatus; summary: string | null; error: string | null };
 
 /** How the host answered one write. */
 export type DemoWriteAnswer = 'accepted' | 'busy' | 'refused' | 'gone' | 'dropped' | 'repeated';
@@ -87,8 +86,7 @@ export interface DemoWrite {
 
 /** A write that breaks Baton's promise to a session. */
 export type DemoWriteViolation =
-  | { kind: 'overlap'; write: DemoWrite }
-  | { kind: 'repeated_request_id'; requestId: string; writes: DemoWrite[] };
+  { kind: 'overlap'; write: DemoWrite } | { kind: 'repeated_request_id'; requestId: string; writes: DemoWrite[] };
 
 /**
  * What in a write log shows Baton misbehaving: a write that arrived while another turn of the
@@ -153,7 +151,14 @@ export class DemoAgentHost implements DemoHostPort {
   private session(name: string): Session {
     let s = this.sessions.get(name);
     if (!s) {
-      s = { name, active: null, turns: new Map(), order: [], script: [], stats: { session: name, turnsReceived: 0, overlapAttempts: 0, repeatedRequestIds: 0, busyAnswers: 0 } };
+      s = {
+        name,
+        active: null,
+        turns: new Map(),
+        order: [],
+        script: [],
+        stats: { session: name, turnsReceived: 0, overlapAttempts: 0, repeatedRequestIds: 0, busyAnswers: 0 },
+      };
       this.sessions.set(name, s);
     }
     return s;
@@ -166,7 +171,14 @@ export class DemoAgentHost implements DemoHostPort {
 
   async receiveTurn(name: string, input: DemoTurnInput, settings: DemoSettings): Promise<ReceiveOutcome> {
     const s = this.session(name);
-    const write: DemoWrite = { session: name, requestId: input.requestId, handoffId: input.handoffId, at: Date.now(), liveTurn: s.active?.requestId ?? null, answer: 'accepted' };
+    const write: DemoWrite = {
+      session: name,
+      requestId: input.requestId,
+      handoffId: input.handoffId,
+      at: Date.now(),
+      liveTurn: s.active?.requestId ?? null,
+      answer: 'accepted',
+    };
     this.writeLog.push(write);
     if (s.turns.has(input.requestId)) {
       // The same request id twice is a resend Baton must never make; record it, change nothing.
@@ -200,7 +212,15 @@ export class DemoAgentHost implements DemoHostPort {
       write.answer = 'dropped';
       return { status: 'dropped' };
     }
-    const turn: DemoTurn = { ...input, session: name, status: 'accepted', receivedAt: write.at, finishedAt: null, summary: null, error: null };
+    const turn: DemoTurn = {
+      ...input,
+      session: name,
+      status: 'accepted',
+      receivedAt: write.at,
+      finishedAt: null,
+      summary: null,
+      error: null,
+    };
     s.turns.set(input.requestId, turn);
     s.order.push(input.requestId);
     s.stats.turnsReceived++;
@@ -209,7 +229,8 @@ export class DemoAgentHost implements DemoHostPort {
     const thinkMs = Math.max(0, Number(settings.thinkMs ?? this.defaultThinkMs) || 0);
     // A lost reply is about the writer's connection; the turn itself runs as the agent's
     // settings say (so 'lose_reply' can be combined with 'fail', 'hang', ...).
-    const outcome = behavior === 'lose_reply' ? (settings.behavior && settings.behavior !== 'lose_reply' ? settings.behavior : 'ok') : behavior;
+    const outcome =
+      behavior === 'lose_reply' ? (settings.behavior && settings.behavior !== 'lose_reply' ? settings.behavior : 'ok') : behavior;
     const finish = () => {
       if (outcome === 'fail') this.end(s, turn, 'failed', null, `${name} hit an error while working`);
       else if (outcome === 'interrupt') this.end(s, turn, 'interrupted', null, `${name}'s turn was interrupted`);
@@ -236,7 +257,13 @@ export class DemoAgentHost implements DemoHostPort {
     const s = this.sessions.get(session);
     const turn = s?.turns.get(requestId);
     if (!s || !turn || END.has(turn.status)) return false;
-    this.end(s, turn, status, status === 'returned' ? summarize(session, turn) : null, status === 'returned' ? null : `${session}: ${status}`);
+    this.end(
+      s,
+      turn,
+      status,
+      status === 'returned' ? summarize(session, turn) : null,
+      status === 'returned' ? null : `${session}: ${status}`,
+    );
     return true;
   }
 

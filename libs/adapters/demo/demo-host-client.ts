@@ -1,5 +1,13 @@
 import { Pool, type Dispatcher } from 'undici';
-import type { DemoHostPort, DemoObservation, DemoSettings, DemoTurnInput, DemoTurnStatus, DemoWrite, ReceiveOutcome } from './demo-agent-host.ts';
+import type {
+  DemoHostPort,
+  DemoObservation,
+  DemoSettings,
+  DemoTurnInput,
+  DemoTurnStatus,
+  DemoWrite,
+  ReceiveOutcome,
+} from './demo-agent-host.ts';
 import { DEMO_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** Thrown when the request was written but no answer came back (the reply was lost). */
@@ -27,7 +35,7 @@ const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTU
 
 function neverConnected(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  const causeCode = ((err as { cause?: { code?: unknown } } | null)?.cause)?.code;
+  const causeCode = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
   return NOT_CONNECTED.has(String(code)) || NOT_CONNECTED.has(String(causeCode));
 }
 
@@ -50,7 +58,13 @@ export class DemoHostClient implements DemoHostPort {
     this.watches = new Pool(origin, { connections: null, pipelining: 1 });
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = DEMO_ADAPTER_DEFAULTS.hostCallTimeoutMs, pool = this.calls): Promise<T> {
+  private async request<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    timeoutMs = DEMO_ADAPTER_DEFAULTS.hostCallTimeoutMs,
+    pool = this.calls,
+  ): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     let res: Dispatcher.ResponseData;
     try {

@@ -20,7 +20,10 @@ import { DEMO_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
  *   GET  /writes                            -> DemoWrite[] of every session
  *   POST /reset                             forget every session
  */
-export async function serveDemoHost(host: DemoAgentHost, opts: { port?: number; bind?: string } = {}): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveDemoHost(
+  host: DemoAgentHost,
+  opts: { port?: number; bind?: string } = {},
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     handle(host, req, res).catch((err: unknown) => {
       if (!res.headersSent) send(res, 500, { error: String(err) });
@@ -70,7 +73,7 @@ async function handle(host: DemoAgentHost, req: http.IncomingMessage, res: http.
   if (root !== 'sessions' || !session) return send(res, 404, { error: 'not found' });
   if (req.method === 'POST' && sub === 'turns' && !rid) {
     const body = await readJson(req);
-    const outcome = await host.receiveTurn(session, body['turn'] as never, (body['settings'] ?? {}));
+    const outcome = await host.receiveTurn(session, body['turn'] as never, body['settings'] ?? {});
     if (outcome.status === 'accepted' && outcome.replyDelayMs) {
       await new Promise((r) => setTimeout(r, outcome.replyDelayMs));
     }

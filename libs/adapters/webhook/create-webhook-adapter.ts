@@ -1,6 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TurnReport } from '../../domain/turn-report.ts';
-import { endOfObservation, type DeliveryTarget, type ProviderAdapter, type SendResult, type TurnEnd, type TurnObservation, type TurnRequest, type WatchHooks } from '../provider-adapter.ts';
+import {
+  endOfObservation,
+  type DeliveryTarget,
+  type ProviderAdapter,
+  type SendResult,
+  type TurnEnd,
+  type TurnObservation,
+  type TurnRequest,
+  type WatchHooks,
+} from '../provider-adapter.ts';
 import { httpExchange, retryAfterMs, type HttpExchange } from './webhook-http.ts';
 import { signedHeaders } from './webhook-signature.ts';
 import { REQUEST_ID_PLACEHOLDER, type WebhookSettings } from './webhook-spec.ts';
@@ -61,7 +70,14 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
   });
 
   const get = (settings: WebhookSettings, url: URL, signal: AbortSignal): Promise<HttpExchange> =>
-    httpExchange({ method: 'GET', url, headers: headersFor(settings, ''), timeoutMs: settings.timeoutMs ?? DEFAULT_TIMEOUT_MS, signal, maxBodyBytes: MAX_ANSWER_BYTES });
+    httpExchange({
+      method: 'GET',
+      url,
+      headers: headersFor(settings, ''),
+      timeoutMs: settings.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      signal,
+      maxBodyBytes: MAX_ANSWER_BYTES,
+    });
 
   /** A URL the agent named for a turn, accepted only on the origin of the agent's own URL: signed GETs go nowhere else. */
   const rememberStatusUrl = (settings: WebhookSettings, requestId: string, named: unknown) => {
@@ -73,7 +89,8 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
       return;
     }
     if (url.origin !== new URL(settings.url).origin) return;
-    if (namedStatusUrls.size >= WEBHOOK_ADAPTER_DEFAULTS.statusUrlsKept) namedStatusUrls.delete(namedStatusUrls.keys().next().value as string);
+    if (namedStatusUrls.size >= WEBHOOK_ADAPTER_DEFAULTS.statusUrlsKept)
+      namedStatusUrls.delete(namedStatusUrls.keys().next().value as string);
     namedStatusUrls.set(requestId, url);
   };
 
@@ -132,8 +149,12 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
       return { outcome: 'accepted', seen };
     }
     if (status >= 200 && status < 300) {
-      const seen = status === 204 || body.trim() === '' ? { found: true as const, status: 'returned' as const, result: { summary: '' } } : observationFromBody(body);
-      if (!seen || !seen.found) return { outcome: 'accepted', seen: { found: true, status: 'returned', result: { summary: boundedError(body) } } };
+      const seen =
+        status === 204 || body.trim() === ''
+          ? { found: true as const, status: 'returned' as const, result: { summary: '' } }
+          : observationFromBody(body);
+      if (!seen || !seen.found)
+        return { outcome: 'accepted', seen: { found: true, status: 'returned', result: { summary: boundedError(body) } } };
       if (seen.status === 'busy') return { outcome: 'busy', detail: seen.error ?? 'the agent is busy' };
       if (seen.status === 'rejected') return { outcome: 'rejected', reason: seen.error ?? 'the agent refused the turn' };
       return { outcome: 'accepted', seen };
@@ -142,14 +163,22 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
       const wait = retryAfterMs(headers['retry-after'], now());
       return {
         outcome: 'busy',
-        detail: boundedError(`the agent answered ${status} (busy)${wait === undefined ? '' : `; retry after ${Math.ceil(wait / 1000)} s`}${bodyExcerpt(body)}`),
+        detail: boundedError(
+          `the agent answered ${status} (busy)${wait === undefined ? '' : `; retry after ${Math.ceil(wait / 1000)} s`}${bodyExcerpt(body)}`,
+        ),
         ...(wait === undefined ? {} : { retryAfterMs: wait }),
       };
     }
     if (status >= 300 && status < 400) {
-      return { outcome: 'rejected', reason: boundedError(`the agent answered ${status} (redirects are not followed${headers.location ? `; Location: ${headers.location}` : ''})`) };
+      return {
+        outcome: 'rejected',
+        reason: boundedError(
+          `the agent answered ${status} (redirects are not followed${headers.location ? `; Location: ${headers.location}` : ''})`,
+        ),
+      };
     }
-    if (status >= 400 && status < 500) return { outcome: 'rejected', reason: boundedError(`the agent refused the turn with ${status}${bodyExcerpt(body)}`) };
+    if (status >= 400 && status < 500)
+      return { outcome: 'rejected', reason: boundedError(`the agent refused the turn with ${status}${bodyExcerpt(body)}`) };
     return { outcome: 'lost', error: boundedError(`the agent answered ${status}; the turn may have started${bodyExcerpt(body)}`) };
   };
 
@@ -233,7 +262,8 @@ export function createWebhookAdapter(deps: WebhookAdapterDeps): ProviderAdapter 
               await hooks.onRunning();
             }
             absent = seen.found || !seen.complete ? 0 : absent + 1;
-            if (absent >= WEBHOOK_ADAPTER_DEFAULTS.absentLooksMax) return { status: 'unobservable', error: 'the agent\'s status URL does not know the turn (404)' };
+            if (absent >= WEBHOOK_ADAPTER_DEFAULTS.absentLooksMax)
+              return { status: 'unobservable', error: "the agent's status URL does not know the turn (404)" };
           }
           await sleep(pollMs, undefined, { signal });
         }

@@ -42,7 +42,11 @@ export function httpExchange(opts: HttpRequestOptions): Promise<HttpExchange> {
       resolve(result);
     };
     const fail = (why: string) => {
-      settle(connected ? { kind: 'lost', error: `${why} after the request was sent` } : { kind: 'not_sent', error: `${why} before a connection was made` });
+      settle(
+        connected
+          ? { kind: 'lost', error: `${why} after the request was sent` }
+          : { kind: 'not_sent', error: `${why} before a connection was made` },
+      );
       req?.destroy();
     };
     const onAbort = () => fail(opts.signal.reason instanceof Error ? `aborted (${opts.signal.reason.message})` : 'aborted');
@@ -66,7 +70,12 @@ export function httpExchange(opts: HttpRequestOptions): Promise<HttpExchange> {
         size += chunk.length;
       });
       res.on('end', () => {
-        settle({ kind: 'response', status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).subarray(0, opts.maxBodyBytes).toString('utf8') });
+        settle({
+          kind: 'response',
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).subarray(0, opts.maxBodyBytes).toString('utf8'),
+        });
         req?.destroy();
       });
       res.on('close', () => {

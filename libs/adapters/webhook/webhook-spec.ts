@@ -2,7 +2,16 @@ import { Type } from 'typebox';
 import { REDACTED, type ProviderSpec } from '../provider-spec.ts';
 
 /** Headers Baton sets itself on every request to a webhook agent; settings may not override them. */
-const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'idempotency-key', 'baton-timestamp', 'baton-signature']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'idempotency-key',
+  'baton-timestamp',
+  'baton-signature',
+]);
 
 const HttpUrl = (description: string) => Type.String({ minLength: 1, maxLength: 2_000, description });
 
@@ -41,16 +50,24 @@ export const WEBHOOK_SPEC: ProviderSpec = {
   settingsSchema: Type.Object(
     {
       url: HttpUrl('where each turn is POSTed (http or https)'),
-      secret: Type.String({ minLength: 16, maxLength: 512, description: 'HMAC-SHA256 key of every request and callback (secret: never shown)' }),
+      secret: Type.String({
+        minLength: 16,
+        maxLength: 512,
+        description: 'HMAC-SHA256 key of every request and callback (secret: never shown)',
+      }),
       statusUrl: Type.Optional(HttpUrl('GET per request id; must contain {requestId}')),
       busyUrl: Type.Optional(HttpUrl('GET answering {"busy": true|false}; without it busy is only learnt from the write')),
       callbackUrl: Type.Optional(HttpUrl('where the agent calls back, when Baton is reached by another address than its own')),
       timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, description: 'deadline of each request (default 30000)' })),
       headers: Type.Optional(
-        Type.Record(Type.String({ pattern: '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$' }), Type.String({ maxLength: 1_000, pattern: '^[^\\r\\n]*$' }), {
-          additionalProperties: false,
-          description: 'extra headers (not secret: shown by reads)',
-        }),
+        Type.Record(
+          Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }),
+          Type.String({ maxLength: 1_000, pattern: '^[^\\r\\n]*$' }),
+          {
+            additionalProperties: false,
+            description: 'extra headers (not secret: shown by reads)',
+          },
+        ),
       ),
     },
     { additionalProperties: false },

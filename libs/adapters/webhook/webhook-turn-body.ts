@@ -30,7 +30,13 @@ function observation(status: ObservedStatus, summary: unknown, output: unknown, 
     case 'interrupted':
     case 'busy':
     case 'rejected':
-      return { found: true, status, error: boundedError(typeof error === 'string' && error !== '' ? error : typeof summary === 'string' && summary !== '' ? summary : status) };
+      return {
+        found: true,
+        status,
+        error: boundedError(
+          typeof error === 'string' && error !== '' ? error : typeof summary === 'string' && summary !== '' ? summary : status,
+        ),
+      };
     case 'accepted':
     case 'running':
       return { found: true, status };

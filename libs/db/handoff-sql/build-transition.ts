@@ -18,7 +18,8 @@ export function sameTextPerShape(shape: ReadonlyArray<string | number | boolean>
   const key = shape.join('|');
   const known = sameText.get(key);
   if (known) {
-    if (known.text.length !== text.length || known.params !== params) throw new Error(`transition shape ${key} built two different statements`);
+    if (known.text.length !== text.length || known.params !== params)
+      throw new Error(`transition shape ${key} built two different statements`);
     return known.text;
   }
   if (sameText.size < STATEMENT_CACHE_DEFAULTS.transitionTexts) sameText.set(key, { text, params });
@@ -123,9 +124,13 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
     );
     const result = w.moveWork.result;
     if (result === 'succeeded' || result === 'failed') {
-      sets.push(`returned_at = CASE WHEN ${hit} THEN ${at} ELSE returned_at END`, `return_outcome = CASE WHEN ${hit} THEN ${p(result, 'text')} ELSE return_outcome END`);
+      sets.push(
+        `returned_at = CASE WHEN ${hit} THEN ${at} ELSE returned_at END`,
+        `return_outcome = CASE WHEN ${hit} THEN ${p(result, 'text')} ELSE return_outcome END`,
+      );
     } else if (result === 'cleared') {
-      for (const column of ['returned_at', 'return_outcome', 'result_summary', 'result']) sets.push(`${column} = CASE WHEN ${hit} THEN NULL ELSE ${column} END`);
+      for (const column of ['returned_at', 'return_outcome', 'result_summary', 'result'])
+        sets.push(`${column} = CASE WHEN ${hit} THEN NULL ELSE ${column} END`);
       sets.push(`result_fact_ids = CASE WHEN ${hit} THEN '{}' ELSE result_fact_ids END`);
     }
   }
@@ -149,7 +154,17 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
   const fence = w.insertAttempt?.fence;
   const fenceParam = fence === undefined ? null : p(fence.toString(), 'bigint');
   const u = w.updateAttempt;
-  shape.push('att', !!w.insertAttempt, fenceParam !== null, !!u, u?.error !== undefined, !!u?.accepted, !!u?.finished, !!u?.observed, !!u?.absentScan);
+  shape.push(
+    'att',
+    !!w.insertAttempt,
+    fenceParam !== null,
+    !!u,
+    u?.error !== undefined,
+    !!u?.accepted,
+    !!u?.finished,
+    !!u?.observed,
+    !!u?.absentScan,
+  );
   shape.push('more', !!w.moveOthers, !!w.thenNextWork, !!w.thenNextWork?.reserve);
   // A batch's input rows say n >= 0 AND n < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch, which is true, so that the
   // planner expects one of them (a range of unknown selectivity) rather than the 100 it
@@ -216,7 +231,9 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
         RETURNING id, handoff_id
       )`;
   }
-  const queuedIds = w.moveOthers ? ` UNION ALL SELECT qe.id FROM queued_ev qe JOIN queued q ON q.id = qe.handoff_id WHERE ${sameRow('q', 'moved')}` : '';
+  const queuedIds = w.moveOthers
+    ? ` UNION ALL SELECT qe.id FROM queued_ev qe JOIN queued q ON q.id = qe.handoff_id WHERE ${sameRow('q', 'moved')}`
+    : '';
   const eventIds = `ARRAY(SELECT e.id::text FROM (SELECT ev.id FROM ev WHERE ev.handoff_id = moved.id${queuedIds}) e ORDER BY e.id)`;
   if (!w.thenNextWork) {
     sql += ` SELECT ${rowN('moved')}moved.revision, ${eventIds} AS "eventIds" FROM moved`;

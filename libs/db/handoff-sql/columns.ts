@@ -13,7 +13,9 @@ import type { AttemptRecord, EventRecord, HandoffRecord } from '../records.ts';
 
 /** Each line of a list, with every key of `R` somewhere in it (a compile error names one that is not). */
 type FieldLines<R> = ReadonlyArray<ReadonlyArray<keyof R & string>>;
-type Covering<R, L extends FieldLines<R>> = [Exclude<keyof R, L[number][number]>] extends [never] ? L : { missingFields: Exclude<keyof R, L[number][number]> };
+type Covering<R, L extends FieldLines<R>> = [Exclude<keyof R, L[number][number]>] extends [never]
+  ? L
+  : { missingFields: Exclude<keyof R, L[number][number]> };
 
 function fieldsOf<R>() {
   return <const L extends FieldLines<R>>(lines: L & Covering<R, L>): L => lines;

@@ -9,25 +9,24 @@ import type { EventWrite } from './transition-write.ts';
  * What enrollment writes. Sender and recipient are named by handle: the statement resolves
  * them (and the project) itself, so a send is one round trip.
  */
-export interface Enrollment
-  extends Pick<
-    HandoffRecord,
-    | 'id'
-    | 'title'
-    | 'message'
-    | 'focus'
-    | 'doneWhen'
-    | 'contextSummary'
-    | 'openQuestions'
-    | 'nextSteps'
-    | 'dueAt'
-    | 'idempotencyKey'
-    | 'contentHash'
-    | 'duplicateOfId'
-    | 'deliveryState'
-    | 'deliveryDetail'
-    | 'createdAt'
-  > {
+export interface Enrollment extends Pick<
+  HandoffRecord,
+  | 'id'
+  | 'title'
+  | 'message'
+  | 'focus'
+  | 'doneWhen'
+  | 'contextSummary'
+  | 'openQuestions'
+  | 'nextSteps'
+  | 'dueAt'
+  | 'idempotencyKey'
+  | 'contentHash'
+  | 'duplicateOfId'
+  | 'deliveryState'
+  | 'deliveryDetail'
+  | 'createdAt'
+> {
   projectSlug: string;
   fromHandle: string;
   /** null: unowned work addressed to the project (any of its agents may claim it). */
@@ -193,14 +192,24 @@ export async function enrollMany(db: Queryable, items: Array<{ e: Enrollment; ev
     busy_actor_id: e.busyIfLive?.event.actorId ?? null,
     busy_reason: e.busyIfLive?.event.reason ?? null,
   }));
-  const { rows } = await prepared<Row>(
-    db,
-    ENROLL_SQL,
-    [JSON.stringify(input), LIVE_TURN_STATES],
-  );
+  const { rows } = await prepared<Row>(db, ENROLL_SQL, [JSON.stringify(input), LIVE_TURN_STATES]);
   if (rows.length !== items.length) throw new Error(`enrollment returned ${rows.length} rows for ${items.length} handoffs`);
   return rows.map((row) => {
-    const { n: _n, foundProject, foundSender, foundRecipient, foundProvider, foundGeneration, foundDeployment, foundSession, foundKey, foundRule, foundConnections, foundEvents, ...h } = row;
+    const {
+      n: _n,
+      foundProject,
+      foundSender,
+      foundRecipient,
+      foundProvider,
+      foundGeneration,
+      foundDeployment,
+      foundSession,
+      foundKey,
+      foundRule,
+      foundConnections,
+      foundEvents,
+      ...h
+    } = row;
     return {
       projectId: foundProject,
       senderId: foundSender,

@@ -10,11 +10,10 @@ export async function findHandoff(db: Queryable, id: string): Promise<HandoffRec
 }
 
 export async function findHandoffView(db: Queryable, projectId: string, id: string): Promise<HandoffView | null> {
-  const { rows } = await prepared<HandoffView>(
-    db,
-    `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.id = $1 AND h.project_id = $2`,
-    [id, projectId],
-  );
+  const { rows } = await prepared<HandoffView>(db, `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM} WHERE h.id = $1 AND h.project_id = $2`, [
+    id,
+    projectId,
+  ]);
   return rows[0] ?? null;
 }
 

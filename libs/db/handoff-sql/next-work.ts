@@ -40,7 +40,8 @@ export interface WorkItem {
  * Nothing at all when the agent belongs to another deployment than $3 (`OWNED_BY`: a one-time
  * primary-key probe before the rest runs).
  */
-const ownedBy = (recipient: string, deployment: string) => `EXISTS (SELECT 1 FROM agents o WHERE o.id = ${recipient} AND o.deployment = ${deployment})`;
+const ownedBy = (recipient: string, deployment: string) =>
+  `EXISTS (SELECT 1 FROM agents o WHERE o.id = ${recipient} AND o.deployment = ${deployment})`;
 const OWNED_BY = ownedBy('$1', '$3');
 
 /**
@@ -54,7 +55,8 @@ export function nextWorkSql(recipient: string, now: string, deployment: string, 
     SELECT c.id, c.live FROM (
       ${[
         ...LIVE_TURN_STATES.map(
-          (st) => `(SELECT id, seq, true AS live FROM handoffs WHERE recipient_id = ${recipient} AND delivery_state = '${st}' AND attempt_count > 0${notExcluded} ORDER BY seq LIMIT 1)`,
+          (st) =>
+            `(SELECT id, seq, true AS live FROM handoffs WHERE recipient_id = ${recipient} AND delivery_state = '${st}' AND attempt_count > 0${notExcluded} ORDER BY seq LIMIT 1)`,
         ),
         ...DISPATCHABLE_STATES.map(
           (st) =>
@@ -98,16 +100,41 @@ export type ReservedRow = { reservedRevision?: number | null; reservedEventIds?:
 
 /** A look-up's row as a WorkItem; `reservation`: what the statement was asked to reserve, if anything. */
 export function toWorkItem(row: WorkRow & ReservedRow, reservation?: { attemptId: string; requestId: string }): WorkItem {
-  const { live, uncertainTurn, senderHandle, recipientHandle, recipientSettings, recipientCurrent, attemptId, attemptRequestId, attemptStartedAt, attemptAcceptedAt, reservedRevision, reservedEventIds, ...handoff } = row;
+  const {
+    live,
+    uncertainTurn,
+    senderHandle,
+    recipientHandle,
+    recipientSettings,
+    recipientCurrent,
+    attemptId,
+    attemptRequestId,
+    attemptStartedAt,
+    attemptAcceptedAt,
+    reservedRevision,
+    reservedEventIds,
+    ...handoff
+  } = row;
   return {
     handoff,
     live,
     uncertainTurn,
     senderHandle,
-    recipient: recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
-    attempt: attemptId && attemptRequestId && attemptStartedAt ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt } : null,
+    recipient:
+      recipientHandle === null ? null : { handle: recipientHandle, settings: recipientSettings ?? {}, current: recipientCurrent === true },
+    attempt:
+      attemptId && attemptRequestId && attemptStartedAt
+        ? { id: attemptId, requestId: attemptRequestId, startedAt: attemptStartedAt, acceptedAt: attemptAcceptedAt }
+        : null,
     ...(reservation && reservedRevision !== null && reservedRevision !== undefined
-      ? { reserved: { revision: reservedRevision, attemptId: reservation.attemptId, requestId: reservation.requestId, eventIds: reservedEventIds ?? [] } }
+      ? {
+          reserved: {
+            revision: reservedRevision,
+            attemptId: reservation.attemptId,
+            requestId: reservation.requestId,
+            eventIds: reservedEventIds ?? [],
+          },
+        }
       : {}),
   };
 }

@@ -45,7 +45,12 @@ export async function notificationsOfHandoff(db: Queryable, handoffId: string): 
 }
 
 /** An agent's notifications, newest first. */
-export async function notificationsForAgent(db: Queryable, agentId: string, limit: number, viewer: Viewer): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
+export async function notificationsForAgent(
+  db: Queryable,
+  agentId: string,
+  limit: number,
+  viewer: Viewer,
+): Promise<Array<NotificationRecord & { handoffTitle: string | null }>> {
   const params: unknown[] = [agentId, limit];
   const { rows } = await prepared<NotificationRecord & { handoffTitle: string | null }>(
     db,

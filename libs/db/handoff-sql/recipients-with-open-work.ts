@@ -9,7 +9,12 @@ import { stateList } from './columns.ts';
  * deployments neither appear nor use up the batch. A scan of handoffs_open_work_idx: only open
  * handoffs, however many settled ones the table holds.
  */
-export async function recipientsWithOpenWork(db: Queryable, now: Date, limit: number, deployment: string): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
+export async function recipientsWithOpenWork(
+  db: Queryable,
+  now: Date,
+  limit: number,
+  deployment: string,
+): Promise<Array<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>> {
   const { rows } = await prepared<{ recipientId: string; provider: ProviderName; pool: string; live: boolean }>(
     db,
     `SELECT open.recipient_id AS "recipientId", open.provider, open.pool, open.live FROM (

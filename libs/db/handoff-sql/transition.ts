@@ -9,7 +9,11 @@ export type TurnEndRow = Partial<WorkRow> & ReservedRow & { movedRevision: numbe
 
 function toTurnEnd(row: TurnEndRow, w: TransitionWrite): TransitionWritten {
   const { movedRevision, movedEventIds, n: _n, ...next } = row;
-  return { revision: movedRevision, eventIds: movedEventIds, nextWork: next.id ? toWorkItem(next as WorkRow & ReservedRow, w.thenNextWork?.reserve) : null };
+  return {
+    revision: movedRevision,
+    eventIds: movedEventIds,
+    nextWork: next.id ? toWorkItem(next as WorkRow & ReservedRow, w.thenNextWork?.reserve) : null,
+  };
 }
 
 /**
@@ -43,7 +47,9 @@ export async function transitionBatch(db: Queryable, items: TransitionWrite[]): 
     const built = buildTransition(w, true);
     const key = built.shape.join('|');
     const ids = [w.handoffId, `r:${w.thenNextWork?.recipientId ?? w.handoffId}`];
-    const group = groups.find((g) => g.key === key && g.built.length < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch && !ids.some((x) => g.taken.has(x)));
+    const group = groups.find(
+      (g) => g.key === key && g.built.length < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch && !ids.some((x) => g.taken.has(x)),
+    );
     if (group) {
       group.built.push(built);
       group.at.push(i);

@@ -10,7 +10,8 @@ import { actor, handoffPath } from '../tool-context.ts';
 export const acceptTool = defineTool({
   name: 'accept',
   title: 'Accept (claim) work',
-  description: 'Claim work sent to you (or to @project). Returns the claim token, the attempt, the lease end and the ' +
+  description:
+    'Claim work sent to you (or to @project). Returns the claim token, the attempt, the lease end and the ' +
     'context packet. Heartbeat while you work; return when done.',
   input: z.strictObject({ id: HandoffId, leaseSeconds: LeaseSeconds.optional() }),
   output: z.strictObject({
@@ -20,9 +21,13 @@ export const acceptTool = defineTool({
     recovered: z.boolean().describe('true when you already held this claim'),
   }),
   annotations: IDEMPOTENT_CHANGE,
-  headline: (r) => `${r.recovered ? 'already yours' : 'claimed'}: handoff ${r.handoff.id}, attempt ${r.claim.attempt}, lease until ${r.claim.leaseExpiresAt}`,
+  headline: (r) =>
+    `${r.recovered ? 'already yours' : 'claimed'}: handoff ${r.handoff.id}, attempt ${r.claim.attempt}, lease until ${r.claim.leaseExpiresAt}`,
   async run({ id, leaseSeconds }, ctx) {
-    const { body } = await ctx.api.post<never>(handoffPath(id, 'accept'), { ...actor(ctx), ...(leaseSeconds !== undefined ? { leaseSeconds } : {}) });
+    const { body } = await ctx.api.post<never>(handoffPath(id, 'accept'), {
+      ...actor(ctx),
+      ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
+    });
     return body;
   },
 });

@@ -7,7 +7,7 @@ import { actor, handoffPath } from '../tool-context.ts';
 export const cancelTool = defineTool({
   name: 'cancel',
   title: 'Cancel a handoff you sent',
-  description: 'Withdraw a handoff you sent. A turn already written into the recipient\'s session is not undone.',
+  description: "Withdraw a handoff you sent. A turn already written into the recipient's session is not undone.",
   input: z.strictObject({ id: HandoffId }),
   output: z.strictObject({ handoff: HandoffOut }),
   annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: true, openWorldHint: false },

@@ -18,7 +18,11 @@ export const closeTool = defineTool({
   annotations: CHANGE,
   headline: (r) => `closed: handoff ${r.handoff.id} ${r.handoff.workState ?? ''} ${r.handoff.work?.resolution ?? ''}`.trimEnd(),
   async run({ id, resolution, note }, ctx) {
-    const { body } = await ctx.api.post<z.infer<typeof HandoffOut>>(handoffPath(id, 'close'), { ...actor(ctx), resolution, ...(note !== undefined ? { note } : {}) });
+    const { body } = await ctx.api.post<z.infer<typeof HandoffOut>>(handoffPath(id, 'close'), {
+      ...actor(ctx),
+      resolution,
+      ...(note !== undefined ? { note } : {}),
+    });
     return { handoff: body };
   },
 });

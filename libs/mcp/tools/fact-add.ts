@@ -8,7 +8,8 @@ import { actor } from '../tool-context.ts';
 export const factAddTool = defineTool({
   name: 'fact_add',
   title: 'Record a session fact',
-  description: 'Record what you learned in a tracked session: a decision, a failed attempt, a lesson, an open ' +
+  description:
+    'Record what you learned in a tracked session: a decision, a failed attempt, a lesson, an open ' +
     'question, a note or a result. Cite its id in return as evidence.',
   input: z.strictObject({
     session: SessionId,

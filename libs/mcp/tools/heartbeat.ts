@@ -8,7 +8,8 @@ import { actor, handoffPath } from '../tool-context.ts';
 export const heartbeatTool = defineTool({
   name: 'heartbeat',
   title: 'Renew a claim',
-  description: 'Renew the lease of work you hold, so it is not given to someone else while you work. Without claimToken, the claim you hold is found.',
+  description:
+    'Renew the lease of work you hold, so it is not given to someone else while you work. Without claimToken, the claim you hold is found.',
   input: z.strictObject({
     id: HandoffId,
     claimToken: z.string().min(1).max(200).optional().describe('the token accept gave (default: the claim you hold)'),

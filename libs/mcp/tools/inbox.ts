@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, READ_ONLY } from '../define-tool.ts';
 import { HandoffOut } from '../schemas.ts';
-import { } from '../tool-context.ts';
+import {} from '../tool-context.ts';
 
 /** `inbox`: this agent's handoffs in progress and its notifications (deadline reminders). */
 export const inboxTool = defineTool({
@@ -12,7 +12,9 @@ export const inboxTool = defineTool({
   output: z.strictObject({
     agent: z.string(),
     handoffs: z.array(HandoffOut),
-    notifications: z.array(z.looseObject({ id: z.string(), handoffId: z.string(), kind: z.string(), text: z.string(), createdAt: z.string() })),
+    notifications: z.array(
+      z.looseObject({ id: z.string(), handoffId: z.string(), kind: z.string(), text: z.string(), createdAt: z.string() }),
+    ),
   }),
   annotations: READ_ONLY,
   headline: (r) => `inbox of ${r.agent}: ${r.handoffs.length} in progress, ${r.notifications.length} notifications`,

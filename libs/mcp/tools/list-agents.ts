@@ -14,6 +14,9 @@ export const listAgentsTool = defineTool({
   headline: (r) => `${r.agents.length} agents (you are ${r.you})`,
   async run(_args, ctx) {
     const { items } = await ctx.api.get<{ items: Array<z.infer<typeof AgentOut>> }>('/v1/agents');
-    return { you: ctx.identity.agent, agents: items.map((a) => ({ id: a.id, displayName: a.displayName, provider: a.provider, pool: a.pool })) };
+    return {
+      you: ctx.identity.agent,
+      agents: items.map((a) => ({ id: a.id, displayName: a.displayName, provider: a.provider, pool: a.pool })),
+    };
   },
 });

@@ -11,7 +11,8 @@ import { handoffPath } from '../tool-context.ts';
 export const readTool = defineTool({
   name: 'read',
   title: 'Read a handoff',
-  description: 'One handoff you sent or received (or unowned work of your project): its content, attempts, full event timeline and context packet.',
+  description:
+    'One handoff you sent or received (or unowned work of your project): its content, attempts, full event timeline and context packet.',
   input: z.strictObject({ id: HandoffId }),
   output: z.strictObject({
     handoff: HandoffOut,
@@ -21,9 +22,12 @@ export const readTool = defineTool({
     packet: PacketOut,
   }),
   annotations: READ_ONLY,
-  headline: (r) => `handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}, ${r.events.length} events`,
+  headline: (r) =>
+    `handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}, ${r.events.length} events`,
   async run({ id }, ctx) {
-    const { attempts, events, notifications, ...handoff } = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: never[]; events: never[]; notifications: never[] }>(handoffPath(id));
+    const { attempts, events, notifications, ...handoff } = await ctx.api.get<
+      z.infer<typeof HandoffOut> & { attempts: never[]; events: never[]; notifications: never[] }
+    >(handoffPath(id));
     const packet = await ctx.api.get<z.infer<typeof PacketOut>>(handoffPath(id, 'packet'));
     return { handoff: handoff, attempts, events, notifications, packet };
   },

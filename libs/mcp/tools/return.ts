@@ -13,7 +13,8 @@ import { actor, handoffPath } from '../tool-context.ts';
 export const returnTool = defineTool({
   name: 'return',
   title: 'Return work',
-  description: 'Return work you hold with what was done, citing facts you recorded (fact_add) as evidence. outcome "failed" gives it back for someone else to claim.',
+  description:
+    'Return work you hold with what was done, citing facts you recorded (fact_add) as evidence. outcome "failed" gives it back for someone else to claim.',
   input: z.strictObject({
     id: HandoffId,
     summary: Text(LIMITS.contextSummary, 'what was done (or why it failed)'),
@@ -23,7 +24,8 @@ export const returnTool = defineTool({
   }),
   output: z.strictObject({ handoff: HandoffOut, recovered: z.boolean().describe('true when it was already returned with this result') }),
   annotations: IDEMPOTENT_CHANGE,
-  headline: (r) => `${r.recovered ? 'already returned' : 'returned'}: handoff ${r.handoff.id} ${r.handoff.work?.returnOutcome ?? ''}`.trimEnd(),
+  headline: (r) =>
+    `${r.recovered ? 'already returned' : 'returned'}: handoff ${r.handoff.id} ${r.handoff.work?.returnOutcome ?? ''}`.trimEnd(),
   async run({ id, summary, outcome, facts, claimToken }, ctx) {
     const claim = claimToken !== undefined ? { token: claimToken, revision: undefined } : await ownClaim(ctx, id);
     const { body } = await ctx.api.post<never>(handoffPath(id, 'return'), {

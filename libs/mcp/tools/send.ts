@@ -35,7 +35,10 @@ export const sendTool = defineTool({
     session: SessionId.optional().describe('the tracked session this belongs to (its facts go into the context packet)'),
     dueMinutes: z.number().int().min(1).max(LIMITS.dueMinutesMax).optional().describe('due in this many minutes'),
     dueAt: z.iso.datetime({ offset: true }).optional().describe('due at this ISO 8601 time (give dueMinutes or dueAt, not both)'),
-    idempotencyKey: Text(LIMITS.idempotencyKey, 'sending again with the same key returns the first handoff (default: a new key per call)').optional(),
+    idempotencyKey: Text(
+      LIMITS.idempotencyKey,
+      'sending again with the same key returns the first handoff (default: a new key per call)',
+    ).optional(),
   }),
   output: z.strictObject({
     handoff: HandoffOut,
@@ -43,7 +46,8 @@ export const sendTool = defineTool({
     idempotencyKey: z.string(),
   }),
   annotations: { ...CHANGE, idempotentHint: false },
-  headline: (r) => `${r.created ? 'sent' : 'already sent (same idempotency key)'}: handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}`,
+  headline: (r) =>
+    `${r.created ? 'sent' : 'already sent (same idempotency key)'}: handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}`,
   async run(args, ctx: ToolContext) {
     const idempotencyKey = args.idempotencyKey ?? `mcp-${randomUUID()}`;
     let retried = false;

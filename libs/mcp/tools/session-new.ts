@@ -17,7 +17,11 @@ export const sessionNewTool = defineTool({
   annotations: CHANGE,
   headline: (r) => `session ${r.session.id} started`,
   async run({ title, summary }, ctx) {
-    const { body } = await ctx.api.post<z.infer<typeof SessionOut>>('/v1/sessions', { ...actor(ctx), title, ...(summary !== undefined ? { summary } : {}) });
+    const { body } = await ctx.api.post<z.infer<typeof SessionOut>>('/v1/sessions', {
+      ...actor(ctx),
+      title,
+      ...(summary !== undefined ? { summary } : {}),
+    });
     return { session: body };
   },
 });

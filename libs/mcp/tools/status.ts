@@ -18,7 +18,8 @@ const Delivery = z.looseObject({
 export const statusTool = defineTool({
   name: 'status',
   title: 'Delivery status',
-  description: 'Without an id: how many handoffs you can see are in each delivery state. With an id: where that handoff\'s delivery stands (state, attempts, last event).',
+  description:
+    "Without an id: how many handoffs you can see are in each delivery state. With an id: where that handoff's delivery stands (state, attempts, last event).",
   input: z.strictObject({ id: HandoffId.optional().describe('a handoff id; leave out for counts') }),
   output: z.strictObject({ counts: Counts.optional(), delivery: Delivery.optional() }),
   annotations: READ_ONLY,
@@ -28,7 +29,9 @@ export const statusTool = defineTool({
       : `project ${r.counts?.project}: ${r.counts?.total} handoffs`,
   async run({ id }, ctx) {
     if (id === undefined) return { counts: await ctx.api.get<z.infer<typeof Counts>>('/v1/status') };
-    const h = await ctx.api.get<z.infer<typeof HandoffOut> & { attempts: z.infer<typeof AttemptOut>[]; events: Array<{ event: string; to: string; at: string }> }>(handoffPath(id));
+    const h = await ctx.api.get<
+      z.infer<typeof HandoffOut> & { attempts: z.infer<typeof AttemptOut>[]; events: Array<{ event: string; to: string; at: string }> }
+    >(handoffPath(id));
     const last = h.events[h.events.length - 1];
     return {
       delivery: {

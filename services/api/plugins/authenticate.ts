@@ -67,9 +67,16 @@ export async function authenticateRequest(
  * any other is refused.
  * @throws BatonError agent_not_found, identity_mismatch
  */
-async function viewingAs(request: FastifyRequest, core: Pick<CoreDeps, 'agents'>, caller: Caller, named: string, defaultProject: string): Promise<{ id: string; handle: string } | undefined> {
+async function viewingAs(
+  request: FastifyRequest,
+  core: Pick<CoreDeps, 'agents'>,
+  caller: Caller,
+  named: string,
+  defaultProject: string,
+): Promise<{ id: string; handle: string } | undefined> {
   if (caller.agent) {
-    if (named.toLowerCase() !== caller.agent.handle) throw new BatonError('identity_mismatch', `this token belongs to ${caller.agent.handle}; it cannot act as ${named.toLowerCase()}`);
+    if (named.toLowerCase() !== caller.agent.handle)
+      throw new BatonError('identity_mismatch', `this token belongs to ${caller.agent.handle}; it cannot act as ${named.toLowerCase()}`);
     return undefined;
   }
   const agent = await getAgent(core, projectOf(request, defaultProject), named);
@@ -85,7 +92,13 @@ async function viewingAs(request: FastifyRequest, core: Pick<CoreDeps, 'agents'>
  * private, no-store` (no-store.ts runs first). Successful changes outside the handoff event log
  * are audited by token id.
  */
-export function installAuthentication(app: FastifyInstance, core: AuthenticationDeps, limiter: RequestLimiter | undefined, browser?: BrowserSessions, defaultProject = 'default'): void {
+export function installAuthentication(
+  app: FastifyInstance,
+  core: AuthenticationDeps,
+  limiter: RequestLimiter | undefined,
+  browser?: BrowserSessions,
+  defaultProject = 'default',
+): void {
   const touched = new Map<string, number>();
 
   app.addHook('onRequest', async (request, reply) => {

@@ -95,7 +95,10 @@ export class BrowserSessions {
     // The Host header, or a trusted proxy's X-Forwarded-Host (BATON_TRUST_PROXY).
     const host = request.host;
     if (typeof host !== 'string' || !this.allowedHosts.has(hostnameOf(host))) {
-      throw new BatonError('host_not_allowed', `this API answers browsers only as ${[...this.allowedHosts].join(', ')} (BATON_ALLOWED_HOSTS)`);
+      throw new BatonError(
+        'host_not_allowed',
+        `this API answers browsers only as ${[...this.allowedHosts].join(', ')} (BATON_ALLOWED_HOSTS)`,
+      );
     }
   }
 
@@ -112,12 +115,15 @@ export class BrowserSessions {
     let same: boolean;
     try {
       // Both through URL, so a default port (":80") written on one side only still matches.
-      same = typeof origin === 'string' && typeof host === 'string' && new URL(origin).origin === new URL(`${request.protocol}://${host}`).origin;
+      same =
+        typeof origin === 'string' &&
+        typeof host === 'string' &&
+        new URL(origin).origin === new URL(`${request.protocol}://${host}`).origin;
     } catch {
       same = false;
     }
     if (!same) {
-      throw new BatonError('csrf_failed', 'this request changes something and did not come from this API\'s own pages (Origin)');
+      throw new BatonError('csrf_failed', "this request changes something and did not come from this API's own pages (Origin)");
     }
   }
 
@@ -155,7 +161,10 @@ export class BrowserSessions {
       this.requireSameOrigin(request);
       const sent = request.headers[CSRF_HEADER];
       if (typeof sent !== 'string' || !sameSecret(sent, stored.csrf)) {
-        throw new BatonError('csrf_failed', `a browser session's request that changes something must repeat the session's CSRF token in ${CSRF_HEADER}`);
+        throw new BatonError(
+          'csrf_failed',
+          `a browser session's request that changes something must repeat the session's CSRF token in ${CSRF_HEADER}`,
+        );
       }
     }
     const caller = await authenticateSecretHash(core, stored.tokenHash);

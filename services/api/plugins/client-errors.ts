@@ -26,7 +26,8 @@ export function answerClientError(err: ClientError, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const code = codeFor(err);
   const { status, summary } = ERROR_CATALOG[code];
-  const message = code === 'headers_too_large' ? `the request line (with its URL) and headers together are larger than ${maxHeaderSize} bytes` : summary;
+  const message =
+    code === 'headers_too_large' ? `the request line (with its URL) and headers together are larger than ${maxHeaderSize} bytes` : summary;
   const body = JSON.stringify({ error: { code, message } });
   if (socket.writable) {
     socket.write(

@@ -22,12 +22,18 @@ function toBatonError(err: FastifyError | Error): BatonError {
     const code: ErrorCode = first && LENGTH_KEYWORDS.has(first.keyword) ? 'field_too_long' : 'validation_failed';
     const where = fe.validationContext ?? 'body';
     const path = first?.instancePath ? first.instancePath : '';
-    const extra = first?.keyword === 'additionalProperties' ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})` : '';
+    const extra =
+      first?.keyword === 'additionalProperties' ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})` : '';
     return new BatonError(code, `${where}${path} ${first?.message ?? 'is invalid'}${extra}`);
   }
   if (fe.code && FASTIFY_CODES[fe.code]) {
     const code = FASTIFY_CODES[fe.code] as ErrorCode;
-    const message = code === 'invalid_json' ? 'the request body is not valid JSON' : code === 'unsupported_media_type' ? 'a request body must be application/json' : fe.message;
+    const message =
+      code === 'invalid_json'
+        ? 'the request body is not valid JSON'
+        : code === 'unsupported_media_type'
+          ? 'a request body must be application/json'
+          : fe.message;
     return new BatonError(code, message);
   }
   if (err instanceof SyntaxError && (fe.statusCode === 400 || /JSON/.test(err.message))) {
@@ -71,6 +77,8 @@ export function installErrorHandler(app: FastifyInstance, outages?: Outages): vo
     void reply.status(be.status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.status(404).send({ error: { code: 'route_not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
+    void reply
+      .status(404)
+      .send({ error: { code: 'route_not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } });
   });
 }

@@ -19,7 +19,13 @@ export function boundedJsonParser(app: FastifyInstance): FastifyBodyParser<strin
       if (err) return done(err, undefined);
       const at = nestedTooDeepAt(value, LIMITS.jsonDepth);
       if (at !== null) {
-        return done(new BatonError('too_deeply_nested', `body${at === '/' ? '' : at} nests objects and arrays more than ${LIMITS.jsonDepth} levels deep`), undefined);
+        return done(
+          new BatonError(
+            'too_deeply_nested',
+            `body${at === '/' ? '' : at} nests objects and arrays more than ${LIMITS.jsonDepth} levels deep`,
+          ),
+          undefined,
+        );
       }
       done(null, value);
     });

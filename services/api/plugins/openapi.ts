@@ -45,7 +45,7 @@ export const OPENAPI_TAGS = [
   { name: 'sessions', description: 'Shared sessions and their facts.' },
   { name: 'identity', description: 'Who the caller is, tokens, projects and the audit log.' },
   { name: 'events', description: 'The transitions the caller may see, as server-sent events.' },
-  { name: 'views', description: 'Read-only summaries: the status and the live page\'s first paint.' },
+  { name: 'views', description: "Read-only summaries: the status and the live page's first paint." },
   { name: 'settings', description: 'Runtime settings and connection rules.' },
   { name: 'webhooks', description: 'Turn reports from webhook agents (signed, no token).' },
   { name: 'mcp', description: "Baton's MCP tools over streamable HTTP." },
@@ -68,7 +68,7 @@ export function tagRoutes(app: FastifyInstance, tag: OpenApiTag): void {
 /** Only the UI's own files: no CDN, no validator badge, no inline script. */
 const DOCS_CSP =
   "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
-    "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
+  "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'";
 
 /** Baton's version for the document; a build that moved this file away from package.json says "unknown". */
 function packageVersion(): string {
@@ -99,15 +99,15 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         version,
         description:
           'Durable handoffs between AI coding agents. Errors are `{ "error": { "code", "message", "details"? } ' +
-            '}` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: ' +
-            'docs/API.md.',
+          '}` with the codes of docs/ERRORS.md; every route lists its own. Limits and who may call what: ' +
+          'docs/API.md.',
       },
       tags: OPENAPI_TAGS.map((t) => ({ ...t })),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'an agent or admin token, `baton_…`' } } },
       security: [{ bearer: [] }],
     },
     // Routes a plugin registers (Bull Board's, the pages') are hidden by where they live.
-    transform: ({ schema, url }) => ({ schema: (undocumented(url) ? { ...(schema ?? {}), hide: true } : schema), url }),
+    transform: ({ schema, url }) => ({ schema: undocumented(url) ? { ...(schema ?? {}), hide: true } : schema, url }),
   });
 }
 

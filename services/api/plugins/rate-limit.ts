@@ -32,7 +32,10 @@ export function rateLimitWindow(limit: RateLimit): { max: number; timeWindowMs: 
  * When Redis does not answer, requests go through (`skipOnError`): the API keeps serving from
  * Postgres while its readiness reports Redis down. Undefined when the limit is off.
  */
-export async function installRateLimit(app: FastifyInstance, opts: { limit: RateLimit; redis: RedisClient; names: RedisNames }): Promise<RequestLimiter | undefined> {
+export async function installRateLimit(
+  app: FastifyInstance,
+  opts: { limit: RateLimit; redis: RedisClient; names: RedisNames },
+): Promise<RequestLimiter | undefined> {
   if (opts.limit.perSecond <= 0) return undefined;
   const { names } = opts;
   const { max, timeWindowMs } = rateLimitWindow(opts.limit);
@@ -43,7 +46,8 @@ export async function installRateLimit(app: FastifyInstance, opts: { limit: Rate
     max,
     timeWindow: timeWindowMs,
     skipOnError: true,
-    keyGenerator: (request) => (request.caller ? names.rateLimitSubject('token', request.caller.tokenId) : names.rateLimitSubject('ip', request.ip)),
+    keyGenerator: (request) =>
+      request.caller ? names.rateLimitSubject('token', request.caller.tokenId) : names.rateLimitSubject('ip', request.ip),
     errorResponseBuilder: (_request, context) => {
       const wait = Math.max(1, Math.ceil(context.ttl / 1000));
       return new BatonError('rate_limited', `too many requests from this caller; retry in ${wait} s`, { retryAfterSeconds: wait });

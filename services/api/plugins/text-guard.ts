@@ -16,7 +16,8 @@ export function installTextGuard(app: FastifyInstance): void {
       ['params', request.params],
     ] as const) {
       const at = unstorableTextAt(value);
-      if (at !== null) throw new BatonError('invalid_text', `${where}${at === '/' ? '' : at} holds a NUL character or an unpaired surrogate`);
+      if (at !== null)
+        throw new BatonError('invalid_text', `${where}${at === '/' ? '' : at} holds a NUL character or an unpaired surrogate`);
     }
   });
 }

@@ -35,7 +35,12 @@ export const AllOwners = Type.Optional(Type.Union([Type.Literal('true'), Type.Li
 export const AllOwnersQuery = Type.Object({ all_owners: AllOwners }, { additionalProperties: false });
 
 /** An admin token's narrowed view (no `all_owners`) only: how many the same query hides. */
-export const Hidden = Type.Optional(Type.Integer({ minimum: 0, description: 'admin tokens without all_owners only: handoffs this query matches that the view hides (all_owners=true shows them)' }));
+export const Hidden = Type.Optional(
+  Type.Integer({
+    minimum: 0,
+    description: 'admin tokens without all_owners only: handoffs this query matches that the view hides (all_owners=true shows them)',
+  }),
+);
 
 export const HandoffJson = Type.Object({
   id: Type.String(),

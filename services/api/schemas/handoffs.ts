@@ -75,7 +75,11 @@ export const EventJson = Type.Object({
   workTo: Type.Union([Type.String(), Type.Null()]),
   event: Type.String(),
   /** tokenId: the token that authorised the move (by id; null for Baton's own moves). */
-  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]), tokenId: Type.Union([Type.String(), Type.Null()]) }),
+  actor: Type.Object({
+    kind: Type.String(),
+    id: Type.Union([Type.String(), Type.Null()]),
+    tokenId: Type.Union([Type.String(), Type.Null()]),
+  }),
   reason: Type.Union([Type.String(), Type.Null()]),
   detail: Type.Unknown(),
   revision: Type.Integer(),

@@ -5,7 +5,11 @@ import { AllOwners, FactId, Handle, Id, Timestamp } from './common.ts';
 /** The sessions area (routes/sessions): sessions and their facts. */
 
 export const SessionBody = Type.Object(
-  { as: Type.Optional(Handle), title: Type.String({ minLength: 1, maxLength: LIMITS.title }), summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })) },
+  {
+    as: Type.Optional(Handle),
+    title: Type.String({ minLength: 1, maxLength: LIMITS.title }),
+    summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })),
+  },
   { additionalProperties: false },
 );
 export const FactBody = Type.Object(
@@ -57,6 +61,14 @@ export const SessionDetailJson = Type.Object({
   session: SessionJson,
   facts: Type.Array(FactJson),
   handoffs: Type.Array(
-    Type.Object({ id: Type.String(), title: Type.Union([Type.String(), Type.Null()]), from: Type.String(), to: Type.Union([Type.String(), Type.Null()]), deliveryState: Type.String(), workState: Type.Union([Type.String(), Type.Null()]), createdAt: Timestamp }),
+    Type.Object({
+      id: Type.String(),
+      title: Type.Union([Type.String(), Type.Null()]),
+      from: Type.String(),
+      to: Type.Union([Type.String(), Type.Null()]),
+      deliveryState: Type.String(),
+      workState: Type.Union([Type.String(), Type.Null()]),
+      createdAt: Timestamp,
+    }),
   ),
 });

@@ -6,8 +6,14 @@ import { AllOwners, FactId, Handle, HandoffJson, Timestamp } from './common.ts';
 
 const LeaseSeconds = Type.Integer({ minimum: 1, maximum: LIMITS.leaseSecondsMax });
 
-export const AcceptBody = Type.Object({ as: Type.Optional(Handle), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
-export const HeartbeatBody = Type.Object({ as: Type.Optional(Handle), claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) }, { additionalProperties: false });
+export const AcceptBody = Type.Object(
+  { as: Type.Optional(Handle), leaseSeconds: Type.Optional(LeaseSeconds) },
+  { additionalProperties: false },
+);
+export const HeartbeatBody = Type.Object(
+  { as: Type.Optional(Handle), claimToken: Type.String({ minLength: 1, maxLength: 100 }), leaseSeconds: Type.Optional(LeaseSeconds) },
+  { additionalProperties: false },
+);
 export const ReturnBody = Type.Object(
   {
     as: Type.Optional(Handle),
@@ -30,7 +36,12 @@ export const CloseBody = Type.Object(
 );
 export const AsQuery = Type.Object({ as: Type.Optional(Handle), all_owners: AllOwners }, { additionalProperties: false });
 
-export const PacketJson = Type.Object({ text: Type.String(), factIds: Type.Array(Type.String()), omittedFacts: Type.Integer(), truncated: Type.Boolean() });
+export const PacketJson = Type.Object({
+  text: Type.String(),
+  factIds: Type.Array(Type.String()),
+  omittedFacts: Type.Integer(),
+  truncated: Type.Boolean(),
+});
 
 export const ClaimJson = Type.Object({
   handoff: HandoffJson,

@@ -36,7 +36,22 @@ export function drawSettled(target, legend, minutes) {
       totals[outcome] += n;
       const h = (n / most) * (H - 4);
       y -= h;
-      bars.push(svg('rect', { class: 'bar', 'data-state': outcome, 'data-minute': m.at, 'data-count': n, x: i * slot + 1, y, width: Math.max(1, slot - 2), height: h }, `${clock(m.at)} · ${outcome} ${n}`));
+      bars.push(
+        svg(
+          'rect',
+          {
+            class: 'bar',
+            'data-state': outcome,
+            'data-minute': m.at,
+            'data-count': n,
+            x: i * slot + 1,
+            y,
+            width: Math.max(1, slot - 2),
+            height: h,
+          },
+          `${clock(m.at)} · ${outcome} ${n}`,
+        ),
+      );
     }
   });
   target.replaceChildren(svg('line', { class: 'axis', x1: 0, y1: H - 0.5, x2: W, y2: H - 0.5 }), ...bars);
@@ -63,10 +78,23 @@ export function drawTimes(target, maxLabel, minutes) {
   const children = [svg('line', { class: 'axis', x1: 0, y1: H - 0.5, x2: W, y2: H - 0.5 })];
   for (const key of ['p90', 'p50']) {
     const field = `${key}Ms`;
-    if (points.length > 1) children.push(svg('polyline', { class: `line ${key}`, points: points.map((p) => `${p.x},${y(p.m.returned[field])}`).join(' ') }));
+    if (points.length > 1)
+      children.push(svg('polyline', { class: `line ${key}`, points: points.map((p) => `${p.x},${y(p.m.returned[field])}`).join(' ') }));
     for (const p of points) {
       children.push(
-        svg('circle', { class: `dot ${key}`, cx: p.x, cy: y(p.m.returned[field]), r: 2.5, 'data-minute': p.m.at, 'data-ms': p.m.returned[field], 'data-count': p.m.returned.count }, `${clock(p.m.at)} · ${key} ${ms(p.m.returned[field])} over ${p.m.returned.count}`),
+        svg(
+          'circle',
+          {
+            class: `dot ${key}`,
+            cx: p.x,
+            cy: y(p.m.returned[field]),
+            r: 2.5,
+            'data-minute': p.m.at,
+            'data-ms': p.m.returned[field],
+            'data-count': p.m.returned.count,
+          },
+          `${clock(p.m.at)} · ${key} ${ms(p.m.returned[field])} over ${p.m.returned.count}`,
+        ),
       );
     }
   }

@@ -80,7 +80,14 @@ function renderAttention(items) {
   $('attention-count').setAttribute('data-n', String(items.length));
   $('attention').replaceChildren(
     ...items.map((h) => {
-      const li = el('li', { 'data-handoff-id': h.id }, ...h.reasons.map((r) => el('span', { class: 'reason' }, r)), h.title ?? '(message)', el('span', { class: 'dim' }, ` ${h.from} → ${h.to ?? '@project'} `), stateBadge(h.state));
+      const li = el(
+        'li',
+        { 'data-handoff-id': h.id },
+        ...h.reasons.map((r) => el('span', { class: 'reason' }, r)),
+        h.title ?? '(message)',
+        el('span', { class: 'dim' }, ` ${h.from} → ${h.to ?? '@project'} `),
+        stateBadge(h.state),
+      );
       li.addEventListener('click', () => showHandoff(h.id));
       return li;
     }),
@@ -114,7 +121,10 @@ function renderHandoffs() {
       return tr;
     }),
   );
-  if (focused) $('handoffs').querySelector(`tr[data-handoff-id="${CSS.escape(focused)}"]`)?.focus();
+  if (focused)
+    $('handoffs')
+      .querySelector(`tr[data-handoff-id="${CSS.escape(focused)}"]`)
+      ?.focus();
 }
 
 async function refresh() {
@@ -163,7 +173,17 @@ function onEvent(message) {
     });
   }
   renderHandoffs();
-  if (e.handoffId === selected) appendTimeline({ at: e.at, from: e.from, to: e.to, workFrom: e.workFrom, workTo: e.workTo, event: e.event, actor: e.actor, reason: e.reason });
+  if (e.handoffId === selected)
+    appendTimeline({
+      at: e.at,
+      from: e.from,
+      to: e.to,
+      workFrom: e.workFrom,
+      workTo: e.workTo,
+      event: e.event,
+      actor: e.actor,
+      reason: e.reason,
+    });
   scheduleRefresh();
 }
 
@@ -189,7 +209,15 @@ function follow(after) {
 function appendTimeline(ev) {
   const move = ev.workTo && ev.from === ev.to ? `work ${ev.workFrom ?? '–'} → ${ev.workTo}` : `${ev.from ?? '–'} → ${ev.to}`;
   const actor = ev.actor?.id ? ` by ${ev.actor.kind} ${ev.actor.id}` : ev.actor ? ` by ${ev.actor.kind}` : '';
-  $('timeline').append(el('li', { 'data-to': ev.to }, el('span', { class: 'dim' }, `${time(ev.at)} `), stateBadge(ev.to), ` ${move} · ${ev.event}${actor}${ev.reason ? ` · ${ev.reason}` : ''}`));
+  $('timeline').append(
+    el(
+      'li',
+      { 'data-to': ev.to },
+      el('span', { class: 'dim' }, `${time(ev.at)} `),
+      stateBadge(ev.to),
+      ` ${move} · ${ev.event}${actor}${ev.reason ? ` · ${ev.reason}` : ''}`,
+    ),
+  );
 }
 
 /** Opens a handoff's timeline in the side panel, and makes its own address the page's. */

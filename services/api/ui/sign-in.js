@@ -28,7 +28,11 @@ form.addEventListener('submit', async (e) => {
   e.preventDefault();
   error.hidden = true;
   const token = form.elements.token.value.trim();
-  const res = await fetch('/ui/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  const res = await fetch('/ui/session', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
   if (res.ok) {
     location.assign(nextPath());
     return;

@@ -18,7 +18,13 @@ export interface BusyAgentsResult {
  * 100 agents each receiving 50 handoffs at once: total time to deliver all, and the proof
  * that no agent had two turns at once and that each agent's turns came in send order.
  */
-export async function measureBusyAgents(env: BenchEnvironment, agents: number, perAgent: number, fresh: boolean, tick: (label: string) => void): Promise<BusyAgentsResult> {
+export async function measureBusyAgents(
+  env: BenchEnvironment,
+  agents: number,
+  perAgent: number,
+  fresh: boolean,
+  tick: (label: string) => void,
+): Promise<BusyAgentsResult> {
   const project = 'busy';
   await env.createProject(project);
   await env.resetDemoHost();
@@ -27,7 +33,12 @@ export async function measureBusyAgents(env: BenchEnvironment, agents: number, p
   await registerAgents(client, project, ['busy-sender', ...handles], { thinkMs: 0 });
   tick('busy agents: sending');
   const started = performance.now();
-  await sendMany(client, project, agents * perAgent, 64, (i) => ({ from: 'busy-sender', to: handles[i % agents], title: `burst ${i}`, message: `burst ${i}` }));
+  await sendMany(client, project, agents * perAgent, 64, (i) => ({
+    from: 'busy-sender',
+    to: handles[i % agents],
+    title: `burst ${i}`,
+    message: `burst ${i}`,
+  }));
   await waitSettled(env.pool, project, agents * perAgent, 300_000);
   const totalSeconds = round((performance.now() - started) / 1000, 2);
 

@@ -7,7 +7,12 @@ import { stateList } from '../../../libs/db/handoff-sql/columns.ts';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES } from '../../../libs/domain/delivery-states.ts';
 
 /** Registers agents through the API (32 at a time). */
-export async function registerAgents(client: JsonClient, project: string, handles: readonly string[], settings: Record<string, unknown> = {}): Promise<void> {
+export async function registerAgents(
+  client: JsonClient,
+  project: string,
+  handles: readonly string[],
+  settings: Record<string, unknown> = {},
+): Promise<void> {
   const result = await runLoad(handles.length, 32, (i) =>
     client.request('POST', '/v1/agents', { id: handles[i], provider: 'demo', settings }, { 'x-baton-project': project }),
   );
@@ -57,7 +62,13 @@ const COUNT_EVERY = 8;
  * (the progress line, and a project whose handoffs are held or UNCERTAIN, which that probe
  * does not see). The bench's polling is the load generator's CPU, and counts in the total.
  */
-export async function waitSettled(pool: pg.Pool, project: string, expected: number, timeoutMs: number, onProgress?: (settled: number) => void): Promise<number> {
+export async function waitSettled(
+  pool: pg.Pool,
+  project: string,
+  expected: number,
+  timeoutMs: number,
+  onProgress?: (settled: number) => void,
+): Promise<number> {
   const id = await projectId(pool, project);
   const started = performance.now();
   for (let poll = 0; ; poll++) {

@@ -43,7 +43,14 @@ export interface DeliveryRun extends DeliveryMetrics {
  * `warmUp` handoffs go the same way and are measured apart: the figures of the run are those of
  * processes that run steadily, as a fleet's do, and the warm-up's cost is reported beside them.
  */
-export async function measureDelivery(env: BenchEnvironment, agents: number, handoffs: number, fresh: boolean, warmUp: number, tick: (label: string) => void): Promise<DeliveryRun> {
+export async function measureDelivery(
+  env: BenchEnvironment,
+  agents: number,
+  handoffs: number,
+  fresh: boolean,
+  warmUp: number,
+  tick: (label: string) => void,
+): Promise<DeliveryRun> {
   const project = `e2e-${agents}`;
   await env.createProject(project);
   await env.resetDemoHost();
@@ -51,7 +58,12 @@ export async function measureDelivery(env: BenchEnvironment, agents: number, han
   const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
   await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
-  const body = (tag: string) => (i: number) => ({ from: `e${agents}-sender`, to: handles[i % agents], title: `${tag} ${i}`, message: `End-to-end handoff ${i}` });
+  const body = (tag: string) => (i: number) => ({
+    from: `e${agents}-sender`,
+    to: handles[i % agents],
+    title: `${tag} ${i}`,
+    message: `End-to-end handoff ${i}`,
+  });
   let warm: DeliveryRun['warmUp'] = null;
   if (warmUp > 0) {
     const before = await usageSnapshot(env);
@@ -102,7 +114,12 @@ export async function processCost(env: BenchEnvironment): Promise<Omit<ProcessCo
   const { rows } = await env.pool.query<{ app: string; n: number }>(
     `SELECT application_name AS app, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'baton-%' AND application_name <> 'baton-bench' GROUP BY 1`,
   );
-  const label = (app: string) => (env.api && app.endsWith(`-${env.api.pid}`) ? 'api' : env.workers.some((w) => app.endsWith(`-${w.pid}`)) ? `worker-${env.workers.findIndex((w) => app.endsWith(`-${w.pid}`)) + 1}` : app);
+  const label = (app: string) =>
+    env.api && app.endsWith(`-${env.api.pid}`)
+      ? 'api'
+      : env.workers.some((w) => app.endsWith(`-${w.pid}`))
+        ? `worker-${env.workers.findIndex((w) => app.endsWith(`-${w.pid}`)) + 1}`
+        : app;
   return {
     apiRssMiB: env.api ? await peakRssMiB(env.api.pid) : null,
     workerRssMiB: await Promise.all(env.workers.map((w) => peakRssMiB(w.pid))),

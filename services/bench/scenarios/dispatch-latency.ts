@@ -34,7 +34,12 @@ export async function measureDispatchLatency(
   const client = await env.processes(fresh);
   const handles = Array.from({ length: opts.agents }, (_, i) => `lat-${i}`);
   await registerAgents(client, project, ['lat-sender', ...handles], { thinkMs: 0 });
-  const body = (tag: string) => (i: number) => ({ from: 'lat-sender', to: handles[i % handles.length], title: `${tag} ${i}`, message: `Latency probe ${i}` });
+  const body = (tag: string) => (i: number) => ({
+    from: 'lat-sender',
+    to: handles[i % handles.length],
+    title: `${tag} ${i}`,
+    message: `Latency probe ${i}`,
+  });
   // Warm up (JIT, pools, prepared statements), then forget the warm-up handoffs.
   await sendMany(client, project, Math.min(200, opts.handoffs), 8, body('warmup'));
   await waitSettled(env.pool, project, Math.min(200, opts.handoffs), 60_000);
@@ -48,7 +53,12 @@ export async function measureDispatchLatency(
     const due = started + i * intervalMs;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    sends.push(client.request('POST', '/v1/handoffs', probe(i), { 'x-baton-project': project }).then((r) => r.status, () => 0));
+    sends.push(
+      client.request('POST', '/v1/handoffs', probe(i), { 'x-baton-project': project }).then(
+        (r) => r.status,
+        () => 0,
+      ),
+    );
   }
   const statuses = await Promise.all(sends);
   await waitSettled(env.pool, project, opts.handoffs, 60_000);

@@ -78,7 +78,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Postgres statements, CPU and memory per live turn, BullMQ slots), how long after the last
  * send every turn is RETURNED, and the proof that each handoff was written exactly once.
  */
-export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOptions, fresh: boolean, tick: (label: string) => void): Promise<LongTurnsResult> {
+export async function measureLongTurns(
+  env: BenchEnvironment,
+  opts: LongTurnsOptions,
+  fresh: boolean,
+  tick: (label: string) => void,
+): Promise<LongTurnsResult> {
   const project = 'long';
   await env.createProject(project);
   await env.createProject('long-warmup');
@@ -98,13 +103,23 @@ export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOpt
   // Warm the workers up (JIT, pools, sockets) so the idle RSS is a running worker's, not a cold one's.
   const warm = Array.from({ length: Math.min(100, opts.turns) }, (_, i) => `long-warm-${i}`);
   await registerAgents(client, 'long-warmup', ['long-warm-sender', ...warm], { thinkMs: 0 });
-  await sendMany(client, 'long-warmup', warm.length * 2, 32, (i) => ({ from: 'long-warm-sender', to: warm[i % warm.length], title: `warm-up ${i}`, message: 'warm-up' }));
+  await sendMany(client, 'long-warmup', warm.length * 2, 32, (i) => ({
+    from: 'long-warm-sender',
+    to: warm[i % warm.length],
+    title: `warm-up ${i}`,
+    message: 'warm-up',
+  }));
   await waitSettled(env.pool, 'long-warmup', warm.length * 2, 120_000);
   const workerRssIdleMiB = await Promise.all(env.workers.map((w) => rssMiB(w.pid)));
   tick('long turns: agents registered');
 
   const projectId = await idOf(env, project);
-  const sent = await sendMany(client, project, opts.turns, 32, (i) => ({ from: 'long-sender', to: handles[i], title: `long turn ${i}`, message: `A turn that lasts ${opts.turnMs} ms` }));
+  const sent = await sendMany(client, project, opts.turns, 32, (i) => ({
+    from: 'long-sender',
+    to: handles[i],
+    title: `long turn ${i}`,
+    message: `A turn that lasts ${opts.turnMs} ms`,
+  }));
   if (sent.errors > 0) throw new Error(`sending the long turns failed: ${JSON.stringify(sent.statuses)}`);
   const sentAt = performance.now();
 
@@ -124,7 +139,8 @@ export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOpt
     const now = await sample();
     if (now.key !== previous.key) stableSince = performance.now();
     previous = now;
-    const settledDown = now.live > 0 && now.accepted === 0 && now.sending === 0 && now.ended === 0 && performance.now() - stableSince >= 1_000;
+    const settledDown =
+      now.live > 0 && now.accepted === 0 && now.sending === 0 && now.ended === 0 && performance.now() - stableSince >= 1_000;
     if (settledDown || performance.now() - sentAt > opts.turnMs / 2) break;
   }
   const before = previous;
@@ -146,7 +162,8 @@ export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOpt
   const live = before.live;
   const usage = usagePerHandoff(usageA, usageB, Math.max(1, live));
   const perSec = (v: number | null) => (v === null ? null : round(v / quietSeconds, 3));
-  const statements = statementsA && statementsB ? [...statementsB].reduce((n, [q, calls]) => n + calls - (statementsA.get(q) ?? 0), 0) : null;
+  const statements =
+    statementsA && statementsB ? [...statementsB].reduce((n, [q, calls]) => n + calls - (statementsA.get(q) ?? 0), 0) : null;
   const rates = (a: Map<string, number> | null, b: Map<string, number> | null): RateLine[] | null =>
     a && b
       ? [...b]
@@ -169,7 +186,9 @@ export async function measureLongTurns(env: BenchEnvironment, opts: LongTurnsOpt
   const timing = await timingsOf(env, projectId);
   const turnsPerWorker = await turnsByWorker(env, projectId);
   const { notOnce, violations } = await writeChecks(env, projectId, new Set(handles));
-  const workerWarnings = warningsOf(env.workers.map((w, i) => w.output().slice(w.output().length >= (logStart[i] ?? 0) ? (logStart[i] ?? 0) : 0)));
+  const workerWarnings = warningsOf(
+    env.workers.map((w, i) => w.output().slice(w.output().length >= (logStart[i] ?? 0) ? (logStart[i] ?? 0) : 0)),
+  );
   await env.releaseProcesses(fresh || Object.keys(tuned).length > 0);
   if (fresh) await env.clearRedis();
   tick('long turns: done');
@@ -247,7 +266,8 @@ async function jobCounts(env: BenchEnvironment): Promise<{ active: number; queue
   for (const idKey of await env.scanKeys(`${new RedisNames(env.prefix).bullPrefix}:*:id`)) {
     const base = idKey.slice(0, -':id'.length);
     active += await env.redis.llen(`${base}:active`);
-    queued += (await env.redis.llen(`${base}:wait`)) + (await env.redis.zcard(`${base}:delayed`)) + (await env.redis.zcard(`${base}:wake-ups`));
+    queued +=
+      (await env.redis.llen(`${base}:wait`)) + (await env.redis.zcard(`${base}:delayed`)) + (await env.redis.zcard(`${base}:wake-ups`));
   }
   return { active, queued };
 }
@@ -286,8 +306,17 @@ async function statementCalls(env: BenchEnvironment): Promise<Map<string, number
   return new Map(rows.map((r) => [r.q, Number(r.n)]));
 }
 
-async function timingsOf(env: BenchEnvironment, projectId: string): Promise<{ lastSendToAllReturnedSec: number; firstSendToLastAcceptedSec: number; returned: number }> {
-  const { rows } = await env.pool.query<{ last_sent: Date; first_sent: Date; last_settled: Date | null; last_accepted: Date | null; returned: number }>(
+async function timingsOf(
+  env: BenchEnvironment,
+  projectId: string,
+): Promise<{ lastSendToAllReturnedSec: number; firstSendToLastAcceptedSec: number; returned: number }> {
+  const { rows } = await env.pool.query<{
+    last_sent: Date;
+    first_sent: Date;
+    last_settled: Date | null;
+    last_accepted: Date | null;
+    returned: number;
+  }>(
     `${BENCH_SQL} SELECT max(h.created_at) AS last_sent, min(h.created_at) AS first_sent, max(h.settled_at) AS last_settled,
        max(a.accepted_at) AS last_accepted, count(*) FILTER (WHERE h.delivery_state = 'RETURNED')::int AS returned
      FROM handoffs h LEFT JOIN delivery_attempts a ON a.handoff_id = h.id WHERE h.project_id = $1`,
@@ -295,7 +324,11 @@ async function timingsOf(env: BenchEnvironment, projectId: string): Promise<{ la
   );
   const r = rows[0]!;
   const sec = (a: Date | null, b: Date) => (a ? round((a.getTime() - b.getTime()) / 1000, 2) : NaN);
-  return { lastSendToAllReturnedSec: sec(r.last_settled, r.last_sent), firstSendToLastAcceptedSec: sec(r.last_accepted, r.first_sent), returned: r.returned };
+  return {
+    lastSendToAllReturnedSec: sec(r.last_settled, r.last_sent),
+    firstSendToLastAcceptedSec: sec(r.last_accepted, r.first_sent),
+    returned: r.returned,
+  };
 }
 
 /** Attempts per worker process, in the order the bench started them (worker ids end in the pid). */
@@ -311,9 +344,15 @@ async function turnsByWorker(env: BenchEnvironment, projectId: string): Promise<
 }
 
 /** Each long-turn handoff written exactly once, and no write breaking a session's promise. */
-async function writeChecks(env: BenchEnvironment, projectId: string, sessions: ReadonlySet<string>): Promise<{ notOnce: number; violations: number }> {
+async function writeChecks(
+  env: BenchEnvironment,
+  projectId: string,
+  sessions: ReadonlySet<string>,
+): Promise<{ notOnce: number; violations: number }> {
   const writes = ((await (await fetch(`${env.demoHostUrl}/writes`)).json()) as DemoWrite[]).filter((w) => sessions.has(w.session));
-  const { rows } = await env.pool.query<{ id: string }>(`${BENCH_SQL} SELECT id::text AS id FROM handoffs WHERE project_id = $1`, [projectId]);
+  const { rows } = await env.pool.query<{ id: string }>(`${BENCH_SQL} SELECT id::text AS id FROM handoffs WHERE project_id = $1`, [
+    projectId,
+  ]);
   const landed = new Map<string, number>();
   for (const w of writes) if (w.answer === 'accepted') landed.set(w.handoffId, (landed.get(w.handoffId) ?? 0) + 1);
   return { notOnce: rows.filter((r) => landed.get(r.id) !== 1).length, violations: findWriteViolations(writes).length };

@@ -14,7 +14,12 @@ export interface RecoveryResult {
 }
 
 /** Crash recovery, timed: a worker killed mid-write, and Redis wiped mid-run. */
-export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: number, fresh: boolean, tick: (label: string) => void): Promise<RecoveryResult> {
+export async function measureRecovery(
+  env: BenchEnvironment,
+  wipeHandoffs: number,
+  fresh: boolean,
+  tick: (label: string) => void,
+): Promise<RecoveryResult> {
   const project = 'recovery';
   await env.createProject(project);
   await env.resetDemoHost();
@@ -26,7 +31,12 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
   await registerAgents(client, project, wipeAgents, { thinkMs: 5 });
 
   // 1. SIGKILL the worker in the middle of a write.
-  const sent = await client.request('POST', '/v1/handoffs', { from: 'rec-sender', to: 'rec-slow', title: 'killed mid-write', message: 'x' }, { 'x-baton-project': project });
+  const sent = await client.request(
+    'POST',
+    '/v1/handoffs',
+    { from: 'rec-sender', to: 'rec-slow', title: 'killed mid-write', message: 'x' },
+    { 'x-baton-project': project },
+  );
   const id = sent.body.id as string;
   let workerId: string | undefined;
   for (let i = 0; i < 200 && !workerId; i++) {
@@ -42,7 +52,10 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
   env.workers = env.workers.filter((w) => w !== victim);
   let killToUncertainSec = NaN;
   for (let i = 0; i < 600; i++) {
-    const { rows } = await env.pool.query<{ at: Date }>(`SELECT created_at AS at FROM handoff_events WHERE handoff_id = $1 AND event = 'reply_lost'`, [id]);
+    const { rows } = await env.pool.query<{ at: Date }>(
+      `SELECT created_at AS at FROM handoff_events WHERE handoff_id = $1 AND event = 'reply_lost'`,
+      [id],
+    );
     if (rows[0]) {
       killToUncertainSec = round((rows[0].at.getTime() - killedAt) / 1000, 2);
       break;
@@ -54,7 +67,12 @@ export async function measureRecovery(env: BenchEnvironment, wipeHandoffs: numbe
 
   // 2. Wipe Redis while a run is under way.
   await replacement;
-  const sending = sendMany(client, project, wipeHandoffs, 32, (i) => ({ from: 'rec-sender', to: wipeAgents[i % wipeAgents.length], title: `wipe ${i}`, message: `wipe ${i}` }));
+  const sending = sendMany(client, project, wipeHandoffs, 32, (i) => ({
+    from: 'rec-sender',
+    to: wipeAgents[i % wipeAgents.length],
+    title: `wipe ${i}`,
+    message: `wipe ${i}`,
+  }));
   let openAtWipe: number;
   for (;;) {
     const { rows } = await env.pool.query<{ open: number; settled: number }>(
@@ -107,7 +125,8 @@ async function waitSettledExcept(env: BenchEnvironment, project: string, exceptI
       [project, exceptId],
     );
     if ((rows[0]?.open ?? 1) === 0) return;
-    if (performance.now() - started > 120_000) throw new Error(`${rows[0]?.open} handoffs still open 120 s after the wipe: ${await describeOpen(env, project, exceptId)}`);
+    if (performance.now() - started > 120_000)
+      throw new Error(`${rows[0]?.open} handoffs still open 120 s after the wipe: ${await describeOpen(env, project, exceptId)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -28,12 +28,22 @@ export interface SendResults {
  * per second and latency at 1 and 32 concurrent clients. The queued jobs also give Redis's
  * memory cost per queued handoff.
  */
-export async function measureSend(env: BenchEnvironment, client: JsonClient, opts: { one: number; many: number }, tick: () => void): Promise<SendResults> {
+export async function measureSend(
+  env: BenchEnvironment,
+  client: JsonClient,
+  opts: { one: number; many: number },
+  tick: () => void,
+): Promise<SendResults> {
   const project = 'bench-send';
   await env.createProject(project);
   const recipients = Array.from({ length: 100 }, (_, i) => `send-r${i}`);
   await registerAgents(client, project, ['send-s', ...recipients]);
-  const body = (tag: string) => (i: number) => ({ from: 'send-s', to: recipients[i % recipients.length], title: `${tag} ${i}`, message: `Handoff ${tag} ${i}: ${'context '.repeat(40)}` });
+  const body = (tag: string) => (i: number) => ({
+    from: 'send-s',
+    to: recipients[i % recipients.length],
+    title: `${tag} ${i}`,
+    message: `Handoff ${tag} ${i}: ${'context '.repeat(40)}`,
+  });
   // Before the first send: what waits in Redis for delivery is per recipient (its place in the
   // wake-up set), so the first handoffs to each recipient are the ones that cost memory.
   const memBefore = await redisUsedMemory(env);
@@ -61,5 +71,3 @@ export async function measureSend(env: BenchEnvironment, client: JsonClient, opt
     queuedHandoffs: warmup + opts.one + opts.many,
   };
 }
-
-

@@ -18,7 +18,6 @@ function configValue(raw: string): unknown {
   }
 }
 
-
 /** `ack`, `release`, `allow`, `block`, `config`, `inbox` */
 export function registerActionCommands(program: Command, ctx: CliContext): void {
   program
@@ -43,20 +42,30 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .option('--reason-file <path>', 'read the reason from a file')
     .option('--all-owners', `${ALL_OWNERS_HELP}: an operator releasing another agent's owned handoff needs it`)
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { as?: string; reason?: string; reasonFile?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
-      const reason = await longText(ctx, 'the reason', { value: opts.reason, file: opts.reasonFile, required: false });
-      const { body } = await ctx.client(cmd).post<HandoffJson>(withAllOwners(`/v1/handoffs/${encodeURIComponent(id)}/release`, opts.allOwners), {
-        ...(opts.as ? { as: opts.as } : {}),
-        ...(reason ? { reason } : {}),
-      });
-      if (opts.json) ctx.json(body);
-      else ctx.out(`released: ${handoffLine(body)}`);
-    });
+    .action(
+      async (
+        id: string,
+        opts: { as?: string; reason?: string; reasonFile?: string; allOwners?: boolean; json?: boolean },
+        cmd: Command,
+      ) => {
+        const reason = await longText(ctx, 'the reason', { value: opts.reason, file: opts.reasonFile, required: false });
+        const { body } = await ctx
+          .client(cmd)
+          .post<HandoffJson>(withAllOwners(`/v1/handoffs/${encodeURIComponent(id)}/release`, opts.allOwners), {
+            ...(opts.as ? { as: opts.as } : {}),
+            ...(reason ? { reason } : {}),
+          });
+        if (opts.json) ctx.json(body);
+        else ctx.out(`released: ${handoffLine(body)}`);
+      },
+    );
 
   for (const rule of ['allow', 'block'] as const) {
     program
       .command(rule)
-      .description(rule === 'allow' ? 'let FROM deliver to TO (lifts holds at once)' : 'hold deliveries from FROM to TO (HELD, no attempt spent)')
+      .description(
+        rule === 'allow' ? 'let FROM deliver to TO (lifts holds at once)' : 'hold deliveries from FROM to TO (HELD, no attempt spent)',
+      )
       .argument('<from>', 'sending agent')
       .argument('<to>', 'receiving agent')
       .option('--json', "print JSON: the project's connection rules after the change")
@@ -97,9 +106,11 @@ export function registerActionCommands(program: Command, ctx: CliContext): void 
     .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
       const all = await ctx.allOwners(cmd, opts.allOwners);
-      const inbox = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[]; notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }> }>(
-        withAllOwners(`/v1/agents/${encodeURIComponent(who)}/inbox`, all),
-      );
+      const inbox = await ctx.client(cmd).get<{
+        agent: string;
+        handoffs: HandoffJson[];
+        notifications: Array<{ kind: string; text: string; createdAt: string; handoffId: string }>;
+      }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/inbox`, all));
       if (opts.json) return ctx.json(inbox);
       ctx.out(`inbox of ${inbox.agent}: ${inbox.handoffs.length} in progress, ${inbox.notifications.length} notifications`);
       if (inbox.handoffs.length > 0) for (const line of handoffTable(inbox.handoffs, ctx.colour())) ctx.out(line);

@@ -73,30 +73,40 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
     .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}; secrets in it are never shown again')
     .option('--pool <pool>', 'worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver to this agent')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { provider: string; name?: string; target?: string; settings?: string; pool?: string; json?: boolean }, cmd: Command) => {
-      if (!providers.includes(opts.provider)) {
-        throw new UsageError(`--provider must be one of ${providers.join(', ')}`);
-      }
-      let settings: unknown;
-      if (opts.settings !== undefined) {
-        try {
-          settings = JSON.parse(opts.settings);
-        } catch {
-          throw new UsageError('--settings must be a JSON object');
+    .action(
+      async (
+        id: string,
+        opts: { provider: string; name?: string; target?: string; settings?: string; pool?: string; json?: boolean },
+        cmd: Command,
+      ) => {
+        if (!providers.includes(opts.provider)) {
+          throw new UsageError(`--provider must be one of ${providers.join(', ')}`);
         }
-        if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) throw new UsageError('--settings must be a JSON object');
-      }
-      const { body } = await ctx.client(cmd).post<AgentJson>('/v1/agents', {
-        id,
-        provider: opts.provider,
-        ...(opts.name ? { displayName: opts.name } : {}),
-        ...(opts.target ? { target: opts.target } : {}),
-        ...(settings ? { settings } : {}),
-        ...(opts.pool ? { pool: opts.pool } : {}),
-      });
-      if (opts.json) ctx.json(body);
-      else ctx.out(`added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''}${body.pool !== 'default' ? `, pool ${body.pool}` : ''})`);
-    });
+        let settings: unknown;
+        if (opts.settings !== undefined) {
+          try {
+            settings = JSON.parse(opts.settings);
+          } catch {
+            throw new UsageError('--settings must be a JSON object');
+          }
+          if (typeof settings !== 'object' || settings === null || Array.isArray(settings))
+            throw new UsageError('--settings must be a JSON object');
+        }
+        const { body } = await ctx.client(cmd).post<AgentJson>('/v1/agents', {
+          id,
+          provider: opts.provider,
+          ...(opts.name ? { displayName: opts.name } : {}),
+          ...(opts.target ? { target: opts.target } : {}),
+          ...(settings ? { settings } : {}),
+          ...(opts.pool ? { pool: opts.pool } : {}),
+        });
+        if (opts.json) ctx.json(body);
+        else
+          ctx.out(
+            `added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''}${body.pool !== 'default' ? `, pool ${body.pool}` : ''})`,
+          );
+      },
+    );
 
   agent
     .command('list')
@@ -122,7 +132,9 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
 
   agent
     .command('remove')
-    .description('remove an agent (its open handoffs become UNAVAILABLE, never redirected; its tokens end for good, also if the id is added again)')
+    .description(
+      'remove an agent (its open handoffs become UNAVAILABLE, never redirected; its tokens end for good, also if the id is added again)',
+    )
     .argument('<id>', 'agent id')
     .option('--json', 'print JSON: { removed }')
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {

@@ -14,11 +14,20 @@ export function registerBenchCommand(program: Command, ctx: CliContext, bench: B
     .option('--quick', 'a smoke run for CI (under a minute)')
     .option('--json', 'print the results as JSON (the table goes to stderr)')
     .option('--no-progress', 'no progress bar')
-    .option('--only <scenarios>', 'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns)')
+    .option(
+      '--only <scenarios>',
+      'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns)',
+    )
     .action(async (opts: { quick?: boolean; json?: boolean; progress: boolean; only?: string }) => {
       const { result, report } = await bench(
         ctx.config(),
-        { quick: opts.quick === true, json: opts.json === true, progress: opts.progress, tty: process.stderr.isTTY === true, only: opts.only },
+        {
+          quick: opts.quick === true,
+          json: opts.json === true,
+          progress: opts.progress,
+          tty: process.stderr.isTTY === true,
+          only: opts.only,
+        },
         (s) => void process.stderr.write(s),
       );
       if (opts.json) {

@@ -28,17 +28,31 @@ interface ChaosFlags {
 export function registerChaosCommand(program: Command, ctx: CliContext, chaos: ChaosLauncher): void {
   program
     .command('chaos')
-    .description('chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls ' +
-      'and drops (--starved: on a CPU-starved machine); prints the invariants')
+    .description(
+      'chaos run: 2 API + 3 worker processes, SIGKILLs, Redis and Postgres restarts, proxy latency, stalls ' +
+        'and drops (--starved: on a CPU-starved machine); prints the invariants',
+    )
     .option('--short', 'the short run the test suite uses (60 agents, 400 handoffs, 30 s of faults)')
     .option('--agents <n>', 'demo agents (default 500; --short 60)', positiveInt('--agents', 5_000))
     .option('--manual-agents <n>', 'pull-only agents with claimer loops (default 8; --short 4)', nonNegativeInt('--manual-agents', 100))
     .option('--handoffs <n>', 'handoffs to send, a tenth of them pull work (default 3300; --short 400)', positiveInt('--handoffs', 100_000))
-    .option('--duration <seconds>', 'how long the sends take while faults go on (default 150; --short 30)', positiveInt('--duration', 3_600))
-    .option('--deadline <seconds>', 'longest wait, after the last fault, for every handoff to be final (default 90; --short 45)', positiveInt('--deadline', 3_600))
+    .option(
+      '--duration <seconds>',
+      'how long the sends take while faults go on (default 150; --short 30)',
+      positiveInt('--duration', 3_600),
+    )
+    .option(
+      '--deadline <seconds>',
+      'longest wait, after the last fault, for every handoff to be final (default 90; --short 45)',
+      positiveInt('--deadline', 3_600),
+    )
     .option('--seed <n>', 'seed of the plan and the fault schedule (default: random, printed)', nonNegativeInt('--seed', 2 ** 31 - 1))
     .option('--keep-logs', "keep the processes' logs (always kept when the run fails)")
-    .option('--starved [per-cpu]', 'starve Baton of CPU: busy processes spinning beside it, one per CPU (or per-cpu each), until every handoff is final', positiveInt('--starved', 16))
+    .option(
+      '--starved [per-cpu]',
+      'starve Baton of CPU: busy processes spinning beside it, one per CPU (or per-cpu each), until every handoff is final',
+      positiveInt('--starved', 16),
+    )
     .option('--json', 'print the result as JSON (the tables go to stderr)')
     .action(async (flags: ChaosFlags) => {
       const request = {

@@ -16,7 +16,10 @@ export function registerDemoCommand(program: Command, ctx: CliContext, startApi:
     .option('--chains <n>', 'relays running at once', positiveInt('--chains', 20), 2)
     .option('--duration <seconds>', 'stop by itself after this long', positiveInt('--duration', 86_400))
     .option('--verbose', 'print every transition of every handoff (default: one line per handoff when it settles)')
-    .option('--json', 'one JSON object per line: started (API URL, token, live page, show command), agent_registered, transition, settled, summary, stopping, stopped')
+    .option(
+      '--json',
+      'one JSON object per line: started (API URL, token, live page, show command), agent_registered, transition, settled, summary, stopping, stopped',
+    )
     .action(async (opts: { thinkMs: number; chains: number; duration?: number; json?: boolean; verbose?: boolean }) => {
       const { runDemo } = await import('../demo/run-demo.ts');
       await runDemo(ctx, opts, startApi);

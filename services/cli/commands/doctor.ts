@@ -13,13 +13,23 @@ function checkLine(c: DoctorCheck, width: number): string {
 export function registerDoctorCommand(program: Command, ctx: CliContext): void {
   program
     .command('doctor')
-    .description('check the configuration, Postgres, Redis, the API and its token, and each agent\'s provider prerequisites; one line each, with what to do')
-    .option('--timeout <ms>', `deadline of each network check in ms (default ${CLI_DEFAULTS.doctorTimeoutMs})`, positiveInt('--timeout', 60_000))
+    .description(
+      "check the configuration, Postgres, Redis, the API and its token, and each agent's provider prerequisites; one line each, with what to do",
+    )
+    .option(
+      '--timeout <ms>',
+      `deadline of each network check in ms (default ${CLI_DEFAULTS.doctorTimeoutMs})`,
+      positiveInt('--timeout', 60_000),
+    )
     .option('--json', 'print JSON: { ok, checks: [{ name, status, detail, fix }] }')
     .action(async (opts: { timeout?: number; json?: boolean }, cmd: Command) => {
       // Loaded when it runs: pg, ioredis and the provider specs stay out of other commands' start.
       const { runDoctor } = await import('../doctor/run-doctor.ts');
-      const checks = await runDoctor({ env: ctx.env, connection: () => ctx.connection(cmd), timeoutMs: opts.timeout ?? CLI_DEFAULTS.doctorTimeoutMs });
+      const checks = await runDoctor({
+        env: ctx.env,
+        connection: () => ctx.connection(cmd),
+        timeoutMs: opts.timeout ?? CLI_DEFAULTS.doctorTimeoutMs,
+      });
       const failed = checks.filter((c) => c.status === 'fail').length;
       const warned = checks.filter((c) => c.status === 'warn').length;
       if (opts.json) {

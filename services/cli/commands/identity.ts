@@ -78,7 +78,13 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const db = openDatabase({ url: config.databaseUrl, poolSize: 2, logger, applicationName: `baton-init-${process.pid}` });
       try {
         const r = await initAdminToken({ ...createRepositories(db), clock: systemClock, logger }, config, opts.force === true);
-        if (opts.json) return ctx.json({ created: r.created, path: r.path, profilePath: r.profilePath, ...(opts.print && r.token ? { token: r.token } : {}) });
+        if (opts.json)
+          return ctx.json({
+            created: r.created,
+            path: r.path,
+            profilePath: r.profilePath,
+            ...(opts.print && r.token ? { token: r.token } : {}),
+          });
         // With --print, stdout is the token alone and the rest goes to stderr.
         const say = opts.print ? ctx.note : ctx.out;
         say(r.created ? `admin token written to ${r.path} (mode 0600)` : `already initialised: ${r.path} holds a working admin token`);
@@ -112,7 +118,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       if (opts.json) return ctx.json(body);
       // stdout is the token alone (TOKEN=$(baton token create ...)); the rest is for people.
       ctx.out(body.token);
-      ctx.note(`token ${body.record.id} for ${body.record.admin ? 'admin' : `${body.record.agent} in project ${body.record.project}`}: shown only this once${opts.profile ? `; profile written to ${opts.profile}` : ''}`);
+      ctx.note(
+        `token ${body.record.id} for ${body.record.admin ? 'admin' : `${body.record.agent} in project ${body.record.project}`}: shown only this once${opts.profile ? `; profile written to ${opts.profile}` : ''}`,
+      );
     });
 
   token
@@ -158,7 +166,15 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const { items } = await ctx.client(cmd).get<{ items: Array<{ id: string; name: string }> }>('/v1/projects');
       if (opts.json) return ctx.json(items);
       if (items.length === 0) return ctx.out('no projects');
-      for (const line of renderTable<{ id: string; name: string }>([{ header: 'ID', value: (p) => p.id }, { header: 'NAME', value: (p) => p.name, max: 60 }], items, { colour: ctx.colour() })) ctx.out(line);
+      for (const line of renderTable<{ id: string; name: string }>(
+        [
+          { header: 'ID', value: (p) => p.id },
+          { header: 'NAME', value: (p) => p.name, max: 60 },
+        ],
+        items,
+        { colour: ctx.colour() },
+      ))
+        ctx.out(line);
     });
 
   program

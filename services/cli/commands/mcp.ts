@@ -48,48 +48,66 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .command('config')
     .description("print the snippet that loads Baton's MCP server into an agent client, for the token in use")
     .addOption(new Option('--client <client>', 'the MCP client').choices(['claude', 'codex', 'cursor']).makeOptionMandatory())
-    .option('--http', "the API's streamable HTTP endpoint (/mcp) with the token in the Authorization header, instead of a `baton mcp` process")
+    .option(
+      '--http',
+      "the API's streamable HTTP endpoint (/mcp) with the token in the Authorization header, instead of a `baton mcp` process",
+    )
     .option('--as <agent>', 'admin token only: the agent the session acts as (default BATON_AGENT)')
     .option('--name <name>', 'the server name in the client (tools appear as mcp__<name>__send in Claude Code)', 'baton')
     .option('--json', 'print JSON: { client, transport, agent, project, file, snippet } (the snippet as text)')
-    .action(async (opts: { client: 'claude' | 'codex' | 'cursor'; http?: boolean; as?: string; name: string; json?: boolean }, cmd: Command) => {
-      if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) throw new UsageError('--name must be 1 to 64 letters, digits, _ or -');
-      const { mcpClientConfig, CONFIG_HOME } = await import('../../../libs/mcp/client-config.ts');
-      // `mcp --as` and `mcp config --as` are one option: commander hands it to the parent.
-      const identity = await sessionIdentity(ctx, cmd, opts.as ?? cmd.optsWithGlobals<{ as?: string }>().as);
-      const conn = ctx.connection(cmd);
-      const project = identity.admin ? conn.project : undefined;
-      const launch = opts.http
-        ? {
-            transport: 'http' as const,
-            url: `${conn.url.replace(/\/+$/, '')}/mcp`,
-            headers: {
-              Authorization: `Bearer ${conn.token}`,
-              ...(identity.admin ? { 'X-Baton-Agent': identity.agent } : {}),
-              ...(project ? { 'X-Baton-Project': project } : {}),
-            },
-          }
-        : {
-            transport: 'stdio' as const,
-            command: process.execPath,
-            args: [BATON_BIN, 'mcp'],
-            env: {
-              BATON_URL: conn.url,
-              // A token from a profile stays in the profile (0600); one from the environment has no other home.
-              ...(conn.tokenFrom === 'env' ? { BATON_TOKEN: conn.token ?? '' } : { BATON_PROFILE: resolve(conn.profilePath) }),
-              ...(project ? { BATON_PROJECT: project } : {}),
-              ...(identity.admin ? { BATON_AGENT: identity.agent } : {}),
-            },
-          };
-      const holdsToken = opts.http === true || conn.tokenFrom === 'env';
-      const snippet = mcpClientConfig(opts.client, launch, opts.name).trimEnd();
-      if (opts.json) {
-        ctx.json({ client: opts.client, transport: launch.transport, agent: identity.agent, project: identity.project, file: CONFIG_HOME[opts.client], holdsToken, snippet });
-        return;
-      }
-      ctx.out(snippet);
-      ctx.note(`# ${opts.client}: put this in ${CONFIG_HOME[opts.client]}; the session acts as ${identity.agent} in project ${identity.project}`);
-      if (opts.client === 'claude') ctx.note(`# claude -p runs a tool only when allowed: --allowedTools mcp__${opts.name} (all of Baton's tools) or mcp__${opts.name}__send,...`);
-      if (holdsToken) ctx.note('# this snippet holds the token: keep the file it goes in private (chmod 600), never in version control');
-    });
+    .action(
+      async (opts: { client: 'claude' | 'codex' | 'cursor'; http?: boolean; as?: string; name: string; json?: boolean }, cmd: Command) => {
+        if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) throw new UsageError('--name must be 1 to 64 letters, digits, _ or -');
+        const { mcpClientConfig, CONFIG_HOME } = await import('../../../libs/mcp/client-config.ts');
+        // `mcp --as` and `mcp config --as` are one option: commander hands it to the parent.
+        const identity = await sessionIdentity(ctx, cmd, opts.as ?? cmd.optsWithGlobals<{ as?: string }>().as);
+        const conn = ctx.connection(cmd);
+        const project = identity.admin ? conn.project : undefined;
+        const launch = opts.http
+          ? {
+              transport: 'http' as const,
+              url: `${conn.url.replace(/\/+$/, '')}/mcp`,
+              headers: {
+                Authorization: `Bearer ${conn.token}`,
+                ...(identity.admin ? { 'X-Baton-Agent': identity.agent } : {}),
+                ...(project ? { 'X-Baton-Project': project } : {}),
+              },
+            }
+          : {
+              transport: 'stdio' as const,
+              command: process.execPath,
+              args: [BATON_BIN, 'mcp'],
+              env: {
+                BATON_URL: conn.url,
+                // A token from a profile stays in the profile (0600); one from the environment has no other home.
+                ...(conn.tokenFrom === 'env' ? { BATON_TOKEN: conn.token ?? '' } : { BATON_PROFILE: resolve(conn.profilePath) }),
+                ...(project ? { BATON_PROJECT: project } : {}),
+                ...(identity.admin ? { BATON_AGENT: identity.agent } : {}),
+              },
+            };
+        const holdsToken = opts.http === true || conn.tokenFrom === 'env';
+        const snippet = mcpClientConfig(opts.client, launch, opts.name).trimEnd();
+        if (opts.json) {
+          ctx.json({
+            client: opts.client,
+            transport: launch.transport,
+            agent: identity.agent,
+            project: identity.project,
+            file: CONFIG_HOME[opts.client],
+            holdsToken,
+            snippet,
+          });
+          return;
+        }
+        ctx.out(snippet);
+        ctx.note(
+          `# ${opts.client}: put this in ${CONFIG_HOME[opts.client]}; the session acts as ${identity.agent} in project ${identity.project}`,
+        );
+        if (opts.client === 'claude')
+          ctx.note(
+            `# claude -p runs a tool only when allowed: --allowedTools mcp__${opts.name} (all of Baton's tools) or mcp__${opts.name}__send,...`,
+          );
+        if (holdsToken) ctx.note('# this snippet holds the token: keep the file it goes in private (chmod 600), never in version control');
+      },
+    );
 }

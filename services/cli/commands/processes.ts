@@ -23,7 +23,8 @@ const serverSide = async () => ({
 export function registerProcessCommands(program: Command, ctx: CliContext, startApi: ApiLauncher): void {
   const requireUrls = () => {
     const config = ctx.config();
-    if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set, e.g. postgresql://postgres@127.0.0.1:5432/baton (or try `baton demo`)');
+    if (!config.databaseUrl)
+      throw new UsageError('DATABASE_URL is not set, e.g. postgresql://postgres@127.0.0.1:5432/baton (or try `baton demo`)');
     if (!config.redisUrl) throw new UsageError('REDIS_URL is not set, e.g. redis://127.0.0.1:6379 (or try `baton demo`)');
     return config;
   };

@@ -20,7 +20,7 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .description('hand work or a message from one agent to another')
     .argument('<from-or-to>', 'sending agent (optional: the token says who you are), then the receiving agent or @project')
     .argument('[to-or-message]', 'the receiving agent (or @project, for work any agent of the project may claim), or the message')
-    .option('--as <agent>', 'sending agent (default BATON_AGENT, else the token\'s agent)')
+    .option('--as <agent>', "sending agent (default BATON_AGENT, else the token's agent)")
     .option('--session <id>', 'the tracked session this handoff belongs to (its facts go in the context packet)')
     .argument('[message]', 'what to do (or say); "-" reads it from stdin, as does leaving it out while something is piped in')
     .option('--file <path>', 'read the message from a file (then give only [FROM] TO)')
@@ -31,68 +31,102 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
     .option('--question <text>', 'context: an open question (repeatable)', collect)
     .option('--next <text>', 'context: a next step (repeatable)', collect)
     .option('--due-minutes <n>', 'due in this many minutes', positiveInt('--due-minutes', LIMITS.dueMinutesMax))
-    .option('--idempotency-key <key>', 'sending again with the same key returns the first handoff (default: a new random key per invocation)')
+    .option(
+      '--idempotency-key <key>',
+      'sending again with the same key returns the first handoff (default: a new random key per invocation)',
+    )
     .option('--key <key>', 'same as --idempotency-key')
-    .option('--wait', 'then wait for the outcome on the event stream; the exit code tells the final state (0 RETURNED or ' +
-      'ACKNOWLEDGED, 3 FAILED, 4 CANCELLED, 5 UNAVAILABLE, 6 DUPLICATE, 7 timeout)')
+    .option(
+      '--wait',
+      'then wait for the outcome on the event stream; the exit code tells the final state (0 RETURNED or ' +
+        'ACKNOWLEDGED, 3 FAILED, 4 CANCELLED, 5 UNAVAILABLE, 6 DUPLICATE, 7 timeout)',
+    )
     .option('--timeout <s>', 'with --wait: give up after this many seconds (exit 7; the handoff goes on)', positiveInt('--timeout', 86_400))
     .option('--json', 'print JSON (with --wait: the final handoff)')
-    .action(async (first: string, second: string | undefined, third: string | undefined, opts: {
-      as?: string; file?: string; title?: string; focus?: string; doneWhen?: string; summary?: string; question?: string[]; next?: string[]; session?: string;
-      dueMinutes?: number; idempotencyKey?: string; key?: string; json?: boolean; wait?: boolean; timeout?: number;
-    }, cmd: Command) => {
-      if (opts.timeout !== undefined && !opts.wait) throw new UsageError('--timeout goes with --wait');
-      const context = opts.summary || opts.question || opts.next
-        ? { ...(opts.summary ? { summary: opts.summary } : {}), ...(opts.question ? { openQuestions: opts.question } : {}), ...(opts.next ? { nextSteps: opts.next } : {}) }
-        : undefined;
-      // Three arguments: FROM TO MESSAGE. Two: TO MESSAGE, or FROM TO with --file. One: TO.
-      const hasFrom = third !== undefined || (second !== undefined && opts.file !== undefined);
-      const [named, to, given] = hasFrom ? [first, second!, third] : [opts.as, first, second];
-      if (hasFrom && opts.as !== undefined && opts.as.toLowerCase() !== first.toLowerCase()) {
-        throw new UsageError(`--as ${opts.as} and FROM ${first} disagree; give one`);
-      }
-      if (opts.idempotencyKey !== undefined && opts.key !== undefined && opts.idempotencyKey !== opts.key) {
-        throw new UsageError('--idempotency-key and --key disagree; give one');
-      }
-      const message = (await longText(ctx, 'the message', { value: given, file: opts.file, required: true }))!;
-      const idempotencyKey = opts.idempotencyKey ?? opts.key ?? `cli-${randomUUID()}`;
-      const from = ctx.as(named);
-      let retried = false;
-      const { status, body } = await ctx.client(cmd).postIdempotent<HandoffJson>(
-        '/v1/handoffs',
-        {
-          ...(from !== undefined ? { from } : {}),
-          to,
-          message,
-          ...(opts.title ? { title: opts.title } : {}),
-          ...(opts.session ? { session: opts.session } : {}),
-          ...(opts.focus ? { focus: opts.focus } : {}),
-          ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
-          ...(context ? { context } : {}),
-          ...(opts.dueMinutes ? { dueMinutes: opts.dueMinutes } : {}),
-          idempotencyKey,
+    .action(
+      async (
+        first: string,
+        second: string | undefined,
+        third: string | undefined,
+        opts: {
+          as?: string;
+          file?: string;
+          title?: string;
+          focus?: string;
+          doneWhen?: string;
+          summary?: string;
+          question?: string[];
+          next?: string[];
+          session?: string;
+          dueMinutes?: number;
+          idempotencyKey?: string;
+          key?: string;
+          json?: boolean;
+          wait?: boolean;
+          timeout?: number;
         },
-        SEND_RETRY,
-        (err, waitMs) => {
-          retried = true;
-          ctx.note(`send not confirmed (${err instanceof ApiError ? `${err.status} ${err.code}` : err.message}); retrying in ${waitMs} ms with the same idempotency key ${idempotencyKey}`);
-        },
-      );
-      if (opts.wait) {
-        // Progress goes to stderr, so stdout holds only the outcome (or the final handoff as JSON).
-        ctx.note(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
-        const client = ctx.client(cmd);
-        const outcome = await untilSettled(client, body.id, {
-          timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
-          onEvent: (e) => {
-            if (!opts.json) ctx.note(eventLine(e));
+        cmd: Command,
+      ) => {
+        if (opts.timeout !== undefined && !opts.wait) throw new UsageError('--timeout goes with --wait');
+        const context =
+          opts.summary || opts.question || opts.next
+            ? {
+                ...(opts.summary ? { summary: opts.summary } : {}),
+                ...(opts.question ? { openQuestions: opts.question } : {}),
+                ...(opts.next ? { nextSteps: opts.next } : {}),
+              }
+            : undefined;
+        // Three arguments: FROM TO MESSAGE. Two: TO MESSAGE, or FROM TO with --file. One: TO.
+        const hasFrom = third !== undefined || (second !== undefined && opts.file !== undefined);
+        const [named, to, given] = hasFrom ? [first, second!, third] : [opts.as, first, second];
+        if (hasFrom && opts.as !== undefined && opts.as.toLowerCase() !== first.toLowerCase()) {
+          throw new UsageError(`--as ${opts.as} and FROM ${first} disagree; give one`);
+        }
+        if (opts.idempotencyKey !== undefined && opts.key !== undefined && opts.idempotencyKey !== opts.key) {
+          throw new UsageError('--idempotency-key and --key disagree; give one');
+        }
+        const message = (await longText(ctx, 'the message', { value: given, file: opts.file, required: true }))!;
+        const idempotencyKey = opts.idempotencyKey ?? opts.key ?? `cli-${randomUUID()}`;
+        const from = ctx.as(named);
+        let retried = false;
+        const { status, body } = await ctx.client(cmd).postIdempotent<HandoffJson>(
+          '/v1/handoffs',
+          {
+            ...(from !== undefined ? { from } : {}),
+            to,
+            message,
+            ...(opts.title ? { title: opts.title } : {}),
+            ...(opts.session ? { session: opts.session } : {}),
+            ...(opts.focus ? { focus: opts.focus } : {}),
+            ...(opts.doneWhen ? { doneWhen: opts.doneWhen } : {}),
+            ...(context ? { context } : {}),
+            ...(opts.dueMinutes ? { dueMinutes: opts.dueMinutes } : {}),
+            idempotencyKey,
           },
-          onReconnect: (reason) => ctx.note(`reconnecting (${reason})`),
-        });
-        return finishWithOutcome(ctx, client, body.id, outcome, opts.json === true);
-      }
-      if (opts.json) return ctx.json(body);
-      // A 200 after our own retry is our first try's handoff, which did land.
-      ctx.out(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
-    });
+          SEND_RETRY,
+          (err, waitMs) => {
+            retried = true;
+            ctx.note(
+              `send not confirmed (${err instanceof ApiError ? `${err.status} ${err.code}` : err.message}); retrying in ${waitMs} ms with the same idempotency key ${idempotencyKey}`,
+            );
+          },
+        );
+        if (opts.wait) {
+          // Progress goes to stderr, so stdout holds only the outcome (or the final handoff as JSON).
+          ctx.note(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
+          const client = ctx.client(cmd);
+          const outcome = await untilSettled(client, body.id, {
+            timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
+            onEvent: (e) => {
+              if (!opts.json) ctx.note(eventLine(e));
+            },
+            onReconnect: (reason) => ctx.note(`reconnecting (${reason})`),
+          });
+          return finishWithOutcome(ctx, client, body.id, outcome, opts.json === true);
+        }
+        if (opts.json) return ctx.json(body);
+        // A 200 after our own retry is our first try's handoff, which did land.
+        ctx.out(`${status === 201 || retried ? 'sent' : 'already sent (same key)'}: ${handoffLine(body)}`);
+      },
+    );
 }

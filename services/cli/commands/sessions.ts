@@ -55,7 +55,9 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .option('--json', 'print JSON')
     .action(async (title: string, opts: { summary?: string; summaryFile?: string; as?: string; json?: boolean }, cmd: Command) => {
       const summary = await longText(ctx, 'the summary', { value: opts.summary, file: opts.summaryFile, required: false });
-      const { body } = await ctx.client(cmd).post<{ id: string; title: string }>('/v1/sessions', { ...asBody(ctx, opts.as), title, ...(summary ? { summary } : {}) });
+      const { body } = await ctx
+        .client(cmd)
+        .post<{ id: string; title: string }>('/v1/sessions', { ...asBody(ctx, opts.as), title, ...(summary ? { summary } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`session ${body.id}: ${body.title}`);
     });
@@ -85,7 +87,15 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
       const d = await ctx.client(cmd).get<{
         session: { id: string; title: string; summary: string | null };
         facts: FactJson[];
-        handoffs: Array<{ id: string; title: string | null; from: string; to: string | null; deliveryState: string; workState: string | null; createdAt: string }>;
+        handoffs: Array<{
+          id: string;
+          title: string | null;
+          from: string;
+          to: string | null;
+          deliveryState: string;
+          workState: string | null;
+          createdAt: string;
+        }>;
       }>(withAllOwners(`/v1/sessions/${encodeURIComponent(id)}`, all));
       if (opts.json) return ctx.json(d);
       ctx.out(`session ${d.session.id}: ${d.session.title}${d.session.summary ? `\n  ${d.session.summary}` : ''}`);
@@ -110,16 +120,24 @@ export function registerSessionCommands(program: Command, ctx: CliContext): void
     .option('--supersedes <factId>', 'an older fact of the session this one replaces')
     .option('--as <agent>', 'who knows it (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (sessionId: string, kind: string, given: string | undefined, opts: { file?: string; supersedes?: string; as?: string; json?: boolean }, cmd: Command) => {
-      if (!KINDS.includes(kind)) throw new UsageError(`kind must be one of ${KINDS.join(', ')}`);
-      const text = (await longText(ctx, 'the fact', { value: given, file: opts.file, required: true }))!;
-      const { body } = await ctx.client(cmd).post<FactJson>(`/v1/sessions/${encodeURIComponent(sessionId)}/facts`, {
-        ...asBody(ctx, opts.as),
-        kind,
-        text,
-        ...(opts.supersedes ? { supersedes: opts.supersedes } : {}),
-      });
-      if (opts.json) return ctx.json(body);
-      ctx.out(`fact ${body.id} (${body.kind})`);
-    });
+    .action(
+      async (
+        sessionId: string,
+        kind: string,
+        given: string | undefined,
+        opts: { file?: string; supersedes?: string; as?: string; json?: boolean },
+        cmd: Command,
+      ) => {
+        if (!KINDS.includes(kind)) throw new UsageError(`kind must be one of ${KINDS.join(', ')}`);
+        const text = (await longText(ctx, 'the fact', { value: given, file: opts.file, required: true }))!;
+        const { body } = await ctx.client(cmd).post<FactJson>(`/v1/sessions/${encodeURIComponent(sessionId)}/facts`, {
+          ...asBody(ctx, opts.as),
+          kind,
+          text,
+          ...(opts.supersedes ? { supersedes: opts.supersedes } : {}),
+        });
+        if (opts.json) return ctx.json(body);
+        ctx.out(`fact ${body.id} (${body.kind})`);
+      },
+    );
 }

@@ -16,14 +16,22 @@ export type Outcome = { state: string } | { state: 'timeout' };
 export async function untilSettled(
   client: ApiClient,
   handoffId: string,
-  opts: { timeoutMs?: number | undefined; allOwners?: boolean; onEvent: (e: FeedEventJson) => void; onReconnect?: (reason: string) => void },
+  opts: {
+    timeoutMs?: number | undefined;
+    allOwners?: boolean;
+    onEvent: (e: FeedEventJson) => void;
+    onReconnect?: (reason: string) => void;
+  },
 ): Promise<Outcome> {
   const abort = new AbortController();
   let timedOut = false;
-  const timer = opts.timeoutMs === undefined ? null : setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, opts.timeoutMs);
+  const timer =
+    opts.timeoutMs === undefined
+      ? null
+      : setTimeout(() => {
+          timedOut = true;
+          abort.abort();
+        }, opts.timeoutMs);
   let final: string | null = null;
   try {
     await followEvents(client, {
@@ -50,7 +58,13 @@ export async function untilSettled(
  * `STATE: <the handoff's line>` and what came of it as `show` prints it (its delivery state and
  * detail, its work, the result's summary).
  */
-export async function finishWithOutcome(ctx: CliContext, client: ApiClient, handoffId: string, outcome: Outcome, json: boolean): Promise<void> {
+export async function finishWithOutcome(
+  ctx: CliContext,
+  client: ApiClient,
+  handoffId: string,
+  outcome: Outcome,
+  json: boolean,
+): Promise<void> {
   const code = outcome.state === 'timeout' ? OUTCOME_EXIT.timeout : exitCodeFor(outcome.state);
   if (outcome.state === 'timeout' && !json) ctx.out(`timed out: ${handoffId} has not settled`);
   else {
@@ -87,7 +101,7 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
       .argument('[id]', 'follow only this handoff, from its first event, until it settles'),
   )
     .option('--timeout <s>', 'with ID: give up after this many seconds (exit 7)', positiveInt('--timeout', 86_400))
-    .option('--json', 'one JSON object per event (the API\'s `data`)')
+    .option('--json', "one JSON object per event (the API's `data`)")
     .action(async (id: string | undefined, opts: { allOwners?: boolean; timeout?: number; json?: boolean }, cmd: Command) => {
       const client = ctx.client(cmd);
       const allOwners = await ctx.allOwners(cmd, opts.allOwners);
@@ -97,7 +111,8 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
       if (id !== undefined) {
         // On a terminal, one handoff's delivery is a progress bar (label: the latest event),
         // and the events are printed as lines once it settles; piped, one line per event.
-        const bar = !opts.json && process.stdout.isTTY ? new Progress(DELIVERY_STEPS.length, true, true, () => undefined, process.stdout) : null;
+        const bar =
+          !opts.json && process.stdout.isTTY ? new Progress(DELIVERY_STEPS.length, true, true, () => undefined, process.stdout) : null;
         const seen: FeedEventJson[] = [];
         const outcome = await untilSettled(client, id, {
           timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
@@ -105,7 +120,10 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
           onEvent: (e) => {
             if (!bar) return print(e);
             seen.push(e);
-            bar.set(e.settled ? DELIVERY_STEPS.length : Math.max(1, (DELIVERY_STEPS as readonly string[]).indexOf(e.to) + 1), eventLine(e).trim());
+            bar.set(
+              e.settled ? DELIVERY_STEPS.length : Math.max(1, (DELIVERY_STEPS as readonly string[]).indexOf(e.to) + 1),
+              eventLine(e).trim(),
+            );
           },
           onReconnect,
         });

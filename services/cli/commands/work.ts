@@ -11,7 +11,6 @@ interface ClaimJson {
   recovered: boolean;
 }
 
-
 /** A context packet after the handoff's lines, unless it says nothing (then nothing, not an empty fenced block). */
 function printPacket(ctx: CliContext, text: string): void {
   const packet = packetText(text);
@@ -28,7 +27,12 @@ const path = (id: string, action = '') => `/v1/handoffs/${encodeURIComponent(id)
  * a live claim with its token (`recovered`) and changes nothing. Work the agent does not hold
  * is refused (claim_lost, exit 1), never claimed on the way.
  */
-async function ownClaim(ctx: CliContext, cmd: Command, id: string, named: string | undefined): Promise<{ token: string; revision: number | undefined }> {
+async function ownClaim(
+  ctx: CliContext,
+  cmd: Command,
+  id: string,
+  named: string | undefined,
+): Promise<{ token: string; revision: number | undefined }> {
   const client = ctx.client(cmd);
   const me = await ctx.whoami(cmd);
   const who = (ctx.as(named) ?? me.agent)?.toLowerCase();
@@ -36,7 +40,9 @@ async function ownClaim(ctx: CliContext, cmd: Command, id: string, named: string
   // An admin acting for an agent sees that agent's owned handoffs only with all_owners.
   const h = await client.get<HandoffJson>(withAllOwners(path(id), me.admin));
   if (h.work?.state !== 'claimed' || h.work.claimedBy?.toLowerCase() !== who) {
-    const now = h.work ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}` : 'it is a plain message';
+    const now = h.work
+      ? `its work is ${h.work.state}${h.work.claimedBy ? `, claimed by ${h.work.claimedBy}` : ''}`
+      : 'it is a plain message';
     throw new ApiError('claim_lost', `${who} holds no claim on handoff ${h.id} (${now}): accept it first, or give --token`, 409);
   }
   const again = await client.post<ClaimJson>(path(id, 'accept'), asBody(ctx, named ?? who));
@@ -58,7 +64,9 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       const client = ctx.client(cmd);
       const all = await ctx.allOwners(cmd, opts.allOwners);
       const h = await client.get<HandoffJson>(withAllOwners(path(id), all));
-      const packet = await client.get<{ text: string }>(withAllOwners(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`, all));
+      const packet = await client.get<{ text: string }>(
+        withAllOwners(`${path(id, 'packet')}${as ? `?as=${encodeURIComponent(as)}` : ''}`, all),
+      );
       if (opts.json) return ctx.json({ ...h, packet });
       ctx.out(handoffDetail(h));
       printPacket(ctx, packet.text);
@@ -72,7 +80,9 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--lease <seconds>', 'how long the claim lives without a heartbeat', positiveInt('--lease', LIMITS.leaseSecondsMax))
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { as?: string; lease?: number; json?: boolean }, cmd: Command) => {
-      const { body } = await ctx.client(cmd).post<ClaimJson>(path(id, 'accept'), { ...asBody(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
+      const { body } = await ctx
+        .client(cmd)
+        .post<ClaimJson>(path(id, 'accept'), { ...asBody(ctx, opts.as), ...(opts.lease ? { leaseSeconds: opts.lease } : {}) });
       if (opts.json) return ctx.json(body);
       ctx.out(`${body.recovered ? 'already yours' : 'claimed'}: ${handoffLine(body.handoff)}`);
       ctx.out(`claim token ${body.claim.token}  attempt ${body.claim.attempt}  lease until ${timeText(body.claim.leaseExpiresAt)}`);
@@ -102,28 +112,37 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('return')
     .description('return claimed work with its result (or --outcome failed to give it back)')
     .argument('<id>', 'handoff id')
-    .option('--summary <text>', 'what was done (or why it failed); "-" reads it from stdin, as does leaving it out while something is piped in')
+    .option(
+      '--summary <text>',
+      'what was done (or why it failed); "-" reads it from stdin, as does leaving it out while something is piped in',
+    )
     .option('--file <path>', 'read the summary from a file')
     .option('--token <claimToken>', 'the claim token (default: the claim you hold, read first)')
     .option('--outcome <outcome>', 'succeeded or failed', 'succeeded')
     .option('--fact <factId>', 'a session fact you wrote that proves it (repeatable)', collect)
     .option('--as <agent>', 'the claimant (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { summary?: string; file?: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean }, cmd: Command) => {
-      if (opts.outcome !== 'succeeded' && opts.outcome !== 'failed') throw new UsageError('--outcome must be succeeded or failed');
-      const summary = (await longText(ctx, 'the summary (--summary)', { value: opts.summary, file: opts.file, required: true }))!;
-      const claim = opts.token ? { token: opts.token, revision: undefined } : await ownClaim(ctx, cmd, id, opts.as);
-      const { body } = await ctx.client(cmd).post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
-        ...asBody(ctx, opts.as),
-        claimToken: claim.token,
-        summary,
-        outcome: opts.outcome,
-        ...(claim.revision !== undefined ? { revision: claim.revision } : {}),
-        ...(opts.fact ? { facts: opts.fact } : {}),
-      });
-      if (opts.json) return ctx.json(body);
-      ctx.out(`${body.recovered ? 'already returned' : 'returned'}: ${handoffLine(body.handoff)}`);
-    });
+    .action(
+      async (
+        id: string,
+        opts: { summary?: string; file?: string; token?: string; outcome: string; fact?: string[]; as?: string; json?: boolean },
+        cmd: Command,
+      ) => {
+        if (opts.outcome !== 'succeeded' && opts.outcome !== 'failed') throw new UsageError('--outcome must be succeeded or failed');
+        const summary = (await longText(ctx, 'the summary (--summary)', { value: opts.summary, file: opts.file, required: true }))!;
+        const claim = opts.token ? { token: opts.token, revision: undefined } : await ownClaim(ctx, cmd, id, opts.as);
+        const { body } = await ctx.client(cmd).post<{ handoff: HandoffJson; recovered: boolean }>(path(id, 'return'), {
+          ...asBody(ctx, opts.as),
+          claimToken: claim.token,
+          summary,
+          outcome: opts.outcome,
+          ...(claim.revision !== undefined ? { revision: claim.revision } : {}),
+          ...(opts.fact ? { facts: opts.fact } : {}),
+        });
+        if (opts.json) return ctx.json(body);
+        ctx.out(`${body.recovered ? 'already returned' : 'returned'}: ${handoffLine(body.handoff)}`);
+      },
+    );
 
   program
     .command('close')
@@ -134,17 +153,22 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--note-file <path>', 'read the note from a file')
     .option('--as <sender>', 'the sender (default BATON_AGENT)')
     .option('--json', 'print JSON')
-    .action(async (id: string, resolution: string, opts: { note?: string; noteFile?: string; as?: string; json?: boolean }, cmd: Command) => {
-      if (!['accepted', 'revision', 'blocked'].includes(resolution)) throw new UsageError('resolution must be accepted, revision or blocked');
-      const note = await longText(ctx, 'the note', { value: opts.note, file: opts.noteFile, required: false });
-      const { body } = await ctx.client(cmd).post<HandoffJson>(path(id, 'close'), { ...asBody(ctx, opts.as), resolution, ...(note ? { note } : {}) });
-      if (opts.json) return ctx.json(body);
-      ctx.out(`${resolution}: ${handoffLine(body)}`);
-    });
+    .action(
+      async (id: string, resolution: string, opts: { note?: string; noteFile?: string; as?: string; json?: boolean }, cmd: Command) => {
+        if (!['accepted', 'revision', 'blocked'].includes(resolution))
+          throw new UsageError('resolution must be accepted, revision or blocked');
+        const note = await longText(ctx, 'the note', { value: opts.note, file: opts.noteFile, required: false });
+        const { body } = await ctx
+          .client(cmd)
+          .post<HandoffJson>(path(id, 'close'), { ...asBody(ctx, opts.as), resolution, ...(note ? { note } : {}) });
+        if (opts.json) return ctx.json(body);
+        ctx.out(`${resolution}: ${handoffLine(body)}`);
+      },
+    );
 
   program
     .command('cancel')
-    .description('withdraw a handoff you sent (a turn already in the recipient\'s session is not undone)')
+    .description("withdraw a handoff you sent (a turn already in the recipient's session is not undone)")
     .argument('<id>', 'handoff id')
     .option('--as <sender>', 'the sender (default BATON_AGENT)')
     .option('--json', 'print JSON')
@@ -155,16 +179,15 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     });
 
   allOwnersOptions(
-    program
-      .command('outbox')
-      .description('what an agent sent, newest first')
-      .argument('[agent]', 'agent (default BATON_AGENT)'),
+    program.command('outbox').description('what an agent sent, newest first').argument('[agent]', 'agent (default BATON_AGENT)'),
   )
     .option('--json', 'print JSON')
     .action(async (agent: string | undefined, opts: { allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const who = await ctx.agentOrSelf(cmd, agent);
       const all = await ctx.allOwners(cmd, opts.allOwners);
-      const out = await ctx.client(cmd).get<{ agent: string; handoffs: HandoffJson[] }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/outbox`, all));
+      const out = await ctx
+        .client(cmd)
+        .get<{ agent: string; handoffs: HandoffJson[] }>(withAllOwners(`/v1/agents/${encodeURIComponent(who)}/outbox`, all));
       if (opts.json) return ctx.json(out);
       ctx.out(`outbox of ${out.agent}: ${out.handoffs.length}`);
       if (out.handoffs.length > 0) for (const line of handoffTable(out.handoffs, ctx.colour())) ctx.out(line);
@@ -179,9 +202,11 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (opts: { agent?: string; allOwners?: boolean; json?: boolean }, cmd: Command) => {
       const all = await ctx.allOwners(cmd, opts.allOwners);
-      const board = await ctx.client(cmd).get<Record<string, Array<{ handoff: HandoffJson; reasons: string[]; next: { action: string; who: string } }>>>(
-        withAllOwners(`/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`, all),
-      );
+      const board = await ctx
+        .client(cmd)
+        .get<Record<string, Array<{ handoff: HandoffJson; reasons: string[]; next: { action: string; who: string } }>>>(
+          withAllOwners(`/v1/board${opts.agent ? `?agent=${encodeURIComponent(opts.agent)}` : ''}`, all),
+        );
       if (opts.json) return ctx.json(board);
       for (const [lane, cards] of Object.entries(board)) {
         ctx.out(`${lane.replace('_', ' ')} (${cards.length})`);

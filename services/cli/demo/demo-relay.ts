@@ -8,7 +8,16 @@ export const DEMO_AGENTS = [
   { id: 'writer', name: 'Writer', next: 'planner', verb: 'Document' },
 ] as const;
 
-const TOPICS = ['the login page', 'rate limiting', 'the CSV export', 'search ranking', 'the billing webhook', 'dark mode', 'the audit log', 'retry budgets'];
+const TOPICS = [
+  'the login page',
+  'rate limiting',
+  'the CSV export',
+  'search ranking',
+  'the billing webhook',
+  'dark mode',
+  'the audit log',
+  'retry budgets',
+];
 
 interface EventJson {
   seq: string;
@@ -138,11 +147,23 @@ export class DemoRelay {
   async tick(): Promise<DemoTick> {
     const transitions: DemoTransition[] = [];
     const settled: DemoSettled[] = [];
-    const details = await Promise.all([...this.tracked.values()].map(async (t) => ({ t, h: await this.client.get<HandoffDetail>(`/v1/handoffs/${t.id}`) })));
+    const details = await Promise.all(
+      [...this.tracked.values()].map(async (t) => ({ t, h: await this.client.get<HandoffDetail>(`/v1/handoffs/${t.id}`) })),
+    );
     for (const { t, h } of details) {
       for (const e of h.events.slice(t.seenEvents)) {
         const work = e.workTo ? { from: e.workFrom ?? null, to: e.workTo } : null;
-        transitions.push({ seq: BigInt(e.seq), at: e.at, handoff: t.id, from: t.from, to: t.to, title: t.title, event: e.event, state: { from: e.from, to: e.to }, work });
+        transitions.push({
+          seq: BigInt(e.seq),
+          at: e.at,
+          handoff: t.id,
+          from: t.from,
+          to: t.to,
+          title: t.title,
+          event: e.event,
+          state: { from: e.from, to: e.to },
+          work,
+        });
       }
       t.seenEvents = h.events.length;
     }

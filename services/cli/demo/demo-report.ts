@@ -26,14 +26,37 @@ export class DemoReport {
 
   transition(t: DemoTransition): void {
     const { emit, out, verbose } = this.opts;
-    if (emit) emit({ type: 'transition', at: t.at, handoff: t.handoff, from: t.from, to: t.to, title: t.title, event: t.event, state: t.state, work: t.work });
+    if (emit)
+      emit({
+        type: 'transition',
+        at: t.at,
+        handoff: t.handoff,
+        from: t.from,
+        to: t.to,
+        title: t.title,
+        event: t.event,
+        state: t.state,
+        work: t.work,
+      });
     else if (verbose) out(row(clock(t.at), t.handoff, who(t), `"${t.title}"`, move(t)));
   }
 
   settled(s: DemoSettled): void {
     this.outcomes.set(s.outcome, (this.outcomes.get(s.outcome) ?? 0) + 1);
     const { emit, out } = this.opts;
-    if (emit) emit({ type: 'settled', at: s.settledAt, handoff: s.handoff, from: s.from, to: s.to, title: s.title, outcome: s.outcome, tookMs: s.tookMs, busy: s.busy, detail: s.detail });
+    if (emit)
+      emit({
+        type: 'settled',
+        at: s.settledAt,
+        handoff: s.handoff,
+        from: s.from,
+        to: s.to,
+        title: s.title,
+        outcome: s.outcome,
+        tookMs: s.tookMs,
+        busy: s.busy,
+        detail: s.detail,
+      });
     else out(row(clock(s.settledAt), s.handoff, who(s), `"${s.title}"`, outcomeText(s)));
   }
 
@@ -46,13 +69,21 @@ export class DemoReport {
   /** The last word, when the demo stops: everything it sent in `elapsedMs`. */
   final(counts: { sent: number; inFlight: number }, elapsedMs: number): void {
     this.opts.emit?.({ type: 'stopping', ...this.figures(counts), elapsedMs });
-    this.opts.out(`demo summary: ${counts.sent} handoffs sent in ${duration(elapsedMs)}; ${this.settledText()}; ${counts.inFlight} still in flight at the stop`);
+    this.opts.out(
+      `demo summary: ${counts.sent} handoffs sent in ${duration(elapsedMs)}; ${this.settledText()}; ${counts.inFlight} still in flight at the stop`,
+    );
   }
 
   /** The figures of `summary` and `stopping` (`returned` stays for readers of the older records). */
   private figures(counts: { sent: number; inFlight: number }): Record<string, unknown> {
     const outcomes = Object.fromEntries(this.outcomes);
-    return { sent: counts.sent, returned: this.outcomes.get('RETURNED') ?? 0, settled: this.settledCount(), outcomes, inFlight: counts.inFlight };
+    return {
+      sent: counts.sent,
+      returned: this.outcomes.get('RETURNED') ?? 0,
+      settled: this.settledCount(),
+      outcomes,
+      inFlight: counts.inFlight,
+    };
   }
 
   private settledCount(): number {

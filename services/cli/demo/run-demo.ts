@@ -128,7 +128,15 @@ export async function runDemo(
     const lookup = `BATON_URL=${url} BATON_TOKEN=${admin.token} BATON_PROJECT=${project} ${BATON_BIN}`;
     out(`  API: ${url}   admin token: ${admin.token}   (project ${project}; the token dies with the demo)`);
     out(`  Live page: ${url}/ui/   (sign in with the admin token; Bull Board, read-only: ${url}/admin/queues)`);
-    emit?.({ type: 'started', api: url, token: admin.token, project, livePage: `${url}/ui/`, bullBoard: `${url}/admin/queues`, show: `${lookup} show <id>` });
+    emit?.({
+      type: 'started',
+      api: url,
+      token: admin.token,
+      project,
+      livePage: `${url}/ui/`,
+      bullBoard: `${url}/admin/queues`,
+      show: `${lookup} show <id>`,
+    });
     const client = new ApiClient(url, project, admin.token);
     const relay = new DemoRelay(client);
     await relay.registerAgents(opts.thinkMs, (a) => emit?.({ type: 'agent_registered', agent: a.id, name: a.name, thinkMs: opts.thinkMs }));
@@ -181,7 +189,11 @@ export function demoPrefix(base: Pick<BatonConfig, 'databaseUrl' | 'redisUrl' | 
   return base.databaseUrl || base.redisUrl ? `baton-demo-${suffix}` : base.redisPrefix;
 }
 
-async function deleteRedisPrefix(url: string, prefix: string, logger: import('../../../libs/logging/create-logger.ts').Logger): Promise<void> {
+async function deleteRedisPrefix(
+  url: string,
+  prefix: string,
+  logger: import('../../../libs/logging/create-logger.ts').Logger,
+): Promise<void> {
   const redis = openRedis(url, 'worker', logger);
   try {
     await scanKeys(redis, `${prefix}:*`, deleteKeys, 500);

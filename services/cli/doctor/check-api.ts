@@ -15,7 +15,8 @@ interface AgentItem {
   readonly settings: Record<string, unknown>;
 }
 
-const NEW_TOKEN = 'write a profile with `baton init` (an admin, on the Baton host) or `baton token create --agent <id> --profile`, or set BATON_TOKEN';
+const NEW_TOKEN =
+  'write a profile with `baton init` (an admin, on the Baton host) or `baton token create --agent <id> --profile`, or set BATON_TOKEN';
 
 function tokenSource(conn: CliConnection): string {
   return conn.tokenFrom === 'env' ? 'BATON_TOKEN' : `the profile ${conn.profilePath}`;
@@ -25,13 +26,26 @@ function apiFailure(err: unknown, url: string): DoctorCheck {
   if (err instanceof ApiUnreachable) {
     const cause = err.cause;
     const reason = cause instanceof ApiTimeout ? `no answer within ${cause.timeoutMs} ms` : reasonOf(cause);
-    return fail('api', `cannot reach Baton at ${url} (${reason})`, 'start it (`baton serve`, or `baton api`), or point BATON_URL, --url or the profile\'s url at it');
+    return fail(
+      'api',
+      `cannot reach Baton at ${url} (${reason})`,
+      "start it (`baton serve`, or `baton api`), or point BATON_URL, --url or the profile's url at it",
+    );
   }
   if (err instanceof ApiError && err.status === 503) {
-    return fail('api', `Baton at ${url} answers but is not ready: its Postgres or Redis does not answer`, `\`curl ${url}/v1/ready\` names which; see the API's log`);
+    return fail(
+      'api',
+      `Baton at ${url} answers but is not ready: its Postgres or Redis does not answer`,
+      `\`curl ${url}/v1/ready\` names which; see the API's log`,
+    );
   }
-  if (err instanceof ApiError) return fail('api', `something answers at ${url}, but not as Baton does (${err.code}: ${err.message} on /v1/ready)`, 'point BATON_URL, --url or the profile\'s url at Baton\'s API');
-  return fail('api', `asking ${url} failed: ${reasonOf(err)}`, 'point BATON_URL, --url or the profile\'s url at Baton\'s API');
+  if (err instanceof ApiError)
+    return fail(
+      'api',
+      `something answers at ${url}, but not as Baton does (${err.code}: ${err.message} on /v1/ready)`,
+      "point BATON_URL, --url or the profile's url at Baton's API",
+    );
+  return fail('api', `asking ${url} failed: ${reasonOf(err)}`, "point BATON_URL, --url or the profile's url at Baton's API");
 }
 
 /** Every active agent the token may list: an admin's in every project, an agent token's in its own. */
@@ -57,19 +71,43 @@ export async function checkApi(conn: CliConnection, timeoutMs: number, wantAgent
   try {
     await client.get('/v1/ready');
   } catch (err) {
-    const token = conn.token === undefined ? fail('token', 'no token: BATON_TOKEN is not set and no profile holds one', NEW_TOKEN) : warn('token', `not checked (from ${tokenSource(conn)}): the API does not answer`, 'fix the api line first');
+    const token =
+      conn.token === undefined
+        ? fail('token', 'no token: BATON_TOKEN is not set and no profile holds one', NEW_TOKEN)
+        : warn('token', `not checked (from ${tokenSource(conn)}): the API does not answer`, 'fix the api line first');
     return { checks: [apiFailure(err, conn.url), token], agents: null };
   }
   const api = ok('api', `Baton at ${conn.url} answers and is ready`);
-  if (conn.token === undefined) return { checks: [api, fail('token', 'no token: BATON_TOKEN is not set and no profile holds one', NEW_TOKEN)], agents: null };
+  if (conn.token === undefined)
+    return { checks: [api, fail('token', 'no token: BATON_TOKEN is not set and no profile holds one', NEW_TOKEN)], agents: null };
   let me: { tokenId: string; admin: boolean; agent: string | null; project: string };
   try {
     me = await client.get('/v1/whoami');
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
-      return { checks: [api, fail('token', `the token from ${tokenSource(conn)} was refused (${err.code})`, `it was revoked or belongs to another Baton: ${NEW_TOKEN}`)], agents: null };
+      return {
+        checks: [
+          api,
+          fail(
+            'token',
+            `the token from ${tokenSource(conn)} was refused (${err.code})`,
+            `it was revoked or belongs to another Baton: ${NEW_TOKEN}`,
+          ),
+        ],
+        agents: null,
+      };
     }
-    return { checks: [api, fail('token', `GET /v1/whoami with the token from ${tokenSource(conn)} failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : reasonOf(err)}`, 'check the project (--project, BATON_PROJECT, the profile) and the token')], agents: null };
+    return {
+      checks: [
+        api,
+        fail(
+          'token',
+          `GET /v1/whoami with the token from ${tokenSource(conn)} failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : reasonOf(err)}`,
+          'check the project (--project, BATON_PROJECT, the profile) and the token',
+        ),
+      ],
+      agents: null,
+    };
   }
   const who = me.admin ? 'an admin token' : `agent ${me.agent}'s token`;
   const token = ok('token', `${who} from ${tokenSource(conn)}, project ${me.project}`);
@@ -77,6 +115,17 @@ export async function checkApi(conn: CliConnection, timeoutMs: number, wantAgent
   try {
     return { checks: [api, token], agents: await listAgents(conn, client, me.admin, timeoutMs) };
   } catch (err) {
-    return { checks: [api, token, warn('agents', `listing the agents failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : reasonOf(err)}`, 'run `baton agent list` to see why')], agents: null };
+    return {
+      checks: [
+        api,
+        token,
+        warn(
+          'agents',
+          `listing the agents failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : reasonOf(err)}`,
+          'run `baton agent list` to see why',
+        ),
+      ],
+      agents: null,
+    };
   }
 }

@@ -25,7 +25,15 @@ function parseInfo(text: string): Map<string, string> {
 
 /** A connection that tries once: no reconnects, no ready check (INFO below is the first command, bounded like every other). */
 function probeOptions(timeoutMs: number): RedisOptions {
-  return { lazyConnect: true, enableReadyCheck: false, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, connectionName: 'baton-doctor' };
+  return {
+    lazyConnect: true,
+    enableReadyCheck: false,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectionName: 'baton-doctor',
+  };
 }
 
 /** Connects, runs `use` and disconnects, whatever happens; the whole is bounded by a little over two timeouts. */
@@ -67,8 +75,14 @@ function versionBelow(version: string, min: readonly [number, number]): boolean 
 
 function unreachable(err: unknown, where: string, timeoutMs: number): DoctorCheck {
   const reason = reasonOf(err);
-  if (/NOAUTH|WRONGPASS|invalid password|invalid username/i.test(reason)) return fail('redis', `Redis at ${where} refused the login: ${reason}`, 'check the user name and password in REDIS_URL');
-  if (/timed? ?out|no answer/i.test(reason)) return fail('redis', `Redis at ${where} gave no answer within ${timeoutMs} ms`, 'check that the host in REDIS_URL is up and that no firewall drops the connection');
+  if (/NOAUTH|WRONGPASS|invalid password|invalid username/i.test(reason))
+    return fail('redis', `Redis at ${where} refused the login: ${reason}`, 'check the user name and password in REDIS_URL');
+  if (/timed? ?out|no answer/i.test(reason))
+    return fail(
+      'redis',
+      `Redis at ${where} gave no answer within ${timeoutMs} ms`,
+      'check that the host in REDIS_URL is up and that no firewall drops the connection',
+    );
   return fail('redis', `cannot reach Redis at ${where} (${reason})`, 'start Redis, or point REDIS_URL at a running one');
 }
 
@@ -118,9 +132,19 @@ export async function checkRedis(url: string, timeoutMs: number): Promise<Doctor
     }
     const version = server.info.get('redis_version') ?? 'unknown';
     if (server.info.get('cluster_enabled') === '1') {
-      return [fail('redis', `Redis ${version} at ${where} is a node of a Redis Cluster, but REDIS_URL names one server`, `give the cluster's nodes: REDIS_URL=redis+cluster://${where}[,host:port...]`)];
+      return [
+        fail(
+          'redis',
+          `Redis ${version} at ${where} is a node of a Redis Cluster, but REDIS_URL names one server`,
+          `give the cluster's nodes: REDIS_URL=redis+cluster://${where}[,host:port...]`,
+        ),
+      ];
     }
-    if (versionBelow(version, MIN_REDIS_VERSION)) return [fail('redis', `Redis ${version} at ${where}`, `BullMQ needs Redis ${MIN_REDIS_VERSION.join('.')}+: upgrade it`), policyCheck([server])];
+    if (versionBelow(version, MIN_REDIS_VERSION))
+      return [
+        fail('redis', `Redis ${version} at ${where}`, `BullMQ needs Redis ${MIN_REDIS_VERSION.join('.')}+: upgrade it`),
+        policyCheck([server]),
+      ];
     return [ok('redis', `Redis ${version} at ${where}, one server (not a cluster)`), policyCheck([server])];
   }
   // A cluster: ask the first seed node that answers for the primaries, then each primary.
@@ -149,20 +173,38 @@ export async function checkRedis(url: string, timeoutMs: number): Promise<Doctor
   const version = seed.server.info.get('redis_version') ?? 'unknown';
   const seedAt = `${seed.server.host}:${seed.server.port}`;
   if (seed.server.info.get('cluster_enabled') !== '1') {
-    return [fail('redis', `Redis ${version} at ${seedAt} is one server, not a cluster, but REDIS_URL says redis+cluster://`, `name it as one server: REDIS_URL=redis://${seedAt}`)];
+    return [
+      fail(
+        'redis',
+        `Redis ${version} at ${seedAt} is one server, not a cluster, but REDIS_URL says redis+cluster://`,
+        `name it as one server: REDIS_URL=redis://${seedAt}`,
+      ),
+    ];
   }
   const primaries = primariesOf(seed.nodes);
   const servers: Server[] = [];
   for (const p of primaries) {
     try {
-      servers.push(p.host === seed.server.host && p.port === seed.server.port ? seed.server : await readServer(new Redis(p.port, p.host, nodeOptions), p.host, p.port, timeoutMs));
+      servers.push(
+        p.host === seed.server.host && p.port === seed.server.port
+          ? seed.server
+          : await readServer(new Redis(p.port, p.host, nodeOptions), p.host, p.port, timeoutMs),
+      );
     } catch (err) {
       return [unreachable(err, `${p.host}:${p.port} (a primary of the cluster)`, timeoutMs)];
     }
   }
   const checks: DoctorCheck[] = [];
-  if (seed.state !== 'ok') checks.push(fail('redis', `Redis ${version} cluster via ${seedAt}: cluster_state is ${seed.state}`, 'repair the cluster (`redis-cli --cluster check` names what is wrong)'));
-  else if (versionBelow(version, MIN_REDIS_VERSION)) checks.push(fail('redis', `Redis ${version} cluster via ${seedAt}`, `BullMQ needs Redis ${MIN_REDIS_VERSION.join('.')}+: upgrade it`));
+  if (seed.state !== 'ok')
+    checks.push(
+      fail(
+        'redis',
+        `Redis ${version} cluster via ${seedAt}: cluster_state is ${seed.state}`,
+        'repair the cluster (`redis-cli --cluster check` names what is wrong)',
+      ),
+    );
+  else if (versionBelow(version, MIN_REDIS_VERSION))
+    checks.push(fail('redis', `Redis ${version} cluster via ${seedAt}`, `BullMQ needs Redis ${MIN_REDIS_VERSION.join('.')}+: upgrade it`));
   else checks.push(ok('redis', `Redis ${version}, a cluster of ${primaries.length} primaries (cluster_state ok) via ${seedAt}`));
   checks.push(policyCheck(servers));
   return checks;

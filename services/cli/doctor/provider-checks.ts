@@ -37,20 +37,38 @@ function listAgents(agents: readonly DoctorAgent[]): string {
 /** `<binary> --version`'s first line, or why it gave none within CLI_DEFAULTS.versionTimeoutMs. */
 function versionOf(file: string, env: Readonly<Record<string, string>>): Promise<{ version: string } | { error: string }> {
   return new Promise((resolve) => {
-    execFile(file, ['--version'], { env: { ...env }, timeout: CLI_DEFAULTS.versionTimeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
-      if (err) {
-        const e = err as NodeJS.ErrnoException & { killed?: boolean };
-        resolve({ error: e.killed ? `gave no answer within ${CLI_DEFAULTS.versionTimeoutMs} ms` : `${reasonOf(err)}${stderr.trim() ? `: ${stderr.trim().split('\n')[0]}` : ''}` });
-        return;
-      }
-      resolve({ version: stdout.trim().split('\n')[0] || '(no version printed)' });
-    });
+    execFile(
+      file,
+      ['--version'],
+      { env: { ...env }, timeout: CLI_DEFAULTS.versionTimeoutMs, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => {
+        if (err) {
+          const e = err as NodeJS.ErrnoException & { killed?: boolean };
+          resolve({
+            error: e.killed
+              ? `gave no answer within ${CLI_DEFAULTS.versionTimeoutMs} ms`
+              : `${reasonOf(err)}${stderr.trim() ? `: ${stderr.trim().split('\n')[0]}` : ''}`,
+          });
+          return;
+        }
+        resolve({ version: stdout.trim().split('\n')[0] || '(no version printed)' });
+      },
+    );
   });
 }
 
 async function executable(file: string): Promise<boolean> {
-  const isFile = await stat(file).then((s) => s.isFile(), () => false);
-  return isFile && (await access(file, constants.X_OK).then(() => true, () => false));
+  const isFile = await stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  return (
+    isFile &&
+    (await access(file, constants.X_OK).then(
+      () => true,
+      () => false,
+    ))
+  );
 }
 
 /**
@@ -77,14 +95,29 @@ async function programChecks(agents: readonly DoctorAgent[], envs: ProgramEnvs):
       const who = `for ${listAgents(g.agents)}`;
       const found = await locate(g.binary, g.path);
       if (found === null || !(await executable(found))) {
-        const where = g.binary.includes('/') ? `${found ?? g.binary} is not an executable file` : `\`${g.binary}\` is not on the PATH (${g.path ?? 'unset'})`;
-        return fail(name, `${where}, ${who}`, `install it (\`${installCommand(program)}\`) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path`);
+        const where = g.binary.includes('/')
+          ? `${found ?? g.binary} is not an executable file`
+          : `\`${g.binary}\` is not on the PATH (${g.path ?? 'unset'})`;
+        return fail(
+          name,
+          `${where}, ${who}`,
+          `install it (\`${installCommand(program)}\`) where the worker's PATH finds it, or set the agent's \`binary\` setting to its full path`,
+        );
       }
       const answer = await versionOf(found, { ...envs[g.provider], ...(g.path !== undefined ? { PATH: g.path } : {}) });
-      if ('error' in answer) return fail(name, `${found} --version failed (${answer.error}), ${who}`, `reinstall it (\`${installCommand(program)}\`) and check that \`${found} --version\` works`);
+      if ('error' in answer)
+        return fail(
+          name,
+          `${found} --version failed (${answer.error}), ${who}`,
+          `reinstall it (\`${installCommand(program)}\`) and check that \`${found} --version\` works`,
+        );
       const version = /\d+\.\d+\.\d+\S*/.exec(answer.version)?.[0];
       if (version !== program.verified) {
-        return warn(name, `${answer.version} at ${found}, ${who}; Baton's adapter was verified with ${program.verified}`, `install that version (\`${installCommand(program)}\`), or try this one knowing that Baton reads what ${program.verified} writes`);
+        return warn(
+          name,
+          `${answer.version} at ${found}, ${who}; Baton's adapter was verified with ${program.verified}`,
+          `install that version (\`${installCommand(program)}\`), or try this one knowing that Baton reads what ${program.verified} writes`,
+        );
       }
       return ok(name, `${answer.version} at ${found}, ${who}`);
     }),
@@ -107,7 +140,11 @@ async function webhookChecks(agents: readonly DoctorAgent[], timeoutMs: number):
           const e = err as Error & { cause?: unknown };
           const reason = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : reasonOf(e.cause ?? e);
           // Baton retries an unreachable endpoint for BATON_UNREACHABLE_GIVE_UP_MS: a warning, not a failure.
-          return warn(name, `cannot reach ${url} (${reason})`, "start the agent's endpoint, or register the agent again with the URL it listens on");
+          return warn(
+            name,
+            `cannot reach ${url} (${reason})`,
+            "start the agent's endpoint, or register the agent again with the URL it listens on",
+          );
         }
       }),
   );
@@ -118,7 +155,10 @@ async function webhookChecks(agents: readonly DoctorAgent[], timeoutMs: number):
  * versions, a webhook URL's reachability, and whether this configuration's workers deliver to
  * every push provider in use (BATON_WORKER_PROVIDERS).
  */
-export async function providerChecks(agents: readonly DoctorAgent[], opts: { envs: ProgramEnvs; workerProviders: readonly string[]; timeoutMs: number }): Promise<DoctorCheck[]> {
+export async function providerChecks(
+  agents: readonly DoctorAgent[],
+  opts: { envs: ProgramEnvs; workerProviders: readonly string[]; timeoutMs: number },
+): Promise<DoctorCheck[]> {
   const push = new Set(pushProviders());
   const unserved = [...new Set(agents.map((a) => a.provider))].filter((p) => push.has(p) && !opts.workerProviders.includes(p)).sort();
   const workers =

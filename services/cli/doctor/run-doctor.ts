@@ -18,14 +18,25 @@ export interface DoctorInput {
 
 function configCheck(config: BatonConfig): DoctorCheck {
   const set = config.setVariables.filter((v) => v !== 'BATON_TOKEN');
-  return ok('config', set.length === 0 ? 'valid; no Baton variable set (every default applies)' : `valid; set: ${set.join(', ')}${config.token !== undefined ? ', BATON_TOKEN' : ''}`);
+  return ok(
+    'config',
+    set.length === 0
+      ? 'valid; no Baton variable set (every default applies)'
+      : `valid; set: ${set.join(', ')}${config.token !== undefined ? ', BATON_TOKEN' : ''}`,
+  );
 }
 
 function agentsCheck(agents: readonly DoctorAgent[], from: string): DoctorCheck {
   if (agents.length === 0) return ok('agents', `none registered ${from}`);
   const counts = new Map<string, number>();
   for (const a of agents) counts.set(a.provider, (counts.get(a.provider) ?? 0) + 1);
-  return ok('agents', `${agents.length} active ${from}: ${[...counts].sort(([a], [b]) => a.localeCompare(b)).map(([p, n]) => `${p} ${n}`).join(', ')}`);
+  return ok(
+    'agents',
+    `${agents.length} active ${from}: ${[...counts]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([p, n]) => `${p} ${n}`)
+      .join(', ')}`,
+  );
 }
 
 /**
@@ -54,12 +65,24 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorCheck[]> {
   const postgres: Promise<PostgresFindings> = config.databaseUrl
     ? checkPostgres(config.databaseUrl, deployment, t)
     : Promise.resolve({
-        checks: [warn('postgres', 'DATABASE_URL is not set: not checked', 'set DATABASE_URL where `baton serve`, `api` and `worker` run, e.g. postgresql://postgres@127.0.0.1:5432/baton')],
+        checks: [
+          warn(
+            'postgres',
+            'DATABASE_URL is not set: not checked',
+            'set DATABASE_URL where `baton serve`, `api` and `worker` run, e.g. postgresql://postgres@127.0.0.1:5432/baton',
+          ),
+        ],
         agents: null,
       });
   const redis: Promise<DoctorCheck[]> = config.redisUrl
     ? checkRedis(config.redisUrl, t)
-    : Promise.resolve([warn('redis', 'REDIS_URL is not set: not checked', 'set REDIS_URL where `baton serve`, `api` and `worker` run, e.g. redis://127.0.0.1:6379')]);
+    : Promise.resolve([
+        warn(
+          'redis',
+          'REDIS_URL is not set: not checked',
+          'set REDIS_URL where `baton serve`, `api` and `worker` run, e.g. redis://127.0.0.1:6379',
+        ),
+      ]);
   // Without a database of its own to read, doctor lists the agents through the API.
   const api: Promise<ApiFindings> =
     connection instanceof Error
@@ -76,12 +99,20 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorCheck[]> {
   const agents = pg.agents ?? ap.agents;
   if (agents === null) {
     if (!checks.some((c) => c.name === 'agents')) {
-      checks.push(warn('agents', 'not listed, so no provider was checked: neither Postgres nor the API could be asked', 'fix the lines above'));
+      checks.push(
+        warn('agents', 'not listed, so no provider was checked: neither Postgres nor the API could be asked', 'fix the lines above'),
+      );
     }
     return checks;
   }
   const from = pg.agents !== null ? `in deployment ${deployment} (Postgres)` : 'that the token may list (API)';
   checks.push(agentsCheck(agents, from));
-  checks.push(...(await providerChecks(agents, { envs: { codex: config.codex.baseEnv, claude_code: config.claudeCode.baseEnv }, workerProviders: config.workerProviders, timeoutMs: t })));
+  checks.push(
+    ...(await providerChecks(agents, {
+      envs: { codex: config.codex.baseEnv, claude_code: config.claudeCode.baseEnv },
+      workerProviders: config.workerProviders,
+      timeoutMs: t,
+    })),
+  );
   return checks;
 }

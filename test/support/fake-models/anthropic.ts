@@ -87,7 +87,11 @@ export const anthropicProtocol: ProtocolHandler = {
     // The CLI puts mid-conversation `role: "system"` entries (often last): the prompt is the
     // last user message, not the last message.
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
-    const prompt = lastUser ? textsOf(lastUser.content).filter((t) => !t.startsWith('<system-reminder>')).join('\n') : '';
+    const prompt = lastUser
+      ? textsOf(lastUser.content)
+          .filter((t) => !t.startsWith('<system-reminder>'))
+          .join('\n')
+      : '';
     const allText = messages.flatMap((m) => textsOf(m.content)).join('\n');
     return { prompt, allText };
   },
@@ -96,8 +100,20 @@ export const anthropicProtocol: ProtocolHandler = {
     const model = typeof (body as { model?: unknown } | null)?.model === 'string' ? (body as { model: string }).model : MODEL;
     if (behaviour.kind === 'error') {
       res
-        .writeHead(behaviour.status, { 'content-type': 'application/json', 'request-id': `req_fake_${randomBytes(4).toString('hex')}`, ...behaviour.headers })
-        .end(JSON.stringify({ type: 'error', error: { type: behaviour.errorType ?? errorTypeOf(behaviour.status), message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
+        .writeHead(behaviour.status, {
+          'content-type': 'application/json',
+          'request-id': `req_fake_${randomBytes(4).toString('hex')}`,
+          ...behaviour.headers,
+        })
+        .end(
+          JSON.stringify({
+            type: 'error',
+            error: {
+              type: behaviour.errorType ?? errorTypeOf(behaviour.status),
+              message: behaviour.message ?? `fake model error ${behaviour.status}`,
+            },
+          }),
+        );
       return;
     }
     const streaming = (body as { stream?: unknown } | null)?.stream === true;
@@ -116,17 +132,33 @@ export const anthropicProtocol: ProtocolHandler = {
     }
     if (behaviour.kind === 'tool_use') {
       const id = `toolu_${randomBytes(8).toString('hex')}`;
-      const call = { ...message('', model), content: [{ type: 'tool_use', id, name: behaviour.name, input: behaviour.input }], stop_reason: 'tool_use' };
+      const call = {
+        ...message('', model),
+        content: [{ type: 'tool_use', id, name: behaviour.name, input: behaviour.input }],
+        stop_reason: 'tool_use',
+      };
       if (!streaming) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(call));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       sse(res, 'message_start', { type: 'message_start', message: { ...call, content: [], stop_reason: null } });
-      sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id, name: behaviour.name, input: {} } });
-      sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(behaviour.input) } });
+      sse(res, 'content_block_start', {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'tool_use', id, name: behaviour.name, input: {} },
+      });
+      sse(res, 'content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'input_json_delta', partial_json: JSON.stringify(behaviour.input) },
+      });
       sse(res, 'content_block_stop', { type: 'content_block_stop', index: 0 });
-      sse(res, 'message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } });
+      sse(res, 'message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: 'tool_use', stop_sequence: null },
+        usage: { output_tokens: 20 },
+      });
       sse(res, 'message_stop', { type: 'message_stop' });
       res.end();
       return;
@@ -137,11 +169,18 @@ export const anthropicProtocol: ProtocolHandler = {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    sse(res, 'message_start', { type: 'message_start', message: { ...m, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } });
+    sse(res, 'message_start', {
+      type: 'message_start',
+      message: { ...m, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } },
+    });
     sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: behaviour.text } });
     sse(res, 'content_block_stop', { type: 'content_block_stop', index: 0 });
-    sse(res, 'message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: m.usage.output_tokens } });
+    sse(res, 'message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: m.usage.output_tokens },
+    });
     sse(res, 'message_stop', { type: 'message_stop' });
     res.end();
   },

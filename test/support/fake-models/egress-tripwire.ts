@@ -34,7 +34,16 @@ export async function startEgressTripwire(): Promise<EgressTripwire> {
     attempts,
     env() {
       const noProxy = '127.0.0.1,localhost,::1';
-      return { HTTP_PROXY: url, HTTPS_PROXY: url, ALL_PROXY: url, http_proxy: url, https_proxy: url, all_proxy: url, NO_PROXY: noProxy, no_proxy: noProxy };
+      return {
+        HTTP_PROXY: url,
+        HTTPS_PROXY: url,
+        ALL_PROXY: url,
+        http_proxy: url,
+        https_proxy: url,
+        all_proxy: url,
+        NO_PROXY: noProxy,
+        no_proxy: noProxy,
+      };
     },
     async close() {
       server.closeAllConnections();

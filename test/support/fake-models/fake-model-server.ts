@@ -24,7 +24,14 @@ export type FakeBehaviour =
    * `headers` go on the response (e.g. `retry-after`). `code` is the Responses error body's code
    * (`context_length_exceeded`, `insufficient_quota`, ...), which Codex classifies by.
    */
-  | { readonly kind: 'error'; readonly status: number; readonly message?: string; readonly errorType?: string; readonly code?: string; readonly headers?: Readonly<Record<string, string>> }
+  | {
+      readonly kind: 'error';
+      readonly status: number;
+      readonly message?: string;
+      readonly errorType?: string;
+      readonly code?: string;
+      readonly headers?: Readonly<Record<string, string>>;
+    }
   /**
    * The stream starts and then fails (Responses: response.failed, with `code` as its error's code,
    * default `server_error`; Anthropic: an error event).
@@ -94,18 +101,31 @@ export async function startFakeModelServer(handlers: readonly ProtocolHandler[])
       const handler = handlers.find((h) => h.matches(method, path));
       if (!handler) {
         unmatched.push({ method, path });
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { type: 'not_found', message: `no route ${method} ${path}` } }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { type: 'not_found', message: `no route ${method} ${path}` } }));
         return;
       }
       let body: unknown = null;
       try {
         body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : null;
       } catch {
-        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { type: 'invalid_request_error', message: 'body is not JSON' } }));
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { type: 'invalid_request_error', message: 'body is not JSON' } }));
         return;
       }
       const { prompt, allText } = handler.promptOf(body);
-      const exchange: FakeExchange = { protocol: handler.protocol, method, path, headers: req.headers, body, prompt, allText, at: Date.now() };
+      const exchange: FakeExchange = {
+        protocol: handler.protocol,
+        method,
+        path,
+        headers: req.headers,
+        body,
+        prompt,
+        allText,
+        at: Date.now(),
+      };
       exchanges.push(exchange);
       const behaviour = choose(exchange);
       if (behaviour.kind === 'hang') {

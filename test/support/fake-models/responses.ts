@@ -48,9 +48,11 @@ export const responsesProtocol: ProtocolHandler = {
     const model = String((body as { model?: unknown } | null)?.model ?? 'fake');
     if (behaviour.kind === 'error') {
       const type = behaviour.errorType ?? (behaviour.status >= 500 ? 'server_error' : 'invalid_request_error');
-      res
-        .writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers })
-        .end(JSON.stringify({ error: { type, code: behaviour.code ?? 'fake_error', message: behaviour.message ?? `fake model error ${behaviour.status}` } }));
+      res.writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers }).end(
+        JSON.stringify({
+          error: { type, code: behaviour.code ?? 'fake_error', message: behaviour.message ?? `fake model error ${behaviour.status}` },
+        }),
+      );
       return;
     }
     const responseId = nextId('resp');
@@ -58,7 +60,16 @@ export const responsesProtocol: ProtocolHandler = {
     sse(res, 'response.created', { response: { id: responseId, object: 'response', status: 'in_progress', model, output: [] } });
     if (behaviour.kind === 'stream_error') {
       const message = behaviour.message ?? 'the fake model failed';
-      sse(res, 'response.failed', { response: { id: responseId, object: 'response', status: 'failed', model, output: [], error: { code: behaviour.code ?? 'server_error', message } } });
+      sse(res, 'response.failed', {
+        response: {
+          id: responseId,
+          object: 'response',
+          status: 'failed',
+          model,
+          output: [],
+          error: { code: behaviour.code ?? 'server_error', message },
+        },
+      });
       res.end();
       return;
     }
@@ -66,10 +77,26 @@ export const responsesProtocol: ProtocolHandler = {
     // round trip first (2.5), which no test asks of this fake yet.
     const item =
       behaviour.kind === 'tool_use'
-        ? { type: 'function_call', id: nextId('fc'), call_id: nextId('call'), name: behaviour.name, arguments: JSON.stringify(behaviour.input), status: 'completed' }
-        : { type: 'message', id: nextId('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: behaviour.text, annotations: [] }] };
+        ? {
+            type: 'function_call',
+            id: nextId('fc'),
+            call_id: nextId('call'),
+            name: behaviour.name,
+            arguments: JSON.stringify(behaviour.input),
+            status: 'completed',
+          }
+        : {
+            type: 'message',
+            id: nextId('msg'),
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: behaviour.text, annotations: [] }],
+          };
     const text = behaviour.kind === 'tool_use' ? '' : behaviour.text;
-    sse(res, 'response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', ...(item.type === 'message' ? { content: [] } : {}) } });
+    sse(res, 'response.output_item.added', {
+      output_index: 0,
+      item: { ...item, status: 'in_progress', ...(item.type === 'message' ? { content: [] } : {}) },
+    });
     if (text !== '') sse(res, 'response.output_text.delta', { item_id: item.id, output_index: 0, content_index: 0, delta: text });
     sse(res, 'response.output_item.done', { output_index: 0, item });
     sse(res, 'response.completed', {
@@ -79,7 +106,13 @@ export const responsesProtocol: ProtocolHandler = {
         status: 'completed',
         model,
         output: [item],
-        usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 },
+        usage: {
+          input_tokens: 10,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: 5,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: 15,
+        },
       },
     });
     res.end();

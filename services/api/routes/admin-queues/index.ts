@@ -22,8 +22,8 @@ export const ADMIN_QUEUES_PREFIX = '/admin/queues';
  */
 const BOARD_CSP =
   "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
-    "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' " +
-    "'unsafe-inline'";
+  "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self' " +
+  "'unsafe-inline'";
 
 /**
  * Bull Board's settings: Baton's title, a link back to the live page (in its header's menu),
@@ -49,8 +49,8 @@ const GOOGLE_FONTS_LINK = /<link\b[^>]*fonts\.googleapis\.com[^>]*>\s*/gi;
  */
 const BACK_LINK =
   '<a id="baton-live-link" href="/ui/" ' +
-    'style="position:fixed;top:22px;left:50%;transform:translateX(-50%);z-index:1000;font:600 14px ' +
-    'system-ui,sans-serif;color:#2563eb;text-decoration:none">← Baton live page</a>';
+  'style="position:fixed;top:22px;left:50%;transform:translateX(-50%);z-index:1000;font:600 14px ' +
+  'system-ui,sans-serif;color:#2563eb;text-decoration:none">← Baton live page</a>';
 
 /** Bull Board's page as Baton serves it: no Google Fonts, a link back to the live page. */
 export function adaptBoardPage(html: string): string {
@@ -113,7 +113,7 @@ export async function installAdminQueues(app: FastifyInstance, opts: AdminQueues
     try {
       // Refused callers spend the per-address budget too, as everywhere.
       const caller = await authenticateRequest(request, reply, opts.core, opts.limiter, { browser: opts.browser });
-      if (!caller.admin) throw new BatonError('forbidden', 'Bull Board needs an admin token (or an admin\'s browser session)');
+      if (!caller.admin) throw new BatonError('forbidden', "Bull Board needs an admin token (or an admin's browser session)");
       await refresh();
     } catch (err) {
       if (!(err instanceof BatonError)) throw err;

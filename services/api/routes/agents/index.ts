@@ -50,10 +50,21 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
 
   app.get(
     '/agents/:id/inbox',
-    { schema: { headers: ProjectHeader, params: AgentParams, querystring: AllOwnersQuery, response: { 200: InboxJson, '4xx': ErrorBody } } },
+    {
+      schema: { headers: ProjectHeader, params: AgentParams, querystring: AllOwnersQuery, response: { 200: InboxJson, '4xx': ErrorBody } },
+    },
     async (request) => {
-      const inbox = await getInbox(core, projectOf(request, defaultProject), ownBox(request, request.params.id), viewerOf(request, request.query.all_owners));
-      return { agent: inbox.agent, handoffs: inbox.handoffs.map(presentHandoff), notifications: inbox.notifications.map(presentNotification) };
+      const inbox = await getInbox(
+        core,
+        projectOf(request, defaultProject),
+        ownBox(request, request.params.id),
+        viewerOf(request, request.query.all_owners),
+      );
+      return {
+        agent: inbox.agent,
+        handoffs: inbox.handoffs.map(presentHandoff),
+        notifications: inbox.notifications.map(presentNotification),
+      };
     },
   );
 

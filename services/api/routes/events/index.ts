@@ -66,7 +66,11 @@ export interface EventStreamLimits {
   readonly recheckMs: number;
 }
 
-export const DEFAULT_EVENT_STREAM_LIMITS: EventStreamLimits = Object.freeze({ maxBufferBytes: EVENT_STREAM_DEFAULTS.maxBufferBytes, slowReaderMs: EVENT_STREAM_DEFAULTS.slowReaderMs, recheckMs: EVENT_STREAM_DEFAULTS.recheckMs });
+export const DEFAULT_EVENT_STREAM_LIMITS: EventStreamLimits = Object.freeze({
+  maxBufferBytes: EVENT_STREAM_DEFAULTS.maxBufferBytes,
+  slowReaderMs: EVENT_STREAM_DEFAULTS.slowReaderMs,
+  recheckMs: EVENT_STREAM_DEFAULTS.recheckMs,
+});
 
 /** The stream loads the handoff it follows (`followEvents`) and proves its caller again now and then. */
 export interface EventRouteOptions extends RouteOptions<LoadDeps & AuthDeps> {
@@ -92,11 +96,15 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
       schema: {
         description:
           'Server-sent events (text/event-stream) of the delivery and work transitions the caller may see. ' +
-            'Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff; ?project= names ' +
-            'the project as X-Baton-Project does (for a browser\'s EventSource, which sends no headers).',
+          'Resume with the Last-Event-ID header (or ?after=); ?handoff= follows one handoff; ?project= names ' +
+          "the project as X-Baton-Project does (for a browser's EventSource, which sends no headers).",
         headers: EventsHeaders,
         querystring: EventsQuery,
-        response: { 200: Type.String({ description: 'text/event-stream: `id:` the event id, `event:` delivery or work, `data:` JSON' }), '4xx': ErrorBody, 503: ErrorBody },
+        response: {
+          200: Type.String({ description: 'text/event-stream: `id:` the event id, `event:` delivery or work, `data:` JSON' }),
+          '4xx': ErrorBody,
+          503: ErrorBody,
+        },
       },
     },
     async (request, reply) => {
@@ -105,7 +113,8 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
       const header = request.headers['last-event-id'];
       // A reconnecting EventSource sends the header while its URL still carries the first ?after=.
       const resumeFrom = typeof header === 'string' && header !== '' ? header : request.query.after;
-      if (resumeFrom !== undefined && BigInt(resumeFrom) > 9223372036854775807n) throw new BatonError('validation_failed', 'Last-Event-ID is not an event id');
+      if (resumeFrom !== undefined && BigInt(resumeFrom) > 9223372036854775807n)
+        throw new BatonError('validation_failed', 'Last-Event-ID is not an event id');
       const raw = reply.raw;
       let following: Following | null = null;
       const timers: NodeJS.Timeout[] = [];
@@ -126,7 +135,8 @@ const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, op
           if (why) setTimeout(() => raw.destroy(), limits.slowReaderMs).unref();
         }
       };
-      const behind = () => `this stream fell more than ${limits.maxBufferBytes} bytes behind its reader; reconnect with Last-Event-ID ${lastId ?? following?.after ?? 0} to go on without a gap`;
+      const behind = () =>
+        `this stream fell more than ${limits.maxBufferBytes} bytes behind its reader; reconnect with Last-Event-ID ${lastId ?? following?.after ?? 0} to go on without a gap`;
       // Attached before anything is awaited: a client that leaves during the set-up (the
       // catch-up read) stops the follower and its timers there and then.
       raw.once('close', () => finish());

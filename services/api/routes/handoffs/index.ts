@@ -9,7 +9,15 @@ import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
 import { actingAs, actorOf, callerOf, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, HandoffJson, HandoffParams, ProjectHeader } from '../../schemas/common.ts';
-import { ActAsBody, HandoffDetailJson, HandoffPageJson, ListHandoffsQuery, ReleaseBody, SendHandoffBody, SendHandoffHeaders } from '../../schemas/handoffs.ts';
+import {
+  ActAsBody,
+  HandoffDetailJson,
+  HandoffPageJson,
+  ListHandoffsQuery,
+  ReleaseBody,
+  SendHandoffBody,
+  SendHandoffHeaders,
+} from '../../schemas/handoffs.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 function parseStates(raw: string | undefined): DeliveryState[] | undefined {
@@ -46,7 +54,11 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
       let dueAt: Date | null = b.dueMinutes !== undefined ? new Date(now.getTime() + b.dueMinutes * 60_000) : null;
       if (b.dueAt) {
         dueAt = parseTimestamp(b.dueAt);
-        if (!dueAt) throw new BatonError('validation_failed', 'body/dueAt must be an ISO 8601 time that exists (2026-12-01T09:00:00Z), from 1970 to 9999');
+        if (!dueAt)
+          throw new BatonError(
+            'validation_failed',
+            'body/dueAt must be an ISO 8601 time that exists (2026-12-01T09:00:00Z), from 1970 to 9999',
+          );
       }
       const { handoff, created } = await sendHandoff(core, {
         project: projectOf(request, defaultProject),
@@ -86,20 +98,36 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
         // Only an admin is told how many it does not see (see GET /v1/status).
         countHidden: callerOf(request).admin && !viewer.allOwners,
       });
-      return { items: page.items.map(presentHandoff), nextCursor: page.nextCursor, ...(page.hidden !== undefined ? { hidden: page.hidden } : {}) };
+      return {
+        items: page.items.map(presentHandoff),
+        nextCursor: page.nextCursor,
+        ...(page.hidden !== undefined ? { hidden: page.hidden } : {}),
+      };
     },
   );
 
   app.get(
     '/handoffs/:id',
-    { schema: { headers: ProjectHeader, params: HandoffParams, querystring: AllOwnersQuery, response: { 200: HandoffDetailJson, '4xx': ErrorBody } } },
+    {
+      schema: {
+        headers: ProjectHeader,
+        params: HandoffParams,
+        querystring: AllOwnersQuery,
+        response: { 200: HandoffDetailJson, '4xx': ErrorBody },
+      },
+    },
     async (request) => {
       const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id, viewerOf(request, request.query.all_owners));
       return {
         ...presentHandoff(d.handoff),
         attempts: d.attempts.map(presentAttempt),
         events: d.events.map(presentEvent),
-        notifications: d.notifications.map((n) => ({ kind: n.kind, text: n.text, to: n.agentHandle, createdAt: n.createdAt.toISOString() })),
+        notifications: d.notifications.map((n) => ({
+          kind: n.kind,
+          text: n.text,
+          to: n.agentHandle,
+          createdAt: n.createdAt.toISOString(),
+        })),
       };
     },
   );
@@ -119,7 +147,15 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
 
   app.post(
     '/handoffs/:id/release',
-    { schema: { headers: ProjectHeader, params: HandoffParams, querystring: AllOwnersQuery, body: ReleaseBody, response: { 200: HandoffJson, '4xx': ErrorBody } } },
+    {
+      schema: {
+        headers: ProjectHeader,
+        params: HandoffParams,
+        querystring: AllOwnersQuery,
+        body: ReleaseBody,
+        response: { 200: HandoffJson, '4xx': ErrorBody },
+      },
+    },
     async (request) => {
       // An admin without `as` releases as an operator, what it may see; everyone else as the sender.
       const caller = callerOf(request);

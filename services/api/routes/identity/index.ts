@@ -43,7 +43,12 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
 
   app.get('/whoami', { schema: { headers: ProjectHeader, response: { 200: WhoAmIJson, '4xx': ErrorBody } } }, async (request) => {
     const caller = callerOf(request);
-    return { tokenId: caller.tokenId, admin: caller.admin, agent: caller.agent?.handle ?? null, project: projectOf(request, defaultProject) };
+    return {
+      tokenId: caller.tokenId,
+      admin: caller.admin,
+      agent: caller.agent?.handle ?? null,
+      project: projectOf(request, defaultProject),
+    };
   });
 
   app.post(
@@ -55,7 +60,8 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
       if (b.admin && (b.agent !== undefined || b.project !== undefined)) {
         throw new BatonError('validation_failed', 'an admin token is bound to no agent and no project; give admin or agent, not both');
       }
-      if (!b.admin && b.agent === undefined) throw new BatonError('validation_failed', 'body/agent is required: the agent the token acts as');
+      if (!b.admin && b.agent === undefined)
+        throw new BatonError('validation_failed', 'body/agent is required: the agent the token acts as');
       const { token, record } = await createToken(core, {
         admin: b.admin === true,
         agent: b.agent,
@@ -68,7 +74,13 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
 
   app.get(
     '/tokens',
-    { schema: { headers: ProjectHeader, querystring: TokenListQuery, response: { 200: Type.Object({ items: Type.Array(TokenJson) }), '4xx': ErrorBody } } },
+    {
+      schema: {
+        headers: ProjectHeader,
+        querystring: TokenListQuery,
+        response: { 200: Type.Object({ items: Type.Array(TokenJson) }), '4xx': ErrorBody },
+      },
+    },
     async (request) => {
       requireAdmin(request);
       // The request's project unless every token is asked for (admin tokens belong to none).
@@ -93,9 +105,21 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
     { schema: { querystring: AuditQuery, response: { 200: Type.Object({ items: Type.Array(AuditJson) }), '4xx': ErrorBody } } },
     async (request) => {
       requireAdmin(request);
-      const rows = await core.audit.list(request.query.token ?? null, request.query.limit === undefined ? 100 : Number(request.query.limit));
+      const rows = await core.audit.list(
+        request.query.token ?? null,
+        request.query.limit === undefined ? 100 : Number(request.query.limit),
+      );
       return {
-        items: rows.map((r) => ({ seq: r.id.toString(), tokenId: r.tokenId, project: r.project, method: r.method, route: r.route, params: r.params, status: r.status, at: r.at.toISOString() })),
+        items: rows.map((r) => ({
+          seq: r.id.toString(),
+          tokenId: r.tokenId,
+          project: r.project,
+          method: r.method,
+          route: r.route,
+          params: r.params,
+          status: r.status,
+          at: r.at.toISOString(),
+        })),
       };
     },
   );
@@ -109,11 +133,15 @@ const identityRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts
     },
   );
 
-  app.get('/projects', { schema: { response: { 200: Type.Object({ items: Type.Array(ProjectJson) }), '4xx': ErrorBody } } }, async (request) => {
-    const caller = callerOf(request);
-    const all = await listProjects(core);
-    return { items: all.filter((p) => caller.admin || p.slug === caller.projectSlug).map(presentProject) };
-  });
+  app.get(
+    '/projects',
+    { schema: { response: { 200: Type.Object({ items: Type.Array(ProjectJson) }), '4xx': ErrorBody } } },
+    async (request) => {
+      const caller = callerOf(request);
+      const all = await listProjects(core);
+      return { items: all.filter((p) => caller.admin || p.slug === caller.projectSlug).map(presentProject) };
+    },
+  );
 };
 
 export default identityRoutes;

@@ -48,20 +48,29 @@ const LiveJson = Type.Object({
   inFlight: Type.Array(LiveHandoffJson),
   recentlySettled: Type.Array(LiveHandoffJson),
   attention: Type.Array(
-    Type.Intersect([LiveHandoffJson, Type.Object({ reasons: Type.Array(Type.Union([Type.Literal('uncertain'), Type.Literal('held'), Type.Literal('overdue'), Type.Literal('failed')])) })]),
+    Type.Intersect([
+      LiveHandoffJson,
+      Type.Object({
+        reasons: Type.Array(Type.Union([Type.Literal('uncertain'), Type.Literal('held'), Type.Literal('overdue'), Type.Literal('failed')])),
+      }),
+    ]),
   ),
   deliveryTimes: Type.Object({ windowSeconds: Type.Integer(), accepted: Figures, returned: Figures }),
   perMinute: Type.Array(
     Type.Object({
       at: Timestamp,
-      settled: Type.Record(Type.String(), Type.Integer(), { description: 'handoffs whose delivery settled in this minute, by the state they settled in' }),
+      settled: Type.Record(Type.String(), Type.Integer(), {
+        description: 'handoffs whose delivery settled in this minute, by the state they settled in',
+      }),
       returned: Figures,
     }),
     {
       description: `the last ${LIMITS.liveChartMinutes} minutes, oldest first (the current one last), among the newest ${LIMITS.liveSample} handoffs the caller may see: what settled in each, and send → returned p50/p90 of what returned in it`,
     },
   ),
-  perMinuteSampleFull: Type.Boolean({ description: `true when the caller may see more than the newest ${LIMITS.liveSample} handoffs: perMinute then leaves out what settled among older ones` }),
+  perMinuteSampleFull: Type.Boolean({
+    description: `true when the caller may see more than the newest ${LIMITS.liveSample} handoffs: perMinute then leaves out what settled among older ones`,
+  }),
 });
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -91,7 +100,8 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions<LiveViewDeps>> = async 
     '/live',
     {
       schema: {
-        description: 'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, ' +
+        description:
+          'What the live page (/ui/) shows at first paint, as far as the caller may see: agents (busy, idle, ' +
           'attention), open handoffs, what needs attention, delivery times p50/p90, and the last hour per ' +
           'minute (settled by outcome, send → returned p50/p90).',
         headers: ProjectHeader,
@@ -118,7 +128,11 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions<LiveViewDeps>> = async 
         inFlight: v.inFlight.map(presentLiveHandoff),
         recentlySettled: v.recentlySettled.map(presentLiveHandoff),
         attention: v.attention.map((a) => ({ ...presentLiveHandoff(a.handoff), reasons: a.reasons })),
-        deliveryTimes: { windowSeconds: Math.round(v.deliveryTimes.windowMs / 1000), accepted: v.deliveryTimes.accepted, returned: v.deliveryTimes.returned },
+        deliveryTimes: {
+          windowSeconds: Math.round(v.deliveryTimes.windowMs / 1000),
+          accepted: v.deliveryTimes.accepted,
+          returned: v.deliveryTimes.returned,
+        },
         perMinute: v.perMinute.minutes.map((m) => ({ at: m.at.toISOString(), settled: m.settled, returned: m.returned })),
         perMinuteSampleFull: v.perMinute.sampleFull,
       };

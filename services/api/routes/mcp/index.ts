@@ -15,16 +15,25 @@ import { ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 /** For the OpenAPI document (plugins/openapi.ts): the MCP transport reads and answers the messages itself. */
-const JsonRpcMessages = Type.Union([Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }), Type.Array(Type.Unknown())], {
-  description: 'one JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, tools/call, ...), or a batch',
-});
+const JsonRpcMessages = Type.Union(
+  [Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }), Type.Array(Type.Unknown())],
+  {
+    description: 'one JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, tools/call, ...), or a batch',
+  },
+);
 const McpPostSchema = {
   description: "Baton's MCP tools over streamable HTTP, stateless; an admin token names its agent with X-Baton-Agent.",
-  headers: Type.Object({ 'x-baton-project': ProjectHeader.properties['x-baton-project'], 'x-baton-agent': Type.Optional(Type.String({ maxLength: 64 })) }),
+  headers: Type.Object({
+    'x-baton-project': ProjectHeader.properties['x-baton-project'],
+    'x-baton-agent': Type.Optional(Type.String({ maxLength: 64 })),
+  }),
   body: JsonRpcMessages,
   response: { 200: Type.Unknown({ description: 'the JSON-RPC answer (202 with no body for a notification)' }), '4xx': ErrorBody },
 };
-const McpRefusedSchema = { description: 'No server-sent stream and no session: always 405 method_not_allowed.', response: { 405: ErrorBody } };
+const McpRefusedSchema = {
+  description: 'No server-sent stream and no session: always 405 method_not_allowed.',
+  response: { 405: ErrorBody },
+};
 
 export interface McpRouteOptions {
   /** Proves the caller, and checks the agent an admin names (the tools' work goes through /v1). */
@@ -47,12 +56,12 @@ const SELF = 'http://baton.internal';
 export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
   const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    const res = (await inject({
+    const res = await inject({
       method: (init?.method ?? 'GET') as InjectOptions['method'],
       url: `${url.pathname}${url.search}`,
       headers: Object.fromEntries(new Headers(init?.headers).entries()),
       ...(typeof init?.body === 'string' ? { payload: init.body } : {}),
-    }));
+    });
     const headers = new Headers();
     for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
     const empty = res.statusCode === 204 || res.statusCode === 304 || res.rawPayload.length === 0;
@@ -65,9 +74,17 @@ export function injectFetch(inject: FastifyInstance['inject']): typeof fetch {
  * The MCP SDK and Baton's tool definitions, loaded by the first `POST /mcp` rather than at
  * start: an API that never serves MCP never holds them (docs/PERFORMANCE.md, "Memory").
  */
-let mcpModules: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport; createMcpServer: typeof import('../../../../libs/mcp/create-mcp-server.ts').createMcpServer }> | undefined;
+let mcpModules:
+  | Promise<{
+      Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+      createMcpServer: typeof import('../../../../libs/mcp/create-mcp-server.ts').createMcpServer;
+    }>
+  | undefined;
 function loadMcp() {
-  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../../../../libs/mcp/create-mcp-server.ts')]).then(
+  mcpModules ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('../../../../libs/mcp/create-mcp-server.ts'),
+  ]).then(
     ([sdk, tools]) => ({ Transport: sdk.StreamableHTTPServerTransport, createMcpServer: tools.createMcpServer }),
     (err: unknown) => {
       mcpModules = undefined;
@@ -104,7 +121,13 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
     );
     if (identity.admin) await getAgent(core, project, identity.agent);
     const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-    const api = new ApiClient(SELF, caller.admin ? header(request.headers['x-baton-project']) : undefined, token, undefined, injectFetch(inject));
+    const api = new ApiClient(
+      SELF,
+      caller.admin ? header(request.headers['x-baton-project']) : undefined,
+      token,
+      undefined,
+      injectFetch(inject),
+    );
     const { Transport, createMcpServer } = await loadMcp();
     const server = createMcpServer(toolContext(api, identity));
     const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -120,7 +143,9 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
     } catch (err) {
       request.log.error({ err }, 'mcp request failed');
       if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
+        reply.raw
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
       }
     }
   });
@@ -128,7 +153,10 @@ const mcpRoutes: FastifyPluginAsync<McpRouteOptions> = async (app, opts) => {
   // 405 is what MCP clients expect when a server offers no stream on GET and no sessions.
   const noSessions = async (_request: unknown, reply: { header(k: string, v: string): unknown }) => {
     reply.header('allow', 'POST');
-    throw new BatonError('method_not_allowed', 'Baton serves MCP statelessly: POST /mcp only (no server-sent stream, no session to delete)');
+    throw new BatonError(
+      'method_not_allowed',
+      'Baton serves MCP statelessly: POST /mcp only (no server-sent stream, no session to delete)',
+    );
   };
   app.get('/mcp', { schema: McpRefusedSchema }, noSessions);
   app.delete('/mcp', { schema: McpRefusedSchema }, noSessions);

@@ -24,7 +24,8 @@ const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRouteOptions> = async (app
     '/metrics',
     {
       schema: {
-        description: 'Prometheus text exposition (version 0.0.4): transitions, delivery times, queues, turns, locks, ' +
+        description:
+          'Prometheus text exposition (version 0.0.4): transitions, delivery times, queues, turns, locks, ' +
           'reconciler actions, HTTP requests, process. Admins only.',
         response: { 200: { description: 'the metrics', content: { 'text/plain': { schema: Type.String() } } }, '4xx': ErrorBody },
       },

@@ -3,7 +3,16 @@ import { addFact, createSession, listSessions, showSession } from '../../../../l
 import type { FactRecord, SessionRecord } from '../../../../libs/db/session-repository.ts';
 import { actingAs, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
-import { FactBody, FactJson, SessionBody, SessionDetailJson, SessionJson, SessionListJson, SessionListQuery, SessionParams } from '../../schemas/sessions.ts';
+import {
+  FactBody,
+  FactJson,
+  SessionBody,
+  SessionDetailJson,
+  SessionJson,
+  SessionListJson,
+  SessionListQuery,
+  SessionParams,
+} from '../../schemas/sessions.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const session = (s: SessionRecord) => ({ id: s.id, title: s.title, summary: s.summary, createdAt: s.createdAt.toISOString() });
@@ -27,7 +36,12 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
     { schema: { headers: ProjectHeader, body: SessionBody, response: { 201: SessionJson, '4xx': ErrorBody } } },
     async (request, reply) => {
       const b = request.body;
-      const s = await createSession(core, { project: projectOf(request, defaultProject), as: actingAs(request, b.as), title: b.title, summary: b.summary });
+      const s = await createSession(core, {
+        project: projectOf(request, defaultProject),
+        as: actingAs(request, b.as),
+        title: b.title,
+        summary: b.summary,
+      });
       return reply.status(201).send(session(s));
     },
   );
@@ -36,14 +50,26 @@ const sessionRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
     '/sessions',
     { schema: { headers: ProjectHeader, querystring: SessionListQuery, response: { 200: SessionListJson, '4xx': ErrorBody } } },
     async (request) => {
-      const items = await listSessions(core, projectOf(request, defaultProject), viewerOf(request, request.query.all_owners), pageLimit(request.query.limit));
+      const items = await listSessions(
+        core,
+        projectOf(request, defaultProject),
+        viewerOf(request, request.query.all_owners),
+        pageLimit(request.query.limit),
+      );
       return { items: items.map((s) => ({ ...s, createdAt: s.createdAt.toISOString() })) };
     },
   );
 
   app.get(
     '/sessions/:id',
-    { schema: { headers: ProjectHeader, params: SessionParams, querystring: AllOwnersQuery, response: { 200: SessionDetailJson, '4xx': ErrorBody } } },
+    {
+      schema: {
+        headers: ProjectHeader,
+        params: SessionParams,
+        querystring: AllOwnersQuery,
+        response: { 200: SessionDetailJson, '4xx': ErrorBody },
+      },
+    },
     async (request) => {
       const d = await showSession(core, projectOf(request, defaultProject), request.params.id, viewerOf(request, request.query.all_owners));
       return {

@@ -18,7 +18,7 @@ export const UI_PREFIX = '/ui';
  */
 export const UI_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-    "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The pages and the files they load, served from services/api/ui/ (copied beside the build). */
 const FILES: Record<string, { file: string; type: string }> = {
@@ -41,7 +41,11 @@ export interface UiRouteOptions {
 }
 
 const SessionJson = Type.Object({
-  caller: Type.Object({ admin: Type.Boolean(), agent: Type.Union([Type.String(), Type.Null()]), project: Type.Union([Type.String(), Type.Null()]) }),
+  caller: Type.Object({
+    admin: Type.Boolean(),
+    agent: Type.Union([Type.String(), Type.Null()]),
+    project: Type.Union([Type.String(), Type.Null()]),
+  }),
   csrfToken: Type.String(),
   expiresAt: Type.String({ format: 'date-time' }),
 });
@@ -81,8 +85,10 @@ const uiRoutes: FastifyPluginAsyncTypebox<UiRouteOptions> = async (app, opts) =>
   // A handoff's own address: the live page, which opens that handoff's timeline itself (the
   // id is checked by the API read the page makes, with the caller's visibility).
   const livePage = contents.get('/') as Buffer;
-  app.get(`${UI_PREFIX}/handoffs/:id`, { schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } }, async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').send(livePage),
+  app.get(
+    `${UI_PREFIX}/handoffs/:id`,
+    { schema: { hide: true, params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (_request, reply) => reply.type('text/html; charset=utf-8').send(livePage),
   );
 
   if (!browser) return;
@@ -110,15 +116,19 @@ const uiRoutes: FastifyPluginAsyncTypebox<UiRouteOptions> = async (app, opts) =>
     presentSession(await browser.resolve(request, opts.core)),
   );
 
-  app.delete(`${UI_PREFIX}/session`, { schema: { hide: true, response: { 204: Type.Null(), '4xx': ErrorBody } } }, async (request, reply) => {
-    // Signing out changes something: the same Origin and CSRF checks as any other change; a
-    // session whose token was revoked meanwhile may still sign out.
-    await browser.resolve(request, opts.core).catch((err: unknown) => {
-      if (!(err instanceof BatonError && err.code === 'invalid_token')) throw err;
-    });
-    await browser.close(request, reply);
-    return reply.status(204).send(null);
-  });
+  app.delete(
+    `${UI_PREFIX}/session`,
+    { schema: { hide: true, response: { 204: Type.Null(), '4xx': ErrorBody } } },
+    async (request, reply) => {
+      // Signing out changes something: the same Origin and CSRF checks as any other change; a
+      // session whose token was revoked meanwhile may still sign out.
+      await browser.resolve(request, opts.core).catch((err: unknown) => {
+        if (!(err instanceof BatonError && err.code === 'invalid_token')) throw err;
+      });
+      await browser.close(request, reply);
+      return reply.status(204).send(null);
+    },
+  );
 };
 
 export default uiRoutes;

@@ -49,7 +49,10 @@ const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: TurnReportDeps }> = async
     void parseJson(request, body, (err: Error | null, value?: unknown) => {
       if (err) return done(err, undefined);
       if (nestedTooDeepAt(value, LIMITS.jsonDepth) !== null) {
-        return done(new BatonError('too_deeply_nested', `body nests objects and arrays more than ${LIMITS.jsonDepth} levels deep`), undefined);
+        return done(
+          new BatonError('too_deeply_nested', `body nests objects and arrays more than ${LIMITS.jsonDepth} levels deep`),
+          undefined,
+        );
       }
       done(null, value);
     });

@@ -137,7 +137,14 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
 
   app.get(
     '/agents/:id/outbox',
-    { schema: { headers: ProjectHeader, params: AgentParams, querystring: AllOwnersQuery, response: { 200: HandoffListJson, '4xx': ErrorBody } } },
+    {
+      schema: {
+        headers: ProjectHeader,
+        params: AgentParams,
+        querystring: AllOwnersQuery,
+        response: { 200: HandoffListJson, '4xx': ErrorBody },
+      },
+    },
     async (request) => {
       const o = await getOutbox(core, project(request), ownBox(request, request.params.id), viewerOf(request, request.query.all_owners));
       return { agent: o.agent, handoffs: o.handoffs.map(presentHandoff) };
@@ -150,7 +157,10 @@ const workRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =>
     async (request) => {
       const lanes = await getBoard(core, project(request), viewerOf(request, request.query.all_owners), request.query.agent);
       return Object.fromEntries(
-        LANES.map((lane) => [lane, lanes[lane].map((c) => ({ handoff: presentHandoff(c.handoff), lane: c.card.lane, reasons: c.card.reasons, next: c.card.next }))]),
+        LANES.map((lane) => [
+          lane,
+          lanes[lane].map((c) => ({ handoff: presentHandoff(c.handoff), lane: c.card.lane, reasons: c.card.reasons, next: c.card.next })),
+        ]),
       ) as never;
     },
   );

@@ -21,10 +21,12 @@ import {
   parseCodexSettings,
   type CodexSettings,
 } from './codex-settings.ts';
-import { carriesRequest, codexTurnText, endOf, observationOf, unfinishedElsewhere, type CodexTurn } from './codex-turns.ts';
+import { codexTurnText, endOf, observationOf, type CodexTurn } from './codex-turns.ts';
 import { CodexHomePreparation } from './prepare-codex-home.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
+import { busyReason, isHeldElsewhere, isMissingThread, observeInThread } from './read-thread.ts';
 import { THREAD_LOAD_CONFIG, ThreadHolds, type ReleaseHold } from './thread-holds.ts';
+import { sleep } from '../sleep.ts';
 import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
 
 export { codexTurnText, markerLine } from './codex-turns.ts';
@@ -58,16 +60,6 @@ const settingsOf = (target: DeliveryTarget) => parseCodexSettings(target.setting
 /** The notifications a followed turn is read from. */
 const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed', 'error']);
 const errMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
-const isMissingThread = (err: unknown) =>
-  err instanceof AppServerError && /no rollout found|thread not found|thread not loaded/i.test(err.message);
-/**
- * Codex lets one process write a thread: while a process other than the daemon has it loaded (a
- * user's own Codex TUI, `codex exec` mid-turn) thread/resume fails so. That is busy. Workers do
- * not collide here: they all reach the thread through the same daemon.
- */
-const isHeldElsewhere = (err: unknown) => err instanceof AppServerError && /active writer/i.test(err.message);
-/** A thread started but never given a turn: Codex has no history to list for it yet. */
-const isUnmaterialized = (err: unknown) => err instanceof AppServerError && /not materialized yet/i.test(err.message);
 
 /**
  * Delivers turns into Codex threads through the Codex home's app-server daemon (`codex app-server
@@ -98,6 +90,8 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
   const bindings = new ThreadBindings();
   const pollMs = options.pollMs ?? CODEX_ADAPTER_DEFAULTS.pollMs;
 
+  /** This worker followed the turn to its end. */
+  const endedHere = (turnId: string) => byTurn.get(turnId)?.end !== undefined;
   const wake = (f: Followed) => {
     for (const w of [...f.wake]) w();
   };
@@ -163,37 +157,6 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     config: THREAD_LOAD_CONFIG,
   });
 
-  /** The newest turn on disk (any process's), or null for a thread without turns. */
-  async function lastTurn(client: AppServerClient, threadId: string, signal: AbortSignal): Promise<CodexTurn | null> {
-    try {
-      const page = (await client.call(
-        'thread/turns/list',
-        { threadId, sortDirection: 'desc', limit: 1, itemsView: 'notLoaded' },
-        signal,
-      )) as { data?: CodexTurn[] };
-      return page.data?.[0] ?? null;
-    } catch (err) {
-      if (isUnmaterialized(err)) return null;
-      throw err;
-    }
-  }
-
-  /** Why the thread cannot take a turn now, or null when it is idle as far as Codex can tell. */
-  async function busyReason(client: AppServerClient, threadId: string, s: CodexSettings, signal: AbortSignal): Promise<string | null> {
-    // The daemon's status covers turns any worker started there ("notLoaded" when none loaded it).
-    const read = (await client.call('thread/read', { threadId }, signal)) as {
-      thread?: { status?: { type?: string; activeFlags?: string[] } };
-    };
-    const status = read.thread?.status;
-    if (status?.type === 'active')
-      return `the Codex thread is in a turn${status.activeFlags?.length ? ` (${status.activeFlags.join(', ')})` : ''}`;
-    const last = await lastTurn(client, threadId, signal);
-    const mine = last ? byTurn.get(last.id) : undefined;
-    if (last && !(mine && mine.end) && unfinishedElsewhere(last, s, Date.now()))
-      return `the Codex thread's last turn ${last.id} is unfinished (another process may be running it)`;
-    return null;
-  }
-
   async function sendTurn(target: DeliveryTarget, turn: TurnRequest, signal: AbortSignal): Promise<SendResult> {
     const parsed = settingsOf(target);
     if (!parsed.ok) return { outcome: 'rejected', reason: `the agent's codex settings are no longer valid: ${parsed.error}` };
@@ -237,7 +200,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
         release ??= await holds.take(client, threadId, async () => {
           await client.call('thread/resume', { threadId, excludeTurns: true, ...threadParams(s) }, signal);
         });
-        const busy = await busyReason(client, threadId, s, signal);
+        const busy = await busyReason(client, threadId, s, endedHere, signal);
         if (busy) return { outcome: 'busy', detail: busy };
       } catch (err) {
         if (isHeldElsewhere(err)) return { outcome: 'busy', detail: `another process is writing the Codex thread (${errMessage(err)})` };
@@ -304,31 +267,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     // No thread was ever started for this agent: no turn can carry the request id.
     if (threadId === null) return { found: false, complete: true };
     const client = await daemonFor(s, false);
-    let cursor: string | null = null;
-    try {
-      do {
-        const page = (await client.call(
-          'thread/turns/list',
-          { threadId, sortDirection: 'asc', itemsView: 'full', limit: 50, ...(cursor ? { cursor } : {}) },
-          signal,
-        )) as {
-          data?: CodexTurn[];
-          nextCursor?: string | null;
-        };
-        for (const t of page.data ?? []) {
-          if (!carriesRequest(t, requestId)) continue;
-          if (unfinishedElsewhere(t, s, Date.now())) return { found: true, status: 'running' };
-          const end = endOf(t, threadId);
-          return end ? observationOf(end) : { found: true, status: 'running' };
-        }
-        cursor = page.nextCursor ?? null;
-      } while (cursor);
-    } catch (err) {
-      // A bound thread that never got a turn, or vanished with its Codex home: nothing carries the id.
-      if (isUnmaterialized(err) || (isMissingThread(err) && !isThreadId(target.target))) return { found: false, complete: true };
-      throw err;
-    }
-    return { found: false, complete: true };
+    return observeInThread(client, threadId, requestId, s, !isThreadId(target.target), signal);
   }
 
   async function isBusy(target: DeliveryTarget, signal: AbortSignal): Promise<boolean> {
@@ -338,7 +277,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     const threadId = await threadOf(target, s);
     if (threadId === null) return false;
     const client = await daemonFor(s, false);
-    return (await busyReason(client, threadId, s, signal)) !== null;
+    return (await busyReason(client, threadId, s, endedHere, signal)) !== null;
   }
 
   async function waitForTurn(target: DeliveryTarget, requestId: string, hooks: WatchHooks, signal: AbortSignal): Promise<TurnEnd> {
@@ -425,19 +364,4 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     prepare,
     close: () => pool.close(),
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -1,4 +1,4 @@
-import type { TrustProxy } from '../../libs/config/load-config.ts';
+import type { TrustProxy } from '../../libs/config/api-hosts.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { LIMITS } from '../../libs/domain/limits.ts';

@@ -1,4 +1,5 @@
-import type { BatonConfig, TrustProxy } from '../../libs/config/load-config.ts';
+import type { TrustProxy } from '../../libs/config/api-hosts.ts';
+import type { BatonConfig } from '../../libs/config/load-config.ts';
 import type { EventStreamLimits } from './routes/events/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { duplicateRedis, type RedisClient } from '../../libs/queue/open-redis.ts';

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../../libs/config/load-config.ts';
+import { ConfigError } from '../../libs/config/config-error.ts';
 import { ApiError, ApiUnreachable } from '../../libs/api-client/api-client.ts';
 import { UsageError, createCliContext, readProcessStdin } from './cli-context.ts';
 import { registerDemoCommand } from './commands/demo.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../libs/config/load-config.ts';
+import { ConfigError } from '../../libs/config/config-error.ts';
+import { CONFIG_VARIABLES, loadConfig } from '../../libs/config/load-config.ts';
 import { CODEX_ENV_NAMES, PROGRAM_ENV_NAMES } from '../../libs/domain/inherited-env.ts';
 import { INHERITED_ENV_NAMES } from '../../libs/adapters/command/command-settings.ts';
 import { CODEX_INHERITED_ENV_NAMES } from '../../libs/adapters/codex/codex-settings.ts';

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, type BatonConfig } from '../../../libs/config/load-config.ts';
+import { ConfigError } from '../../../libs/config/config-error.ts';
+import { loadConfig, type BatonConfig } from '../../../libs/config/load-config.ts';
 import { RedisNames } from '../../../libs/queue/redis-names.ts';
 import type { CliConnection } from '../cli-context.ts';
 import { checkApi, type ApiFindings } from './check-api.ts';

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { commandTurnText } from '../command/create-command-adapter.ts';
 import { createRunLauncher } from '../command/run-launcher.ts';
-import { readBounded, recordDir, type Reservation, type RunView } from '../command/run-record.ts';
+import { recordDir, type Reservation } from '../command/run-record.ts';
 import {
   endOfObservation,
   type DeliveryTarget,
@@ -15,15 +15,11 @@ import {
   type WatchHooks,
 } from '../provider-adapter.ts';
 import { parseClaudeCodeSettings, type ClaudeCodeSettings } from './claude-code-settings.ts';
-import { claudeErrorText, claudeFailure, type ClaudeErrorReport } from './claude-failure.ts';
 import { findForeignTurn } from './foreign-turn.ts';
-import { readStreamEnd, streamErrorReport } from './stream-end.ts';
-import { scanTranscript, transcriptPath } from './transcript.ts';
+import { observationOf, sendResultOf } from './run-observation.ts';
+import { transcriptPath } from './transcript.ts';
 import { abortReason } from '../race-abort.ts';
 import { CLAUDE_CODE_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
-
-/** A binary or working directory that cannot be used never will be until the settings change. */
-const CONFIG_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
 
 export interface ClaudeCodeAdapterOptions {
   /**
@@ -71,16 +67,6 @@ function configDirOf(settings: ClaudeCodeSettings, env: Readonly<Record<string, 
   if (settings.configDir) return settings.configDir;
   const home = env['HOME'];
   return home ? join(home, '.claude') : null;
-}
-
-/** A failed turn as claude reported it: its text and what kind of failure it was. */
-function failedWith(report: ClaudeErrorReport): TurnObservation {
-  return { found: true, status: 'failed', error: claudeErrorText(report), failure: claudeFailure(report) };
-}
-
-function withOutput(head: string, output: string): string {
-  const text = output.trim();
-  return text ? `${head}: ${text}` : head;
 }
 
 /**
@@ -152,92 +138,6 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     });
   }
 
-  /** What the session's own history says, with the process state `alive` from the record. */
-  async function fromTranscript(path: string | null, requestId: string, alive: boolean): Promise<TurnObservation> {
-    if (!path) throw new Error('cannot locate the transcript: neither configDir nor HOME is set');
-    const seen = await scanTranscript(path, requestId);
-    if (!seen.found) {
-      // A process of Baton's that has not written the prompt yet is a turn under way.
-      return alive ? { found: true, status: 'accepted' } : { found: false, complete: true };
-    }
-    if (alive) return { found: true, status: 'running' };
-    const a = seen.answer;
-    if (a && !a.pendingTool) {
-      if (a.apiError)
-        return failedWith({
-          text: a.text,
-          ...(a.errorName ? { errorName: a.errorName } : {}),
-          ...(a.httpStatus ? { httpStatus: a.httpStatus } : {}),
-        });
-      return { found: true, status: 'returned', result: { summary: a.text, output: { source: 'transcript' } } };
-    }
-    return {
-      found: true,
-      status: 'interrupted',
-      error: 'the claude process ended before the turn answered (its transcript has the prompt but no final answer)',
-    };
-  }
-
-  async function observationOf(
-    dir: string,
-    view: RunView,
-    target: DeliveryTarget,
-    settings: ClaudeCodeSettings,
-    requestId: string,
-  ): Promise<TurnObservation> {
-    switch (view.kind) {
-      case 'absent':
-        // Not started through this host's records (or the record was removed): the session's own history decides.
-        return fromTranscript(transcriptOf(target, settings), requestId, false);
-      case 'never_started':
-        return { found: false, complete: true };
-      case 'starting':
-        return { found: true, status: 'accepted' };
-      case 'running':
-        return { found: true, status: 'running' };
-      case 'ended':
-        break;
-    }
-    const { exit, reservation } = view;
-    const bytes = reservation.maxOutputBytes;
-    if (exit.kind === 'spawn_failed') {
-      return CONFIG_SPAWN_ERRORS.has(exit.code)
-        ? { found: true, status: 'rejected', error: `cannot start ${reservation.argv[0] ?? 'claude'}: ${exit.message}` }
-        : { found: false, complete: true };
-    }
-    const end = readStreamEnd(await readBounded(join(dir, 'stdout'), bytes));
-    if (exit.kind === 'exited' && end) {
-      const result = end.result;
-      if (result.is_error) return failedWith(streamErrorReport(end));
-      return {
-        found: true,
-        status: 'returned',
-        result: {
-          summary: result.result ?? '',
-          output: {
-            sessionId: result.session_id ?? null,
-            numTurns: result.num_turns ?? null,
-            durationMs: result.duration_ms ?? null,
-            costUsd: result.total_cost_usd ?? null,
-          },
-        },
-      };
-    }
-    // No result on the stream: killed (its deadline, or its supervisor died and the process
-    // was stopped) or crashed. Whatever reached the session's transcript before that decides.
-    const seen = await fromTranscript(transcriptOf(target, settings), requestId, false);
-    if (seen.found && seen.status === 'returned') return seen;
-    const stderr = await readBounded(join(dir, 'stderr'), 4_096);
-    if (exit.kind === 'interrupted') return { found: true, status: 'interrupted', error: exit.reason };
-    if (exit.deadlineExceeded)
-      return { found: true, status: 'failed', error: withOutput(`deadline exceeded (${exit.timeoutMs} ms): claude was stopped`, stderr) };
-    return {
-      found: true,
-      status: 'failed',
-      error: withOutput(exit.signal ? `claude was killed by ${exit.signal}` : `claude exited with code ${exit.code} and no result`, stderr),
-    };
-  }
-
   function argvOf(settings: ClaudeCodeSettings, sessionId: string, resume: boolean): string[] {
     const argv = [settings.binary, '-p', '--output-format', 'stream-json', '--verbose', '--permission-mode', settings.permissionMode];
     if (settings.model) argv.push('--model', settings.model);
@@ -259,7 +159,7 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
       const view = await runs.inspect(dir);
-      const seen = await observationOf(dir, view, target, settings, requestId);
+      const seen = await observationOf(dir, view, transcriptOf(target, settings), requestId);
       const end = seen.found
         ? endOfObservation(seen)
         : { status: 'unobservable' as const, error: 'claude was never started for this turn (its run record and the transcript say so)' };
@@ -291,7 +191,7 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       const dir = recordDir(runDir, group(sessionId), turn.requestId);
       const answerFromRecord = async (): Promise<SendResult> => {
         const view = await runs.inspect(dir);
-        return sendResultOf(view, await observationOf(dir, view, target, settings, turn.requestId));
+        return sendResultOf(view, await observationOf(dir, view, transcriptOf(target, settings), turn.requestId));
       };
       // Written before: never start it again.
       if (
@@ -364,7 +264,7 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
           signal,
         );
         if (launched.kind !== 'decided') return { outcome: launched.kind, error: launched.error };
-        return sendResultOf(launched.view, await observationOf(dir, launched.view, target, settings, turn.requestId));
+        return sendResultOf(launched.view, await observationOf(dir, launched.view, transcriptOf(target, settings), turn.requestId));
       } catch (err) {
         // The record exists and a supervisor may have claimed it: only observation can tell.
         return { outcome: 'lost', error: (err as Error).message };
@@ -375,7 +275,7 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       const parsed = parseClaudeCodeSettings(target.settings);
       if (!parsed.ok) throw new Error(`the agent's claude_code settings are not valid: ${parsed.problems.join('; ')}`);
       const dir = recordDir(runDir, group(claudeSessionId(target)), requestId);
-      return observationOf(dir, await runs.inspect(dir), target, parsed.settings, requestId);
+      return observationOf(dir, await runs.inspect(dir), transcriptOf(target, parsed.settings), requestId);
     },
 
     async isBusy(target: DeliveryTarget): Promise<boolean> {
@@ -396,16 +296,4 @@ export function createClaudeCodeAdapter(options: ClaudeCodeAdapterOptions): Prov
       // Turns outlive the adapter by design; their supervisors are detached and unreferenced.
     },
   };
-}
-
-/** The answer to a write from a record whose start is decided, and how it reads. */
-function sendResultOf(view: RunView, seen: TurnObservation): SendResult {
-  if (view.kind === 'ended' && view.exit.kind === 'spawn_failed') {
-    return seen.found
-      ? { outcome: 'rejected', reason: seen.error ?? view.exit.message }
-      : { outcome: 'not_sent', error: `cannot start claude: ${view.exit.message}` };
-  }
-  if (view.kind === 'never_started' || view.kind === 'absent')
-    return { outcome: 'not_sent', error: view.kind === 'never_started' ? view.reason : 'no run record' };
-  return { outcome: 'accepted', seen };
 }

@@ -7,8 +7,8 @@ import { SETTLED_STATES } from '../../libs/domain/delivery-states.ts';
 import { startBusyProcesses, type BusyProcesses } from './busy-processes.ts';
 import { ChaosEnvironment, HEAD_READ_TO_RESERVE_MS } from './chaos-environment.ts';
 import { FAULT_KINDS, FaultInjector } from './faults.ts';
+import { checkAgentOrder } from './check-agent-order.ts';
 import {
-  checkAgentOrder,
   checkAllFinal,
   checkClaims,
   checkNoOverlap,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DemoWrite } from '../../libs/adapters/demo/demo-agent-host.ts';
+import { checkAgentOrder } from '../../services/chaos/check-agent-order.ts';
 import {
-  checkAgentOrder,
   checkAllFinal,
   checkClaims,
   checkNoOverlap,

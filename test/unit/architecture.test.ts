@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,5 +107,22 @@ describe('import rules', () => {
       .filter((e) => Object.entries(above).some(([from, tos]) => e.from.startsWith(from) && tos.some((to) => e.to.startsWith(to))))
       .map((e) => describeChain(graph, [e.from, e.to]));
     expect(upwards, `imports that point upwards (libs ← workers ← services ← main):${lines(upwards)}`).toEqual([]);
+  });
+});
+
+/** Issue 32: a file past ~400 lines is asking to be split by what it owns. */
+const MAX_FILE_LINES = 400;
+
+describe('file size', () => {
+  it(`no TypeScript file under libs/, services/, workers/ or main/ (libs/db/generated aside) has more than ${MAX_FILE_LINES} lines`, () => {
+    const lineCount = (file: string) => {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      return text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    };
+    const tooLong = graph.files
+      .map((file) => ({ file, count: lineCount(file) }))
+      .filter(({ count }) => count > MAX_FILE_LINES)
+      .map(({ file, count }) => `${file}: ${count} lines`);
+    expect(tooLong, `files over ${MAX_FILE_LINES} lines (split each by what it owns):${lines(tooLong)}`).toEqual([]);
   });
 });

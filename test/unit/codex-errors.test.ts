@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { AppServerError } from '../../libs/adapters/codex/app-server-client.ts';
 import { classifyCodexError, readErrorInfo, retryAfterOf } from '../../libs/adapters/codex/codex-errors.ts';
+import { isClosing, isHeldElsewhere, isMissingThread } from '../../libs/adapters/codex/read-thread.ts';
 
 /**
  * The classification of Codex turn errors, on payloads recorded from the real codex 0.171.0
@@ -107,5 +109,20 @@ describe('classifyCodexError', () => {
       classifyCodexError({ message: 'Quota exceeded. Please try again in 20s.', codexErrorInfo: 'usageLimitExceeded' }).failure,
     ).toEqual({ kind: 'limit' });
     expect(readErrorInfo({ httpConnectionFailed: { httpStatusCode: 429 } })).toEqual({ name: 'httpConnectionFailed', httpStatus: 429 });
+  });
+});
+
+describe('thread/resume refusals that mean busy', () => {
+  it('a thread the daemon is still unloading ("… is closing; retry thread/resume after the thread is closed") is busy, not a missing thread nor a writer elsewhere', () => {
+    const closing = new AppServerError(
+      'thread/resume',
+      -32600,
+      'thread 019a0000-0000-7000-8000-000000000000 is closing; retry thread/resume after the thread is closed',
+    );
+    expect(isClosing(closing)).toBe(true);
+    expect(isMissingThread(closing)).toBe(false);
+    expect(isHeldElsewhere(closing)).toBe(false);
+    expect(isClosing(new AppServerError('thread/resume', -32600, 'thread not found'))).toBe(false);
+    expect(isClosing(new Error('is closing'))).toBe(false);
   });
 });

@@ -24,7 +24,7 @@ import {
 import { codexTurnText, endOf, observationOf, type CodexTurn } from './codex-turns.ts';
 import { CodexHomePreparation } from './prepare-codex-home.ts';
 import { isThreadId, ThreadBindings } from './thread-binding.ts';
-import { busyReason, isHeldElsewhere, isMissingThread, observeInThread } from './read-thread.ts';
+import { busyReason, isClosing, isHeldElsewhere, isMissingThread, observeInThread } from './read-thread.ts';
 import { THREAD_LOAD_CONFIG, ThreadHolds, type ReleaseHold } from './thread-holds.ts';
 import { sleep } from '../sleep.ts';
 import { CODEX_ADAPTER_DEFAULTS } from '../../config/component-defaults.ts';
@@ -204,6 +204,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
         if (busy) return { outcome: 'busy', detail: busy };
       } catch (err) {
         if (isHeldElsewhere(err)) return { outcome: 'busy', detail: `another process is writing the Codex thread (${errMessage(err)})` };
+        if (isClosing(err)) return { outcome: 'busy', detail: `the Codex daemon is still unloading the thread (${errMessage(err)})` };
         if (isMissingThread(err)) return { outcome: 'gone', reason: `the Codex thread ${target.target ?? ''} does not exist in ${home}` };
         if (err instanceof AppServerError) return { outcome: 'rejected', reason: err.message };
         return { outcome: 'not_sent', error: errMessage(err) };

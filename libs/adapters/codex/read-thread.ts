@@ -11,6 +11,12 @@ export const isMissingThread = (err: unknown) =>
  * not collide here: they all reach the thread through the same daemon.
  */
 export const isHeldElsewhere = (err: unknown) => err instanceof AppServerError && /active writer/i.test(err.message);
+/**
+ * The daemon is unloading the thread (Baton unsubscribes when none of its turns runs there, so
+ * `codex exec resume` works between handoffs): thread/resume fails so until the unload is done.
+ * Nothing was written: busy, asked again after the back-off.
+ */
+export const isClosing = (err: unknown) => err instanceof AppServerError && /is closing/i.test(err.message);
 /** A thread started but never given a turn: Codex has no history to list for it yet. */
 export const isUnmaterialized = (err: unknown) => err instanceof AppServerError && /not materialized yet/i.test(err.message);
 

@@ -337,6 +337,34 @@ export const CLI_DEFAULTS = componentDefaults('cli', {
   demoSummaryEveryMs: 5_000,
 });
 
+/** The subscription dispatcher of every worker process (libs/handoffs/subscription-dispatcher.ts). */
+export const SUBSCRIPTION_DEFAULTS = componentDefaults('subscriptions', {
+  /** How often the dispatcher looks at the event log although no stream entry woke it (a lost XADD). */
+  checkEveryMs: 1_000,
+  /** How soon the log's horizon is read again while a transaction writing events may still commit. */
+  recheckMs: 5,
+  /** How long an id below the log's top may stay invisible before it is taken as never coming (as the event feed). */
+  finalAfterMs: 10_000,
+  /** Subscriptions one worker leases in one pass. */
+  leaseBatch: 16,
+  /** How long a lease lasts; every delivery renews it. A worker that died loses its subscriptions this long. */
+  leaseMs: 30_000,
+  /** Events read from the log in one page. */
+  pageSize: 500,
+  /** Deadline of one POST (connect, headers and body); past it the attempt failed and is retried. */
+  requestTimeoutMs: 10_000,
+  /** Attempts at one event (timeouts, 5xx, 429, refused connections) before it goes to the dead letters. */
+  maxAttempts: 8,
+  /** The first retry's delay; each further one doubles it, with full jitter. */
+  backoffBaseMs: 1_000,
+  /** The longest delay between two attempts (a Retry-After longer than this is cut to it). */
+  backoffMaxMs: 300_000,
+  /** A subscription whose deliveries fail without one 2xx for this long is paused (1 hour). */
+  pauseAfterMs: 3_600_000,
+  /** Characters of a receiver's error answer kept as the last error. */
+  errorChars: 200,
+});
+
 /** Every component's defaults object by its exported name (the table in libs/config/README.md is generated from it). */
 export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string, number>>>> = Object.freeze({
   REDIS_CLIENT_DEFAULTS,
@@ -361,4 +389,5 @@ export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string,
   DEPLOYMENT_METRICS_DEFAULTS,
   EMBEDDED_INFRA_DEFAULTS,
   CLI_DEFAULTS,
+  SUBSCRIPTION_DEFAULTS,
 });

@@ -1,4 +1,5 @@
 import { parseRedisTarget } from './redis-target.ts';
+import { SUBSCRIPTION_ADDRESS_POLICIES, type SubscriptionAddressPolicy } from '../domain/subscription-policy.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { POOL_PATTERN } from '../domain/ids.ts';
@@ -52,6 +53,8 @@ export interface BatonConfig {
   readonly codex: { readonly baseEnv: Readonly<Record<string, string>> };
   /** Where webhook agents send their signed callbacks (Baton's API as they reach it). */
   readonly webhookCallbackUrl: string;
+  /** Which addresses event subscriptions may be delivered to (BATON_SUBSCRIPTION_ADDRESSES; libs/domain/subscription-policy.ts). */
+  readonly subscriptionAddresses: SubscriptionAddressPolicy;
   /** Deadlines of adapter calls per provider, over each provider's defaults (ms). */
   readonly adapterDeadlines: Readonly<Record<string, Partial<{ writeMs: number; observeMs: number; busyMs: number }>>>;
   /** Jobs one worker process runs at once per shard queue. */
@@ -132,6 +135,7 @@ export const CONFIG_VARIABLES = [
   'BATON_COMMAND_RUN_DIR',
   'BATON_CLAUDE_CODE_RUN_DIR',
   'BATON_WEBHOOK_CALLBACK_URL',
+  'BATON_SUBSCRIPTION_ADDRESSES',
   'BATON_TURN_LOCK_TTL_MS',
   'BATON_JOB_LOCK_MS',
   'BATON_STALLED_INTERVAL_MS',
@@ -287,6 +291,9 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     '',
   );
   const turnLockTtlMs = int(env, 'BATON_TURN_LOCK_TTL_MS');
+  const subscriptionAddresses = str(env, 'BATON_SUBSCRIPTION_ADDRESSES', 'no-private') as SubscriptionAddressPolicy;
+  if (!SUBSCRIPTION_ADDRESS_POLICIES.includes(subscriptionAddresses))
+    throw new ConfigError(`BATON_SUBSCRIPTION_ADDRESSES must be one of ${SUBSCRIPTION_ADDRESS_POLICIES.join(', ')}`);
   const allowedHosts = allowedHostsOf(env, host, publicUrl);
   const config: BatonConfig = {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -314,6 +321,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
       baseEnv: Object.freeze(pickEnv(env, PROGRAM_ENV_NAMES, true)),
     }),
     webhookCallbackUrl: url(env, 'BATON_WEBHOOK_CALLBACK_URL', ['http:', 'https:']) ?? `${publicUrl}/v1/webhooks/callback`,
+    subscriptionAddresses,
     workerConcurrency: int(env, 'BATON_WORKER_CONCURRENCY'),
     turnLockTtlMs,
     jobLockMs: int(env, 'BATON_JOB_LOCK_MS'),

@@ -13,6 +13,7 @@ import { SessionTurnRepository } from './session-turn-repository.ts';
 import { HeldHandoffs } from './held-handoffs.ts';
 import { UncertainDue } from './uncertain-due.ts';
 import { AttemptHistoryRepository } from './attempt-history-repository.ts';
+import { SubscriptionRepository } from './subscription-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -35,6 +36,8 @@ export interface Repositories {
   readonly uncertainDue: UncertainDue;
   /** What a handoff's earlier writes came to (how a write that did not become a turn is retried). */
   readonly attemptHistory: AttemptHistoryRepository;
+  /** Signed event subscriptions, their positions and dead letters. */
+  readonly subscriptions: SubscriptionRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -53,5 +56,6 @@ export function createRepositories(db: Database): Repositories {
     heldHandoffs: new HeldHandoffs(db.pool),
     uncertainDue: new UncertainDue(db.pool),
     attemptHistory: new AttemptHistoryRepository(db.pool),
+    subscriptions: new SubscriptionRepository(db.pool),
   };
 }

@@ -55,6 +55,12 @@ export const ERROR_CATALOG = {
   unknown_setting: { status: 400, retryable: false, summary: 'No runtime setting has that key.' },
   session_not_found: { status: 404, retryable: false, summary: 'No tracked session with that id in the project.' },
   fact_not_found: { status: 404, retryable: false, summary: 'No fact with that id in the session.' },
+  subscription_not_found: { status: 404, retryable: false, summary: 'No event subscription with that id is visible to the caller.' },
+  subscription_url_refused: {
+    status: 422,
+    retryable: false,
+    summary: 'The subscription URL is not http(s), carries credentials, or names an address BATON_SUBSCRIPTION_ADDRESSES refuses.',
+  },
   not_work: { status: 409, retryable: false, summary: 'The handoff is a plain message: it has no work to claim, return or close.' },
   handoff_held: {
     status: 409,

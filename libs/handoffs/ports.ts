@@ -15,6 +15,8 @@ import type { UncertainDue } from '../db/uncertain-due.ts';
 import type { AttemptHistoryRepository } from '../db/attempt-history-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
+import type { SubscriptionRepository } from '../db/subscription-repository.ts';
+import type { SubscriptionAddressPolicy } from '../domain/subscription-policy.ts';
 
 /** Who is acting. `id` is an agent handle, a worker id, or a person; `tokenId` the token that proved it (none for Baton's own moves). */
 export interface Actor {
@@ -86,6 +88,10 @@ export interface CoreDeps {
   readonly uncertainDue: UncertainDue;
   /** A handoff's earlier writes (write-retries.ts): read only when a handoff is written again. */
   readonly attemptHistory: AttemptHistoryRepository;
+  /** Signed event subscriptions (manage-subscriptions.ts). */
+  readonly subscriptions: SubscriptionRepository;
+  /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
+  readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;
   /** Announces committed handoff events to the event followers (after the commit, never failing the write). */
   readonly events: EventPublisher;

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { ReconcileReport } from '../handoffs/reconcile-once.ts';
+import type { SubscriptionCounters } from '../handoffs/subscription-dispatcher.ts';
 
 /** Seconds from a send to its acceptance or return: a demo turn takes well under a second, a real agent's minutes. */
 const DELIVERY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600];
@@ -18,6 +19,8 @@ export interface BatonMetrics {
   observeRequest(method: string, route: string | undefined, status: number, seconds: number): void;
   /** Counts what one reconciler pass did, by action. */
   reconcilerPass(report: ReconcileReport): void;
+  /** What this process's subscription dispatcher did: events delivered, retries scheduled, dead letters, pauses. */
+  readonly subscriptions: SubscriptionCounters;
 }
 
 export function createBatonMetrics(): BatonMetrics {
@@ -41,8 +44,21 @@ export function createBatonMetrics(): BatonMetrics {
     help: 'Reconciler passes this process ran (as the leader).',
     registers: [registry],
   });
+  const subscriptionOutcomes = new Counter({
+    name: 'baton_subscription_deliveries_total',
+    help: 'Event subscription outcomes in this process: delivered (a 2xx), retried (a failed attempt to be tried again), dead_lettered, paused.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  for (const outcome of ['delivered', 'retried', 'dead_lettered', 'paused']) subscriptionOutcomes.inc({ outcome }, 0);
   return {
     registry,
+    subscriptions: {
+      delivered: () => subscriptionOutcomes.inc({ outcome: 'delivered' }),
+      retried: () => subscriptionOutcomes.inc({ outcome: 'retried' }),
+      deadLettered: () => subscriptionOutcomes.inc({ outcome: 'dead_lettered' }),
+      paused: () => subscriptionOutcomes.inc({ outcome: 'paused' }),
+    },
     observeRequest(method, route, status, seconds) {
       http.observe({ method, route: route ?? 'unmatched', status_code: String(status) }, seconds);
     },

@@ -1,3 +1,4 @@
+import type { SubscriptionAddressPolicy } from '../../libs/domain/subscription-policy.ts';
 import type { TrustProxy } from '../../libs/config/api-hosts.ts';
 import type { BatonConfig } from '../../libs/config/load-config.ts';
 import type { EventStreamLimits } from './routes/events/index.ts';
@@ -32,6 +33,8 @@ export interface ApiServerOptions {
   readonly redisPrefix: string;
   readonly queueShards: number;
   readonly defaultProject: string;
+  /** BATON_SUBSCRIPTION_ADDRESSES: which subscription URLs are accepted (default `no-private`). */
+  readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   /** Per-token request rate, shared through Redis by every API process (perSecond 0 turns it off). */
   readonly rateLimit?: RateLimit | undefined;
   /** The process's registry, when something else in it (a worker's reconciler) adds to it; else a new one. */
@@ -100,6 +103,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<RunningApi
     deployment: names.deployment,
     scheduler: queues,
     events: new EventStreamPublisher(opts.redis, names, opts.logger),
+    subscriptionAddresses: opts.subscriptionAddresses,
     clock: opts.clock,
     logger: opts.logger,
   };
@@ -186,6 +190,7 @@ export function startConfiguredApi({ config, ...parts }: ConfiguredApiParts): Pr
     redisPrefix: config.redisPrefix,
     queueShards: config.queueShards,
     defaultProject: config.defaultProject,
+    subscriptionAddresses: config.subscriptionAddresses,
     rateLimit: config.rateLimit,
     allowedHosts: config.api.allowedHosts,
     secureCookies: config.api.publicUrl.startsWith('https:'),

@@ -99,6 +99,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   let api: StartedApi | undefined;
   let worker: RunningDeliveryWorker | undefined;
   let reconciler: { stop(): Promise<void> } | undefined;
+  let subscriptions: { stop(): Promise<void> } | undefined;
   let demoClient: DemoHostClient | undefined;
   const graceMs = config.shutdownGraceMs;
 
@@ -137,6 +138,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         { startDeliveryWorker },
         { startReconciler },
         { reportDeployment },
+        { startSubscriptions },
       ] = await Promise.all([
         import('../../libs/adapters/create-adapters.ts'),
         import('../../libs/adapters/demo/demo-agent-host.ts'),
@@ -144,6 +146,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         import('../../workers/delivery/start-delivery-worker.ts'),
         import('../../workers/timers/start-reconciler.ts'),
         import('../../workers/delivery/report-deployment.ts'),
+        import('../../workers/timers/start-subscriptions.ts'),
       ]);
       const redis = openRedis(redisUrl, 'worker', logger, { link: redisLink });
       connections.push(redis);
@@ -188,6 +191,17 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       reconciler = startReconciler({ ...worker.deps, locks: worker.locks }, config.reconcileIntervalMs, group, (report) =>
         metrics.reconcilerPass(report),
       );
+      // Signed event subscriptions: every worker follows the event log; a lease per subscription picks its deliverer.
+      subscriptions = startSubscriptions({
+        repos,
+        redis,
+        redisPrefix: config.redisPrefix,
+        clock,
+        logger,
+        workerId: worker.deps.workerId,
+        addresses: config.subscriptionAddresses,
+        counters: metrics.subscriptions,
+      });
       // A worker's own metrics (reconciler actions, process) on a port of its own, when asked for.
       if (config.metricsPort !== undefined) {
         const { serveMetrics } = await import('../../libs/metrics/serve-metrics.ts');
@@ -200,6 +214,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     }
   } catch (err) {
     await reconciler?.stop();
+    await subscriptions?.stop();
     await api?.close().catch((err: unknown) => logger.debug({ err }, 'closing the API after a failed start failed'));
     await metricsServer?.close();
     forceClose();
@@ -223,6 +238,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           ['api', () => api?.close()],
           ['metrics', () => metricsServer?.close()],
           ['reconciler', () => reconciler?.stop()],
+          ['subscriptions', () => subscriptions?.stop()],
           ['delivery worker', () => worker?.stop()],
           ['redis', () => Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())))],
           ['postgres', () => db.close()],

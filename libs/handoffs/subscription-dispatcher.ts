@@ -1,0 +1,268 @@
+import type { Clock } from '../domain/clock.ts';
+import { canSee } from '../domain/visibility.ts';
+import { retryDelayMs, verdictOf } from '../domain/subscription-policy.ts';
+import type { EventLogRepository, LogHorizon, LoggedEvent } from '../db/event-log-repository.ts';
+import type { SubscriptionRecord, SubscriptionRepository } from '../db/subscription-repository.ts';
+import type { SignedPoster } from '../adapters/webhook/signed-post.ts';
+import type { Logger } from '../logging/create-logger.ts';
+import type { FeedWakeups } from './event-feed.ts';
+import { SUBSCRIPTION_DEFAULTS } from '../config/component-defaults.ts';
+
+/** The header a receiver deduplicates on: `<subscription id>:<event id>`, the same on every attempt and replay. */
+export const DELIVERY_ID_HEADER = 'baton-delivery-id';
+
+/** What the dispatcher counts (the worker's /metrics: libs/metrics/baton-metrics.ts). */
+export interface SubscriptionCounters {
+  delivered(): void;
+  retried(): void;
+  deadLettered(): void;
+  paused(): void;
+}
+
+/** One request for one event: what a kind of target sends. Subscriptions POST `subscriptionRequest`. */
+export interface TargetRequest {
+  readonly url: string;
+  readonly secret: string;
+  readonly body: string;
+  readonly headers: Record<string, string>;
+}
+
+export interface SubscriptionDispatcherDeps {
+  readonly log: Pick<EventLogRepository, 'horizon' | 'between'>;
+  readonly subscriptions: Pick<SubscriptionRepository, 'lease' | 'advance' | 'failed' | 'deadLetter' | 'pause' | 'release'>;
+  readonly poster: Pick<SignedPoster, 'post'>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** This process's id: the lease holder. */
+  readonly workerId: string;
+  readonly counters?: SubscriptionCounters | undefined;
+  /** [0, 1): the back-off's jitter (tests pass a fixed one). */
+  readonly random?: () => number;
+  /** Overrides of SUBSCRIPTION_DEFAULTS (tests shorten the back-off and the pause). */
+  readonly tunables?: Partial<typeof SUBSCRIPTION_DEFAULTS>;
+  /** How an event becomes a request (default: `subscriptionRequest`); another kind of target passes its own. */
+  readonly encode?: (s: SubscriptionRecord, e: LoggedEvent) => TargetRequest;
+}
+
+/** Whether a subscription wants an event: its project, what its owner may see, and its filter. */
+export function subscriptionMatches(s: SubscriptionRecord, e: LoggedEvent): boolean {
+  if (e.projectId !== s.projectId) return false;
+  if (s.ownerAgentId !== null && !canSee(e, { agentId: s.ownerAgentId, tokenId: null, allOwners: false })) return false;
+  const f = s.filter;
+  if (f.handoffId !== undefined && f.handoffId !== e.handoffId) return false;
+  if (f.agents !== undefined && !f.agents.some((a) => a === e.senderHandle || a === e.recipientHandle)) return false;
+  if (f.states !== undefined && !f.states.includes(e.toState)) return false;
+  if (f.events !== undefined && !f.events.includes(e.event)) return false;
+  return true;
+}
+
+/** The JSON body and headers of one event's delivery (docs: README, "Subscribe to outcomes"). */
+export function subscriptionRequest(s: SubscriptionRecord, e: LoggedEvent): TargetRequest {
+  const deliveryId = `${s.id}:${e.id}`;
+  const body = JSON.stringify({
+    deliveryId,
+    subscriptionId: s.id,
+    event: {
+      id: e.id.toString(),
+      handoffId: e.handoffId,
+      event: e.event,
+      fromState: e.fromState,
+      toState: e.toState,
+      workFromState: e.workFromState,
+      workToState: e.workToState,
+      actor: { kind: e.actorKind, id: e.actorId },
+      reason: e.reason,
+      at: e.createdAt.toISOString(),
+      handoff: { title: e.title, sender: e.senderHandle, recipient: e.recipientHandle },
+    },
+  });
+  return { url: s.url, secret: s.secret, body, headers: { [DELIVERY_ID_HEADER]: deliveryId } };
+}
+
+/**
+ * Delivers the event log to subscriptions, in every worker process. Postgres is the truth: the
+ * events are read from handoff_events through EventLogRepository (`horizon`, `between`) and
+ * only up to a safe id, as the event feed does (libs/handoffs/event-feed.ts: an id whose
+ * transaction has not committed yet is never passed over); the Redis event stream only says
+ * when to look, and a periodic look covers a lost append.
+ *
+ * Each subscription is delivered by one worker at a time (a lease on its row, taken with
+ * `FOR UPDATE SKIP LOCKED`), one event at a time in id order, so each handoff's events arrive in
+ * order. Its position moves past an event only after a 2xx (or after giving up on it: a dead
+ * letter), in Postgres, so a restart or a Redis loss loses nothing and delivers at most the
+ * event in flight again, under the same delivery id.
+ */
+export class SubscriptionDispatcher {
+  private readonly t: typeof SUBSCRIPTION_DEFAULTS;
+  private readonly encode: (s: SubscriptionRecord, e: LoggedEvent) => TargetRequest;
+  private safe = 0n;
+  private pending: Array<{ top: bigint; writers: ReadonlySet<string>; atMs: number }> = [];
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | null = null;
+  private recheck: NodeJS.Timeout | null = null;
+  private wakeups: FeedWakeups | null = null;
+  private failures = 0;
+
+  constructor(private readonly deps: SubscriptionDispatcherDeps) {
+    this.t = { ...SUBSCRIPTION_DEFAULTS, ...deps.tunables };
+    this.encode = deps.encode ?? subscriptionRequest;
+  }
+
+  /** Looks every checkEveryMs and whenever `wakeups` (the event stream's reader) says the log grew. */
+  start(wakeups?: FeedWakeups): void {
+    this.timer = setInterval(() => this.wake(), this.t.checkEveryMs);
+    this.timer.unref();
+    if (wakeups) {
+      this.wakeups = wakeups;
+      wakeups.start(() => this.wake());
+    }
+    this.wake();
+  }
+
+  /** Starts a pass, or asks the running one to go round again. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.passOnce();
+          this.failures = 0;
+        } catch (err) {
+          // Postgres down or a statement failed: logged, and the next wake-up or tick tries again.
+          if (this.failures++ % 20 === 0) this.deps.logger.warn({ err, failures: this.failures }, 'subscription pass failed');
+        }
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Resolves when no pass is running (tests). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.recheck) clearTimeout(this.recheck);
+    this.wakeups?.close();
+    await this.idle();
+  }
+
+  /** One pass: bring the safe id up to date, lease the subscriptions behind it and deliver each. */
+  async passOnce(): Promise<void> {
+    this.promote(await this.deps.log.horizon());
+    if (this.pending.length > 0 && !this.recheck && !this.stopped) {
+      this.recheck = setTimeout(() => {
+        this.recheck = null;
+        this.wake();
+      }, this.t.recheckMs);
+      this.recheck.unref();
+    }
+    if (this.safe === 0n) return;
+    const now = this.deps.clock.now();
+    const leased = await this.deps.subscriptions.lease(this.deps.workerId, now, this.leaseEnd(), this.safe, this.t.leaseBatch);
+    await Promise.all(leased.map((s) => this.deliver(s, this.safe)));
+    if (leased.length === this.t.leaseBatch) this.again = true;
+  }
+
+  private leaseEnd(): Date {
+    return new Date(this.deps.clock.now().getTime() + this.t.leaseMs);
+  }
+
+  /** As EventFeed.promote: `safe` moves past a top once none of the writers seen with it is writing. */
+  private promote(now: LogHorizon): void {
+    const atMs = this.deps.clock.now().getTime();
+    const last = this.pending[this.pending.length - 1];
+    if (now.top > this.safe && (last === undefined || now.top > last.top))
+      this.pending.push({ top: now.top, writers: new Set(now.writers), atMs });
+    const writing = new Set(now.writers);
+    const keep: typeof this.pending = [];
+    for (const p of this.pending) {
+      const ended = ![...p.writers].some((x) => writing.has(x));
+      if (ended || atMs - p.atMs >= this.t.finalAfterMs) {
+        if (p.top > this.safe) this.safe = p.top;
+      } else if (p.top > this.safe) keep.push(p);
+    }
+    this.pending = keep;
+  }
+
+  /** Delivers one leased subscription from its position up to `safe`, then lets the lease go. */
+  private async deliver(s: SubscriptionRecord, safe: bigint): Promise<void> {
+    const { subscriptions: repo, workerId: holder } = this.deps;
+    let pos = s.position;
+    let attempts = s.attempts;
+    let failingSince = s.failingSince;
+    try {
+      while (pos < safe && !this.stopped) {
+        const page = await this.deps.log.between(pos, safe, this.t.pageSize);
+        const end = page.length === this.t.pageSize ? page[page.length - 1]!.id : safe;
+        for (const e of page) {
+          if (this.stopped) return;
+          if (!subscriptionMatches(s, e)) continue;
+          const req = this.encode(s, e);
+          const nowMs = this.deps.clock.now().getTime();
+          const answer = await this.deps.poster.post({ ...req, nowMs });
+          const verdict = verdictOf(answer, nowMs);
+          if (verdict.kind === 'delivered') {
+            if (!(await repo.advance(s.id, holder, pos, e.id, this.leaseEnd(), true))) return;
+            this.deps.counters?.delivered();
+            pos = e.id;
+            attempts = 0;
+            failingSince = null;
+            continue;
+          }
+          attempts++;
+          const now = new Date(nowMs);
+          failingSince ??= now;
+          if (nowMs - failingSince.getTime() >= this.t.pauseAfterMs) {
+            const reason = `failing since ${failingSince.toISOString()}: ${answer.error}`;
+            if (await repo.pause(s.id, holder, reason)) {
+              this.deps.counters?.paused();
+              this.deps.logger.warn({ subscriptionId: s.id, eventId: e.id.toString(), error: answer.error }, 'subscription paused');
+            }
+            return;
+          }
+          if (verdict.kind === 'retry' && attempts < this.t.maxAttempts) {
+            const delay = retryDelayMs(
+              attempts,
+              verdict.notBeforeMs,
+              { baseMs: this.t.backoffBaseMs, maxMs: this.t.backoffMaxMs },
+              this.random(),
+            );
+            if (await repo.failed(s.id, holder, pos, { attempts, error: answer.error, now, retryAt: new Date(nowMs + delay) }))
+              this.deps.counters?.retried();
+            return;
+          }
+          const dead = { eventId: e.id, error: answer.error, attempts, now, until: this.leaseEnd() };
+          if (!(await repo.deadLetter(s.id, holder, pos, dead))) return;
+          this.deps.counters?.deadLettered();
+          this.deps.logger.info(
+            { subscriptionId: s.id, eventId: e.id.toString(), error: answer.error },
+            'subscription event dead-lettered',
+          );
+          pos = e.id;
+          attempts = 0;
+        }
+        if (pos < end) {
+          if (!(await repo.advance(s.id, holder, pos, end, this.leaseEnd(), false))) return;
+          pos = end;
+        }
+      }
+    } finally {
+      await repo.release(s.id, holder);
+    }
+  }
+
+  private random(): number {
+    return (this.deps.random ?? Math.random)();
+  }
+}

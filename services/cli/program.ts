@@ -14,6 +14,7 @@ import { registerReadCommands } from './commands/show.ts';
 import { registerActionCommands } from './commands/act.ts';
 import { registerWorkCommands } from './commands/work.ts';
 import { registerSessionCommands } from './commands/sessions.ts';
+import { registerSubscriptionCommands } from './commands/subscriptions.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
@@ -71,6 +72,7 @@ export function buildProgram(
   registerActionCommands(program, ctx);
   registerWorkCommands(program, ctx);
   registerSessionCommands(program, ctx);
+  registerSubscriptionCommands(program, ctx);
   registerIdentityCommands(program, ctx);
   registerMcpCommands(program, ctx);
   registerDoctorCommand(program, ctx);

@@ -306,3 +306,33 @@ describe('/v1/subscriptions', () => {
     }
   });
 });
+
+describe('baton subscription', () => {
+  it('adds, lists, shows, replays, resumes and removes over the API', async () => {
+    const { runCli } = await import('../../services/cli/program.ts');
+    const { scratchDir } = await import('../support/scratch-dir.ts');
+    const env = { BATON_URL: await baton.listen(), BATON_HOME: scratchDir('baton-subscriptions-'), BATON_TOKEN: tokens['s']! };
+    const cli = async (...argv: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await runCli(argv, env, { out: (s) => void (out += s), err: (s) => void (err += s) });
+      expect(code, `baton ${argv.join(' ')}: ${err}`).toBe(0);
+      return out;
+    };
+    const added = JSON.parse(
+      await cli('subscription', 'add', 'http://127.0.0.1:9/cli', '--agents', 'd1', '--states', 'returned', '--json'),
+    );
+    expect(added.secret).toMatch(/^bsub_/);
+    expect(added.subscription.filter).toEqual({ agents: ['d1'], states: ['RETURNED'] });
+    const id = added.subscription.id as string;
+    expect(await cli('subscription', 'list')).toContain(id);
+    const shown = await cli('subscription', 'show', id);
+    expect(shown).toContain('agents d1; states RETURNED');
+    expect(shown).not.toContain(added.secret);
+    expect(await cli('subscription', 'replay', id)).toContain('nothing to replay');
+    expect(await cli('subscription', 'replay', id, '--after', '0')).toContain('replaying');
+    expect(await cli('subscription', 'resume', id)).toContain('active');
+    expect(await cli('subscription', 'remove', id)).toContain(`removed ${id}`);
+    expect((await baton.get(`/v1/subscriptions/${id}`)).status).toBe(404);
+  });
+});

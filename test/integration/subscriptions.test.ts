@@ -336,3 +336,34 @@ describe('baton subscription', () => {
     expect((await baton.get(`/v1/subscriptions/${id}`)).status).toBe(404);
   });
 });
+
+describe('examples/subscription-receiver', () => {
+  it('verifies the signature and prints each event once', async () => {
+    const { spawn } = await import('node:child_process');
+    const { createServer: netServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const s = netServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const { subscription, secret } = await subscribe(`http://127.0.0.1:${port}/events`, { filter: { agents: ['d2'] } });
+    const example = spawn(process.execPath, ['examples/subscription-receiver/receiver.mjs'], {
+      env: { ...process.env, BATON_SUBSCRIPTION_SECRET: secret, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    example.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    try {
+      await eventually(() => expect(out).toContain('listening'), { timeoutMs: 10_000 });
+      const [id] = await send('s', 'd2', 1);
+      await waitForState(baton, id!, 'RETURNED', 30_000);
+      const expected = await eventsOf([id!]);
+      await eventually(() => expect(out.split('\n').filter((l) => l.includes(id!)).length).toBe(expected.length), { timeoutMs: 20_000 });
+      expect(out, out).toMatch(new RegExp(`${id} turn_returned: RUNNING -> RETURNED`));
+    } finally {
+      example.kill();
+      await baton.del(`/v1/subscriptions/${subscription.id}`);
+    }
+  }, 60_000);
+});

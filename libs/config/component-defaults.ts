@@ -347,8 +347,11 @@ export const SUBSCRIPTION_DEFAULTS = componentDefaults('subscriptions', {
   finalAfterMs: 10_000,
   /** Subscriptions one worker leases in one pass. */
   leaseBatch: 16,
-  /** How long a lease lasts; every delivery renews it. A worker that died loses its subscriptions this long. */
-  leaseMs: 30_000,
+  /**
+   * How long a lease lasts; every delivery renews it. A worker that died holds its subscriptions
+   * up to this long. More than requestTimeoutMs, so a live deliverer never loses its lease mid-POST.
+   */
+  leaseMs: 15_000,
   /** Events read from the log in one page. */
   pageSize: 500,
   /** Deadline of one POST (connect, headers and body); past it the attempt failed and is retried. */

@@ -52,6 +52,28 @@ export function addressAllowed(policy: SubscriptionAddressPolicy, kind: AddressK
   }
 }
 
+/**
+ * Whether a subscription URL may be registered: http(s), no credentials in it, and (for a
+ * literal IP host) an address the policy allows. A host name is checked when delivering.
+ * Answers the reason it may not, or null.
+ */
+export function refusedUrl(url: string, policy: SubscriptionAddressPolicy): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'the URL is not a valid absolute URL';
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'the URL must be http:// or https://';
+  if (u.username !== '' || u.password !== '') return 'the URL may not carry credentials';
+  const kind = addressKind(u.hostname);
+  if (kind !== null && !addressAllowed(policy, kind))
+    return `${u.hostname} is a ${kind} address, refused by BATON_SUBSCRIPTION_ADDRESSES=${policy}`;
+  if (kind === null && u.hostname.toLowerCase() === 'localhost' && !addressAllowed(policy, 'loopback'))
+    return `localhost is a loopback address, refused by BATON_SUBSCRIPTION_ADDRESSES=${policy}`;
+  return null;
+}
+
 /** What became of one POST. `status` 0: no answer (refused, timed out, reset). */
 export interface PostAnswer {
   readonly status: number;

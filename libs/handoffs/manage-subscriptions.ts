@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { BatonError } from '../domain/errors.ts';
 import { isUuid, newId } from '../domain/ids.ts';
 import type { DeadLetterRecord, SubscriptionFilter, SubscriptionRecord } from '../db/subscription-repository.ts';
-import { refusedUrl } from '../adapters/webhook/signed-post.ts';
+import { refusedUrl } from '../domain/subscription-policy.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressAllowed, addressKind, retryAfterMs, retryDelayMs, verdictOf } from '../../libs/domain/subscription-policy.ts';
-import { refusedUrl } from '../../libs/adapters/webhook/signed-post.ts';
+import { addressAllowed, addressKind, refusedUrl, retryAfterMs, retryDelayMs, verdictOf } from '../../libs/domain/subscription-policy.ts';
 
 describe('subscription addresses', () => {
   it('tells loopback, private and public addresses apart, IPv4, IPv6 and mapped', () => {

@@ -1,6 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
-import { addressAllowed, addressKind, type PostAnswer, type SubscriptionAddressPolicy } from '../../domain/subscription-policy.ts';
+import {
+  addressAllowed,
+  addressKind,
+  refusedUrl,
+  type PostAnswer,
+  type SubscriptionAddressPolicy,
+} from '../../domain/subscription-policy.ts';
 import { signedHeaders } from './webhook-signature.ts';
 
 /** POSTs one signed JSON body to a URL and tells what came of it; never throws. */
@@ -79,26 +85,4 @@ export function createSignedPoster(opts: { policy: SubscriptionAddressPolicy; ti
     },
     close: () => dispatcher.close(),
   };
-}
-
-/**
- * Whether a subscription URL may be registered: http(s), no credentials in it, and (for a
- * literal IP host) an address the policy allows. A host name is checked when delivering.
- * Answers the reason it may not, or null.
- */
-export function refusedUrl(url: string, policy: SubscriptionAddressPolicy): string | null {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return 'the URL is not a valid absolute URL';
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'the URL must be http:// or https://';
-  if (u.username !== '' || u.password !== '') return 'the URL may not carry credentials';
-  const kind = addressKind(u.hostname);
-  if (kind !== null && !addressAllowed(policy, kind))
-    return `${u.hostname} is a ${kind} address, refused by BATON_SUBSCRIPTION_ADDRESSES=${policy}`;
-  if (kind === null && u.hostname.toLowerCase() === 'localhost' && !addressAllowed(policy, 'loopback'))
-    return `localhost is a loopback address, refused by BATON_SUBSCRIPTION_ADDRESSES=${policy}`;
-  return null;
 }

@@ -87,13 +87,11 @@ export function registerSubscriptionCommands(program: Command, ctx: CliContext):
           ...(opts.states ? { states: list(opts.states.toUpperCase()) } : {}),
           ...(opts.events ? { events: list(opts.events) } : {}),
         };
-        const { body } = await ctx
-          .client(cmd)
-          .post<{ subscription: SubscriptionJson; secret: string }>('/v1/subscriptions', {
-            url,
-            filter,
-            ...(opts.after ? { after: opts.after } : {}),
-          });
+        const { body } = await ctx.client(cmd).post<{ subscription: SubscriptionJson; secret: string }>('/v1/subscriptions', {
+          url,
+          filter,
+          ...(opts.after ? { after: opts.after } : {}),
+        });
         if (opts.json) return ctx.json(body);
         ctx.out(`subscription ${body.subscription.id} → ${body.subscription.url}`);
         ctx.out(`secret ${body.secret}`);

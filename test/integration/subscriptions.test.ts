@@ -310,3 +310,48 @@ describe('examples/subscription-receiver', () => {
     }
   }, 60_000);
 });
+
+describe('the signed poster', () => {
+  it('follows no redirect and refuses, after DNS, an address the policy refuses', async () => {
+    const { createSignedPoster } = await import('../../libs/adapters/webhook/signed-post.ts');
+    const target = new Receiver();
+    await target.start();
+    let hits = 0;
+    target.answer = () => {
+      hits++;
+      return { status: 302, headers: { location: 'http://127.0.0.1:9/elsewhere' } };
+    };
+    const open = createSignedPoster({ policy: 'no-private', timeoutMs: 2_000, errorChars: 200 });
+    target.secret = 'k';
+    const redirected = await open.post({
+      url: target.url,
+      secret: 'k',
+      body: JSON.stringify({ deliveryId: 'a:1', event: { id: '1' } }),
+      headers: { 'baton-delivery-id': 'a:1' },
+      nowMs: Date.now(),
+    });
+    expect(redirected.status).toBe(302);
+    expect(hits).toBe(1);
+    const strict = createSignedPoster({ policy: 'public', timeoutMs: 2_000, errorChars: 200 });
+    // A name is checked on the address it resolves to (this host's name: loopback or private on a test machine).
+    const { hostname } = await import('node:os');
+    const { lookup } = await import('node:dns/promises');
+    const { addressKind } = await import('../../libs/domain/subscription-policy.ts');
+    const resolved = await lookup(hostname()).catch(() => null);
+    if (resolved && addressKind(resolved.address) !== 'public') {
+      const byName = await strict.post({
+        url: target.url.replace('127.0.0.1', hostname()),
+        secret: 'k',
+        body: '{}',
+        headers: {},
+        nowMs: Date.now(),
+      });
+      expect(byName.status).toBe(403);
+      expect(byName.error).toMatch(/refused by BATON_SUBSCRIPTION_ADDRESSES=public/);
+    }
+    const literal = await strict.post({ url: target.url, secret: 'k', body: '{}', headers: {}, nowMs: Date.now() });
+    expect(literal.status).toBe(403);
+    expect(hits).toBe(1);
+    await Promise.all([open.close(), strict.close(), target.close()]);
+  });
+});

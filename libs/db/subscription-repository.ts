@@ -189,12 +189,12 @@ export class SubscriptionRepository {
     await this.q(`UPDATE subscriptions SET lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2`, [id, holder]);
   }
 
-  /** Active again, from where it stopped, with a fresh run of attempts. */
+  /** A paused subscription active again, from where it stopped, with a fresh run of attempts (an active one is left as it is). */
   async resume(id: string): Promise<void> {
     await this.q(
       `UPDATE subscriptions SET status = 'active', paused_reason = NULL, failing_since = NULL, attempts = 0, next_attempt_at = NULL,
          lease_holder = NULL, lease_until = NULL
-       WHERE id = $1`,
+       WHERE id = $1 AND status = 'paused'`,
       [id],
     );
   }

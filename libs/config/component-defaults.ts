@@ -343,6 +343,8 @@ export const SUBSCRIPTION_DEFAULTS = componentDefaults('subscriptions', {
   checkEveryMs: 1_000,
   /** How soon the log's horizon is read again while a transaction writing events may still commit. */
   recheckMs: 5,
+  /** The shortest time between two passes of one dispatcher, however often the event stream wakes it. */
+  minPassGapMs: 25,
   /** How long an id below the log's top may stay invisible before it is taken as never coming (as the event feed). */
   finalAfterMs: 10_000,
   /** Subscriptions one worker leases in one pass. */

@@ -111,6 +111,12 @@ export class SubscriptionRepository {
     return rows.map((r) => ({ ...r, eventId: BigInt(r.eventId) }));
   }
 
+  /** Whether any subscription is active (the dispatcher reads no log while none is). */
+  async anyActive(): Promise<boolean> {
+    const { rows } = await this.q<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM subscriptions WHERE status = 'active') AS any`, []);
+    return rows[0]?.any === true;
+  }
+
   /**
    * Leases up to `limit` active subscriptions that are due (no back-off pending), behind `top`,
    * and not leased by another worker now: one deliverer per subscription across workers.

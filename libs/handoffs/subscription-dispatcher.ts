@@ -29,7 +29,7 @@ export interface TargetRequest {
 
 export interface SubscriptionDispatcherDeps {
   readonly log: Pick<EventLogRepository, 'horizon' | 'between'>;
-  readonly subscriptions: Pick<SubscriptionRepository, 'lease' | 'advance' | 'failed' | 'deadLetter' | 'pause' | 'release'>;
+  readonly subscriptions: Pick<SubscriptionRepository, 'anyActive' | 'lease' | 'advance' | 'failed' | 'deadLetter' | 'pause' | 'release'>;
   readonly poster: Pick<SignedPoster, 'post'>;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -104,6 +104,10 @@ export class SubscriptionDispatcher {
   private recheck: NodeJS.Timeout | null = null;
   private wakeups: FeedWakeups | null = null;
   private failures = 0;
+  /** Whether any subscription was active when last asked, and when (asked at most every checkEveryMs). */
+  private active: { any: boolean; atMs: number } | null = null;
+  private lastPassEndMs = 0;
+  private gapTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: SubscriptionDispatcherDeps) {
     this.t = { ...SUBSCRIPTION_DEFAULTS, ...deps.tunables };
@@ -121,9 +125,22 @@ export class SubscriptionDispatcher {
     this.wake();
   }
 
-  /** Starts a pass, or asks the running one to go round again. */
+  /**
+   * Starts a pass, or asks the running one to go round again. Passes start at most every
+   * minPassGapMs, so a busy log (an append per turn of the event loop) costs a few passes a
+   * second, not one per append.
+   */
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.gapTimer) return;
+    const waitMs = this.lastPassEndMs + this.t.minPassGapMs - Date.now();
+    if (waitMs > 0 && !this.running) {
+      this.gapTimer = setTimeout(() => {
+        this.gapTimer = null;
+        this.wake();
+      }, waitMs);
+      this.gapTimer.unref();
+      return;
+    }
     if (this.running) {
       this.again = true;
       return;
@@ -141,6 +158,7 @@ export class SubscriptionDispatcher {
       } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = null;
+      this.lastPassEndMs = Date.now();
     });
   }
 
@@ -153,12 +171,17 @@ export class SubscriptionDispatcher {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     if (this.recheck) clearTimeout(this.recheck);
+    if (this.gapTimer) clearTimeout(this.gapTimer);
     this.wakeups?.close();
     await this.idle();
   }
 
   /** One pass: bring the safe id up to date, lease the subscriptions behind it and deliver each. */
   async passOnce(): Promise<void> {
+    const nowMs = this.deps.clock.now().getTime();
+    if (this.active === null || nowMs - this.active.atMs >= this.t.checkEveryMs)
+      this.active = { any: await this.deps.subscriptions.anyActive(), atMs: nowMs };
+    if (!this.active.any) return;
     this.promote(await this.deps.log.horizon());
     if (this.pending.length > 0 && !this.recheck && !this.stopped) {
       this.recheck = setTimeout(() => {

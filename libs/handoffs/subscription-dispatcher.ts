@@ -4,6 +4,7 @@ import { retryDelayMs, verdictOf } from '../domain/subscription-policy.ts';
 import type { EventLogRepository, LogHorizon, LoggedEvent } from '../db/event-log-repository.ts';
 import type { SubscriptionRecord, SubscriptionRepository } from '../db/subscription-repository.ts';
 import type { SignedPoster } from '../adapters/webhook/signed-post.ts';
+import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { FeedWakeups } from './event-feed.ts';
 import { SUBSCRIPTION_DEFAULTS } from '../config/component-defaults.ts';
@@ -152,8 +153,11 @@ export class SubscriptionDispatcher {
           await this.passOnce();
           this.failures = 0;
         } catch (err) {
-          // Postgres down or a statement failed: logged, and the next wake-up or tick tries again.
-          if (this.failures++ % 20 === 0) this.deps.logger.warn({ err, failures: this.failures }, 'subscription pass failed');
+          // The next wake-up or tick tries again. Postgres being away is reported once by the
+          // process's DatabaseLink: debug here; anything else a warning, then every 20th.
+          this.failures++;
+          if (isDatabaseUnavailable(err)) this.deps.logger.debug({ err, failures: this.failures }, 'subscription pass failed');
+          else if (this.failures % 20 === 1) this.deps.logger.warn({ err, failures: this.failures }, 'subscription pass failed');
         }
       } while (this.again && !this.stopped);
     })().finally(() => {

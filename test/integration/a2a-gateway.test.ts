@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
@@ -180,5 +182,16 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     const pushBody = (await push.json()) as { error: { code: number; data: Array<{ metadata: { batonCode: string } }> } };
     expect(pushBody.error.code).toBe(-32003);
     expect(pushBody.error.data[0]?.metadata.batonCode).toBe('push_notifications_unsupported');
+  });
+
+  it('runs the example client of the README (examples/a2a-client/client.mjs) to a completed task', async () => {
+    const script = new URL('../../examples/a2a-client/client.mjs', import.meta.url).pathname;
+    const { stdout } = await promisify(execFile)(process.execPath, [script, 'engineer', 'Say hello'], {
+      env: { ...process.env, BATON_URL: url, BATON_TOKEN: plannerToken },
+      timeout: 30_000,
+    });
+    expect(stdout).toContain('card: engineer');
+    expect(stdout).toMatch(/TASK_STATE_COMPLETED/);
+    expect(stdout).toMatch(/^result: /m);
   });
 });

@@ -143,7 +143,8 @@ export const ERROR_CATALOG = {
   protocol_method_unsupported: {
     status: 400,
     retryable: false,
-    summary: 'The A2A gateway does not serve this method yet (streaming and task lists; see docs/API.md, "A2A").',
+    summary:
+      'The A2A gateway does not serve this method yet (task lists, the extended card, a message continuing a task; docs/API.md, "A2A").',
   },
   push_notifications_unsupported: {
     status: 400,

@@ -143,7 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // /v1 routes above in process (routes/mcp/index.ts), so they pass the same checks.
   await app.register(mcpRoutes, { core: deps.core, defaultProject: deps.defaultProject, inject: app.inject.bind(app), limiter });
   // The A2A gateway: agent cards and a JSON-RPC endpoint per agent, on /v1's tokens and use cases.
-  await app.register(a2aRoutes, { core: deps.core, defaultProject: deps.defaultProject, limiter });
+  await app.register(a2aRoutes, { core: deps.core, defaultProject: deps.defaultProject, limiter, feed: deps.feed });
   if (metrics) await app.register(metricsRoutes, { core: deps.core, metrics, limiter });
   // The live page and sign-in (/ui), and Bull Board (/admin/queues) for admins' browsers.
   await app.register(uiRoutes, { core: deps.core, browser: deps.browser, limiter });

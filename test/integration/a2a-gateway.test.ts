@@ -11,6 +11,7 @@ let baton: TestBaton;
 let url: string;
 let plannerToken: string;
 let otherToken: string;
+let inboxToken: string;
 
 /** A fetch that sends a Baton token, as an A2A client's authentication does. */
 const withToken =
@@ -73,6 +74,7 @@ beforeAll(async () => {
   expect((await baton.post('/v1/agents', { id: 'outsider', provider: 'demo' }, { 'x-baton-project': 'other' })).status).toBe(201);
   plannerToken = await baton.tokenFor('planner');
   otherToken = await baton.tokenFor('outsider', 'other');
+  inboxToken = await baton.tokenFor('inbox');
   url = await baton.listen();
   baton.startWorker();
 });
@@ -90,7 +92,8 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
       protocolBinding: 'JSONRPC',
       protocolVersion: '1.0',
     });
-    expect(card.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
+    // The listening API follows the event log, so it streams.
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
     expect(card.securitySchemes['baton']?.scheme).toMatchObject({ $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer' } });
 
     const sent = asTask(await client.sendMessage(text('Write the release notes')));
@@ -193,5 +196,39 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     expect(stdout).toContain('card: engineer');
     expect(stdout).toMatch(/TASK_STATE_COMPLETED/);
     expect(stdout).toMatch(/^result: /m);
+  });
+
+  it('streams a task from SendStreamingMessage to completed, with the result as an artifact update', async () => {
+    const client = await clientFor(plannerToken, 'engineer');
+    const events = [];
+    for await (const e of client.sendMessageStream(text('Stream it'))) events.push(e);
+    expect(events[0]?.payload?.$case).toBe('task');
+    const last = events[events.length - 1]?.payload;
+    expect(last?.$case).toBe('statusUpdate');
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(events.some((e) => e.payload?.$case === 'artifactUpdate')).toBe(true);
+  });
+
+  it('resumes a stream after a disconnect with SubscribeToTask: the task as it is, then its moves', async () => {
+    const client = await clientFor(plannerToken, 'inbox');
+    const ac = new AbortController();
+    let taskId = '';
+    try {
+      for await (const e of client.sendMessageStream(text('Read me later'), { signal: ac.signal })) {
+        if (e.payload?.$case === 'task') taskId = e.payload.value.id;
+        ac.abort();
+      }
+    } catch {
+      // the abort ends the stream with an error on the client's side
+    }
+    expect(taskId).not.toBe('');
+    const again = client.resubscribeTask({ id: taskId, tenant: '' })[Symbol.asyncIterator]();
+    const first = (await again.next()).value;
+    expect(first?.payload?.$case === 'task' && first.payload.value.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    const ack = await baton.post(`/v1/handoffs/${taskId}/acknowledge`, {}, { authorization: `Bearer ${inboxToken}` });
+    expect(ack.status).toBe(200);
+    const moved = (await again.next()).value;
+    expect(moved?.payload?.$case === 'statusUpdate' && moved.payload.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await again.next()).done).toBe(true);
   });
 });

@@ -12,10 +12,10 @@ export function agentUrl(request: FastifyRequest, handle: string): string {
 
 /**
  * An agent's A2A card (protocol 1.0): one JSON-RPC interface, Baton's bearer tokens as its only
- * security scheme, one skill from its registration (its display name and provider), no
- * streaming and no push notifications (neither is served yet).
+ * security scheme, one skill from its registration (its display name and provider), streaming
+ * when the API follows the event log, and no push notifications (not served yet).
  */
-export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string): AgentCard {
+export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string, streaming: boolean): AgentCard {
   const skill = {
     id: 'handoff',
     name: agent.displayName,
@@ -32,7 +32,7 @@ export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project
     supportedInterfaces: [{ url: agentUrl(request, agent.handle), protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL }],
     provider: undefined,
     version: String(agent.generation),
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       baton: {
         scheme: {

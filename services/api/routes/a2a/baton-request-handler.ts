@@ -8,7 +8,6 @@ import type {
   ListTaskPushNotificationConfigsRequest,
   ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
-  Message,
   SendMessageRequest,
   StreamResponse,
   Task,
@@ -68,7 +67,7 @@ export class BatonRequestHandler implements A2ARequestHandler {
    * the project.
    * @throws BatonError validation_failed, identity_mismatch, session_not_found, idempotency_conflict (and sendHandoff's)
    */
-  async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
+  async sendMessage(params: SendMessageRequest): Promise<Task> {
     const m = params.message;
     if (!m) throw new BatonError('validation_failed', 'params/message is required');
     if (this.call.sender === null)

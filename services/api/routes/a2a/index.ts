@@ -6,6 +6,9 @@ import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent, listAgents } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import type { EventFeed } from '../../../../libs/handoffs/event-feed.ts';
+import { SendMessageRequest, SubscribeToTaskRequest } from '@a2a-js/sdk';
+import { streamTask } from './task-stream.ts';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
 import { toBatonError } from '../../plugins/error-handler.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
@@ -20,6 +23,8 @@ export interface A2aRouteOptions {
   readonly core: CoreDeps;
   readonly defaultProject: string;
   readonly limiter: RequestLimiter | undefined;
+  /** Follows the event log for the task streams; absent, the streaming methods are refused and the cards say `streaming: false`. */
+  readonly feed: EventFeed | undefined;
 }
 
 const Headers = Type.Object({
@@ -33,7 +38,7 @@ const JsonRpcBody = Type.Object(
   { additionalProperties: true, description: 'one A2A 1.0 JSON-RPC request: SendMessage, GetTask, CancelTask, ...' },
 );
 
-/** Streaming methods are refused before the SDK starts a stream (not served yet). */
+/** Streamed by task-stream.ts on the event feed, not by the SDK's in-process event bus. */
 const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);
 
 /** Each promise method of `h`, its refusals turned into A2A errors carrying Baton's code. */
@@ -95,7 +100,7 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     { schema: { headers: ProjectHeader, response: { 200: Type.Object({ items: Type.Array(CardJson) }), '4xx': ErrorBody } } },
     async (request) => {
       const project = projectOf(request, defaultProject);
-      return { items: (await listAgents(core, project)).map((a) => cardJson(agentCardOf(request, a, project))) };
+      return { items: (await listAgents(core, project)).map((a) => cardJson(agentCardOf(request, a, project, opts.feed !== undefined))) };
     },
   );
 
@@ -104,7 +109,7 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: CardJson, '4xx': ErrorBody } } },
     async (request) => {
       const { project, agent } = await agentOf(request, request.params.id);
-      return cardJson(agentCardOf(request, agent, project));
+      return cardJson(agentCardOf(request, agent, project, opts.feed !== undefined));
     },
   );
 
@@ -121,7 +126,7 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     },
     async (request, reply) => {
       const { project, agent } = await agentOf(request, request.params.id);
-      const card = agentCardOf(request, agent, project);
+      const card = agentCardOf(request, agent, project, opts.feed !== undefined);
       const version = request.headers['a2a-version'];
       const context = new ServerCallContext({ requestedVersion: typeof version === 'string' && version !== '' ? version : '0.3' });
       try {
@@ -133,8 +138,10 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
         );
       }
       const body = request.body as Record<string, unknown>;
-      if (typeof body['method'] === 'string' && STREAMING.has(body['method']))
-        throw new BatonError('protocol_method_unsupported', `${body['method']} is not served by Baton's A2A gateway yet`);
+      const method = body['method'];
+      const streaming = typeof method === 'string' && STREAMING.has(method);
+      if (streaming && !opts.feed)
+        throw new BatonError('protocol_method_unsupported', `${String(method)} is not served by this API (no event feed)`);
       const caller = callerOf(request);
       const named = request.headers['x-baton-agent'];
       const sender = caller.agent?.handle ?? (typeof named === 'string' && named !== '' ? named.toLowerCase() : null);
@@ -148,6 +155,24 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
         viewer: { agentId: caller.agent?.id ?? viewed?.id ?? null, tokenId: caller.tokenId, allOwners: false },
         card,
       };
+      if (streaming && opts.feed) {
+        const handler = new BatonRequestHandler(call);
+        const params = (typeof body['params'] === 'object' && body['params'] !== null ? body['params'] : {}) as Record<string, unknown>;
+        const taskId =
+          method === 'SendStreamingMessage'
+            ? (await handler.sendMessage(SendMessageRequest.fromJSON(params))).id
+            : (await handler.getTask({ tenant: '', id: SubscribeToTaskRequest.fromJSON(params).id })).id;
+        await streamTask(request, reply, {
+          core,
+          feed: opts.feed,
+          project,
+          viewer: call.viewer,
+          handoffId: taskId,
+          rpcId: requestId(body),
+          read: () => handler.getTask({ tenant: '', id: taskId }),
+        });
+        return reply;
+      }
       const answer = await new JsonRpcTransportHandler(guarded(new BatonRequestHandler(call), request)).handle(body, context);
       if (Symbol.asyncIterator in answer) throw new Error('a stream was started for a method that does not stream');
       return reply.header('a2a-version', A2A_PROTOCOL).send(answer);

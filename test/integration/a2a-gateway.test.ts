@@ -203,10 +203,14 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     const events = [];
     for await (const e of client.sendMessageStream(text('Stream it'))) events.push(e);
     expect(events[0]?.payload?.$case).toBe('task');
+    // The turn may be over before the first event: the task then comes completed, alone.
     const last = events[events.length - 1]?.payload;
-    expect(last?.$case).toBe('statusUpdate');
-    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(events.some((e) => e.payload?.$case === 'artifactUpdate')).toBe(true);
+    const state = last?.$case === 'task' || last?.$case === 'statusUpdate' ? last.value.status?.state : undefined;
+    expect(state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const artifact = events.some(
+      (e) => e.payload?.$case === 'artifactUpdate' || (e.payload?.$case === 'task' && e.payload.value.artifacts.length > 0),
+    );
+    expect(artifact).toBe(true);
   });
 
   it('resumes a stream after a disconnect with SubscribeToTask: the task as it is, then its moves', async () => {
@@ -230,5 +234,32 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     const moved = (await again.next()).value;
     expect(moved?.payload?.$case === 'statusUpdate' && moved.payload.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect((await again.next()).done).toBe(true);
+  });
+
+  it("joins a message to the Baton session its contextId names, whose facts go into the turn's context packet", async () => {
+    const auth = { authorization: `Bearer ${plannerToken}` };
+    const session = await baton.post('/v1/sessions', { title: 'Release 2.0' }, auth);
+    expect(session.status).toBe(201);
+    expect((await baton.post(`/v1/sessions/${session.body.id}/facts`, { kind: 'decision', text: 'ship on Friday' }, auth)).status).toBe(
+      201,
+    );
+    const client = await clientFor(plannerToken, 'inbox');
+    const task = asTask(await client.sendMessage(text('Draft the notes', randomUUID(), session.body.id)));
+    expect(task.contextId).toBe(session.body.id);
+    const packet = await baton.get(`/v1/handoffs/${task.id}/packet`, auth);
+    expect(packet.body.text).toContain('ship on Friday');
+    expect(await refusedWith(client.sendMessage(text('Nowhere', randomUUID(), randomUUID())))).toBe('session_not_found');
+  });
+
+  it('refuses a revoked token from its next call on, as /v1 does', async () => {
+    const made = await baton.post('/v1/tokens', { agent: 'planner' });
+    expect(made.status).toBe(201);
+    const client = await clientFor(made.body.token, 'inbox');
+    const task = asTask(await client.sendMessage(text('Before the revocation')));
+    expect((await baton.del(`/v1/tokens/${made.body.record.id}`)).status).toBe(204);
+    // The listening API hears of the revocation from Redis (its token cache is its own).
+    await eventually(async () => expect(await refusedWith(client.getTask({ id: task.id, tenant: '' }))).toBe('invalid_token'), {
+      what: 'the revoked token refused',
+    });
   });
 });

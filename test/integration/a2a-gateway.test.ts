@@ -22,13 +22,13 @@ const withToken =
     return fetch(input, { ...init, headers });
   };
 
-async function clientFor(token: string, agent: string): Promise<Client> {
+async function clientFor(token: string, agent: string, polling = true): Promise<Client> {
   const f = withToken(token);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl: f })],
       cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }),
-      clientConfig: { polling: true },
+      clientConfig: { polling },
     }),
   );
   // The trailing slash: the card path is resolved relative to the base URL.
@@ -261,5 +261,12 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     await eventually(async () => expect(await refusedWith(client.getTask({ id: task.id, tenant: '' }))).toBe('invalid_token'), {
       what: 'the revoked token refused',
     });
+  });
+
+  it('answers a blocking SendMessage (no returnImmediately) once the task is completed', async () => {
+    const client = await clientFor(plannerToken, 'engineer', false);
+    const done = asTask(await client.sendMessage(text('Wait for me')));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(done.artifacts).toHaveLength(1);
   });
 });

@@ -8,7 +8,9 @@ import { getAgent, listAgents } from '../../../../libs/handoffs/manage-agents.ts
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { EventFeed } from '../../../../libs/handoffs/event-feed.ts';
 import { SendMessageRequest, SubscribeToTaskRequest } from '@a2a-js/sdk';
-import { streamTask } from './task-stream.ts';
+import { streamTask, waitForTask } from './task-stream.ts';
+import { A2A_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
+import type { Task } from '@a2a-js/sdk';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
 import { toBatonError } from '../../plugins/error-handler.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
@@ -25,6 +27,8 @@ export interface A2aRouteOptions {
   readonly limiter: RequestLimiter | undefined;
   /** Follows the event log for the task streams; absent, the streaming methods are refused and the cards say `streaming: false`. */
   readonly feed: EventFeed | undefined;
+  /** How long a blocking SendMessage waits (default A2A_DEFAULTS.blockingSendMs). */
+  readonly blockingSendMs?: number | undefined;
 }
 
 const Headers = Type.Object({
@@ -42,7 +46,11 @@ const JsonRpcBody = Type.Object(
 const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);
 
 /** Each promise method of `h`, its refusals turned into A2A errors carrying Baton's code. */
-function guarded(h: BatonRequestHandler, request: FastifyRequest): A2ARequestHandler {
+function guarded(
+  h: BatonRequestHandler,
+  request: FastifyRequest,
+  wait: ((taskId: string) => Promise<Task>) | undefined,
+): A2ARequestHandler {
   const g = <T>(p: () => Promise<T>): Promise<T> =>
     p().catch((err: unknown) => {
       const code = batonCodeOf(err);
@@ -52,7 +60,12 @@ function guarded(h: BatonRequestHandler, request: FastifyRequest): A2ARequestHan
   return {
     getAgentCard: () => h.getAgentCard(),
     getAuthenticatedExtendedAgentCard: () => g(() => h.getAuthenticatedExtendedAgentCard()),
-    sendMessage: (p) => g(() => h.sendMessage(p)),
+    // Blocking unless the client asks otherwise (A2A's default), when the API follows the event log.
+    sendMessage: (p) =>
+      g(async () => {
+        const t = await h.sendMessage(p);
+        return wait && p.configuration?.returnImmediately !== true ? wait(t.id) : t;
+      }),
     sendMessageStream: () => h.sendMessageStream(),
     getTask: (p) => g(() => h.getTask(p)),
     listTasks: () => g(() => h.listTasks()),
@@ -173,7 +186,17 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
         });
         return reply;
       }
-      const answer = await new JsonRpcTransportHandler(guarded(new BatonRequestHandler(call), request)).handle(body, context);
+      const handler = new BatonRequestHandler(call);
+      const feed = opts.feed;
+      const wait = feed
+        ? (taskId: string) =>
+            waitForTask(
+              { core, feed, project, viewer: call.viewer, handoffId: taskId, read: () => handler.getTask({ tenant: '', id: taskId }) },
+              opts.blockingSendMs ?? A2A_DEFAULTS.blockingSendMs,
+              request.log,
+            )
+        : undefined;
+      const answer = await new JsonRpcTransportHandler(guarded(handler, request, wait)).handle(body, context);
       if (Symbol.asyncIterator in answer) throw new Error('a stream was started for a method that does not stream');
       return reply.header('a2a-version', A2A_PROTOCOL).send(answer);
     },

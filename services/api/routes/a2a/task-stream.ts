@@ -128,3 +128,46 @@ export async function streamTask(request: FastifyRequest, reply: FastifyReply, i
   emit(first);
   markStarted();
 }
+
+/**
+ * A blocking SendMessage: the task once it is final or input-required (followed on the event
+ * feed, read again at each move), or as it is after `timeoutMs`, or when the feed ends.
+ */
+export async function waitForTask(input: Omit<TaskStreamInput, 'rpcId'>, timeoutMs: number, log: FastifyRequest['log']): Promise<Task> {
+  let settle: (t: Promise<Task>) => void = () => undefined;
+  const done = new Promise<Task>((resolve) => (settle = (t) => resolve(t)));
+  let chain = Promise.resolve();
+  let over = false;
+  const finish = (t: () => Promise<Task>) => {
+    if (over) return;
+    over = true;
+    settle(t());
+  };
+  const look = () => {
+    chain = chain.then(async () => {
+      if (over) return;
+      const t = await input.read();
+      if (STREAM_ENDS.has(t.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) finish(() => Promise.resolve(t));
+    });
+    chain.catch((err: unknown) => finish(() => Promise.reject(err instanceof Error ? err : new Error(String(err)))));
+  };
+  const following = await followEvents(input.core, input.feed, {
+    projectSlug: input.project,
+    viewer: input.viewer,
+    handoffId: input.handoffId,
+    after: null,
+    deliver: look,
+    end: (err) => {
+      if (err) log.warn({ err }, 'blocking A2A send: the event log could not be read; answering with the task as it is');
+      finish(input.read);
+    },
+  });
+  const timer = setTimeout(() => finish(input.read), timeoutMs);
+  look();
+  try {
+    return await done;
+  } finally {
+    clearTimeout(timer);
+    following.stop();
+  }
+}

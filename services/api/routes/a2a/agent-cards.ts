@@ -1,9 +1,7 @@
 import { AgentCard as AgentCardCodec, type AgentCard } from '@a2a-js/sdk';
 import type { FastifyRequest } from 'fastify';
 import type { AgentRecord } from '../../../../libs/db/records.ts';
-
-/** The protocol version the gateway speaks (the `A2A-Version` header a request must carry). */
-export const A2A_PROTOCOL = '1.0';
+import { A2A_PROTOCOL } from './protocol.ts';
 
 /** Where an agent's JSON-RPC endpoint is: its card's interface URL, on the host the caller used. */
 export function agentUrl(request: FastifyRequest, handle: string): string {

@@ -1,25 +1,29 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { BatonError } from '../../../../libs/domain/errors.ts';
 import { getAgent, listAgents } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import type { EventFeed } from '../../../../libs/handoffs/event-feed.ts';
-import { SendMessageRequest, SubscribeToTaskRequest } from '@a2a-js/sdk';
-import { streamTask, waitForTask } from './task-stream.ts';
-import { A2A_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
-import type { Task } from '@a2a-js/sdk';
 import { authenticateRequest } from '../../plugins/authenticate.ts';
 import { toBatonError } from '../../plugins/error-handler.ts';
 import type { RequestLimiter } from '../../plugins/rate-limit.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
-import { callerOf, projectOf } from '../../route-context.ts';
+import { projectOf } from '../../route-context.ts';
 import { AgentParams, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
-import { a2aErrorFor, batonCodeOf, jsonRpcRefusal } from './a2a-errors.ts';
-import { A2A_PROTOCOL, agentCardOf, cardJson } from './agent-cards.ts';
-import { BatonRequestHandler, type A2aCall } from './baton-request-handler.ts';
+import { requestId } from './protocol.ts';
+
+/** The A2A SDK and what uses it, loaded by the first A2A request (gateway.ts). */
+let gatewayModule: Promise<typeof import('./gateway.ts')> | undefined;
+function loadGateway() {
+  gatewayModule ??= import('./gateway.ts').then(
+    (m) => m,
+    (err: unknown) => {
+      gatewayModule = undefined;
+      throw err;
+    },
+  );
+  return gatewayModule;
+}
 
 export interface A2aRouteOptions {
   readonly core: CoreDeps;
@@ -42,42 +46,6 @@ const JsonRpcBody = Type.Object(
   { additionalProperties: true, description: 'one A2A 1.0 JSON-RPC request: SendMessage, GetTask, CancelTask, ...' },
 );
 
-/** Streamed by task-stream.ts on the event feed, not by the SDK's in-process event bus. */
-const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);
-
-/** Each promise method of `h`, its refusals turned into A2A errors carrying Baton's code. */
-function guarded(
-  h: BatonRequestHandler,
-  request: FastifyRequest,
-  wait: ((taskId: string) => Promise<Task>) | undefined,
-): A2ARequestHandler {
-  const g = <T>(p: () => Promise<T>): Promise<T> =>
-    p().catch((err: unknown) => {
-      const code = batonCodeOf(err);
-      if (code === 'internal_error' || !(err instanceof BatonError)) request.log.error({ err }, 'A2A call failed');
-      throw a2aErrorFor(code, err instanceof Error ? err.message : String(err));
-    });
-  return {
-    getAgentCard: () => h.getAgentCard(),
-    getAuthenticatedExtendedAgentCard: () => g(() => h.getAuthenticatedExtendedAgentCard()),
-    // Blocking unless the client asks otherwise (A2A's default), when the API follows the event log.
-    sendMessage: (p) =>
-      g(async () => {
-        const t = await h.sendMessage(p);
-        return wait && p.configuration?.returnImmediately !== true ? wait(t.id) : t;
-      }),
-    sendMessageStream: () => h.sendMessageStream(),
-    getTask: (p) => g(() => h.getTask(p)),
-    listTasks: () => g(() => h.listTasks()),
-    cancelTask: (p) => g(() => h.cancelTask(p)),
-    createTaskPushNotificationConfig: () => g(() => h.createTaskPushNotificationConfig()),
-    getTaskPushNotificationConfig: (p, c) => g(() => h.getTaskPushNotificationConfig(p, c)),
-    listTaskPushNotificationConfigs: (p) => g(() => h.listTaskPushNotificationConfigs(p)),
-    deleteTaskPushNotificationConfig: (p) => g(() => h.deleteTaskPushNotificationConfig(p)),
-    resubscribe: () => h.resubscribe(),
-  };
-}
-
 /**
  * The A2A gateway (protocol 1.0, JSON-RPC): every agent of the caller's project has a card and
  * an endpoint. Authentication and the rate limit are /v1's (a bearer token; a refused one spends
@@ -92,14 +60,15 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
   app.addHook('onRequest', async (request, reply) => {
     await authenticateRequest(request, reply, core, opts.limiter);
   });
-  app.setErrorHandler((err: FastifyError, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
     // A card's refusal goes to the app's handler: Baton's { error } shape.
     if (request.method !== 'POST') throw err;
+    const { jsonRpcRefusal } = await loadGateway();
     const be = toBatonError(err);
     if (be.status >= 500) request.log.error({ err: be.cause ?? err, code: be.code }, 'request failed');
     if (be.status === 429) reply.header('retry-after', String(be.details?.['retryAfterSeconds'] ?? 1));
     const refusal = jsonRpcRefusal(be, requestId(request.body));
-    void reply.status(refusal.status).send(refusal.body);
+    return reply.status(refusal.status).send(refusal.body);
   });
 
   /** The agent the path names, as the caller may see it (another project's is agent_not_found, as a missing one). */
@@ -113,6 +82,7 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     { schema: { headers: ProjectHeader, response: { 200: Type.Object({ items: Type.Array(CardJson) }), '4xx': ErrorBody } } },
     async (request) => {
       const project = projectOf(request, defaultProject);
+      const { agentCardOf, cardJson } = await loadGateway();
       return { items: (await listAgents(core, project)).map((a) => cardJson(agentCardOf(request, a, project, opts.feed !== undefined))) };
     },
   );
@@ -122,6 +92,7 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: CardJson, '4xx': ErrorBody } } },
     async (request) => {
       const { project, agent } = await agentOf(request, request.params.id);
+      const { agentCardOf, cardJson } = await loadGateway();
       return cardJson(agentCardOf(request, agent, project, opts.feed !== undefined));
     },
   );
@@ -139,73 +110,10 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
     },
     async (request, reply) => {
       const { project, agent } = await agentOf(request, request.params.id);
-      const card = agentCardOf(request, agent, project, opts.feed !== undefined);
-      const version = request.headers['a2a-version'];
-      const context = new ServerCallContext({ requestedVersion: typeof version === 'string' && version !== '' ? version : '0.3' });
-      try {
-        validateVersion(context.requestedVersion, card, 'JSONRPC');
-      } catch {
-        throw new BatonError(
-          'protocol_version_unsupported',
-          `this agent speaks A2A ${A2A_PROTOCOL}: send the header A2A-Version: ${A2A_PROTOCOL}`,
-        );
-      }
-      const body = request.body as Record<string, unknown>;
-      const method = body['method'];
-      const streaming = typeof method === 'string' && STREAMING.has(method);
-      if (streaming && !opts.feed)
-        throw new BatonError('protocol_method_unsupported', `${String(method)} is not served by this API (no event feed)`);
-      const caller = callerOf(request);
-      const named = request.headers['x-baton-agent'];
-      const sender = caller.agent?.handle ?? (typeof named === 'string' && named !== '' ? named.toLowerCase() : null);
-      const viewed = caller.agent ? null : sender === null ? null : await getAgent(core, project, sender);
-      const call: A2aCall = {
-        core,
-        project,
-        agent,
-        sender,
-        tokenId: caller.tokenId,
-        viewer: { agentId: caller.agent?.id ?? viewed?.id ?? null, tokenId: caller.tokenId, allOwners: false },
-        card,
-      };
-      if (streaming && opts.feed) {
-        const handler = new BatonRequestHandler(call);
-        const params = (typeof body['params'] === 'object' && body['params'] !== null ? body['params'] : {}) as Record<string, unknown>;
-        const taskId =
-          method === 'SendStreamingMessage'
-            ? (await handler.sendMessage(SendMessageRequest.fromJSON(params))).id
-            : (await handler.getTask({ tenant: '', id: SubscribeToTaskRequest.fromJSON(params).id })).id;
-        await streamTask(request, reply, {
-          core,
-          feed: opts.feed,
-          project,
-          viewer: call.viewer,
-          handoffId: taskId,
-          rpcId: requestId(body),
-          read: () => handler.getTask({ tenant: '', id: taskId }),
-        });
-        return reply;
-      }
-      const handler = new BatonRequestHandler(call);
-      const feed = opts.feed;
-      const wait = feed
-        ? (taskId: string) =>
-            waitForTask(
-              { core, feed, project, viewer: call.viewer, handoffId: taskId, read: () => handler.getTask({ tenant: '', id: taskId }) },
-              opts.blockingSendMs ?? A2A_DEFAULTS.blockingSendMs,
-              request.log,
-            )
-        : undefined;
-      const answer = await new JsonRpcTransportHandler(guarded(handler, request, wait)).handle(body, context);
-      if (Symbol.asyncIterator in answer) throw new Error('a stream was started for a method that does not stream');
-      return reply.header('a2a-version', A2A_PROTOCOL).send(answer);
+      const { answerRpc } = await loadGateway();
+      return answerRpc(request, reply, { core, feed: opts.feed, blockingSendMs: opts.blockingSendMs, project, agent });
     },
   );
 };
-
-function requestId(body: unknown): string | number | null {
-  const id = (body as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
 
 export default a2aRoutes;

@@ -7,7 +7,7 @@ import { followEvents, type EventFeed, type Following } from '../../../../libs/h
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { proveCaller } from '../../plugins/authenticate.ts';
 import { NO_STORE } from '../../plugins/no-store.ts';
-import { A2A_PROTOCOL } from './agent-cards.ts';
+import { A2A_PROTOCOL } from './protocol.ts';
 
 /** States after which a task stream ends: the final ones, and input-required (A2A's interrupted). */
 const STREAM_ENDS: ReadonlySet<TaskState> = new Set([

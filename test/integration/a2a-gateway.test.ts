@@ -269,4 +269,32 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(done.artifacts).toHaveLength(1);
   });
+
+  it('takes the sender from the token: an admin names its agent with X-Baton-Agent, an agent token naming another is refused', async () => {
+    const send = (token: string, agent?: string) =>
+      fetch(`${url}/a2a/agents/inbox`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'a2a-version': '1.0',
+          ...(agent ? { 'x-baton-agent': agent } : {}),
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'SendMessage',
+          params: {
+            message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'From whom?' }] },
+            configuration: { returnImmediately: true },
+          },
+        }),
+      });
+    const asPlanner = (await (await send(baton.adminToken, 'planner')).json()) as { result: { task: { id: string } } };
+    expect((await baton.get(`/v1/handoffs/${asPlanner.result.task.id}?all_owners=true`)).body.from).toBe('planner');
+    const mismatch = await send(plannerToken, 'engineer');
+    expect(mismatch.status).toBe(403);
+    const body = (await mismatch.json()) as { error: { data: Array<{ metadata: { batonCode: string } }> } };
+    expect(body.error.data[0]?.metadata.batonCode).toBe('identity_mismatch');
+  });
 });

@@ -1,10 +1,11 @@
 // Prints the generated tables of docs/ERRORS.md (from libs/domain/errors.ts), docs/API.md
-// (from libs/domain/limits.ts) and libs/config/README.md (from libs/config/component-defaults.ts);
+// (from libs/domain/limits.ts and libs/domain/a2a-task-states.ts) and libs/config/README.md (from libs/config/component-defaults.ts);
 // with --write, replaces them in the docs.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ERROR_CATALOG } from '../libs/domain/errors.ts';
 import { LIMIT_DOCS, LIMITS } from '../libs/domain/limits.ts';
 import { COMPONENT_DEFAULTS_HEADER, componentDefaultsRows } from './config-tables.ts';
+import { A2A_TASK_TABLE_HEADER, a2aTaskTableRows } from '../libs/domain/a2a-task-states.ts';
 
 const tables = [
   {
@@ -17,6 +18,7 @@ const tables = [
     header: '| limit | value | bounds |\n| --- | --- | --- |',
     rows: Object.entries(LIMITS).map(([name, value]) => `| \`${name}\` | ${value} | ${LIMIT_DOCS[name as keyof typeof LIMITS]} |`),
   },
+  { doc: '../docs/API.md', header: A2A_TASK_TABLE_HEADER, rows: a2aTaskTableRows() },
   { doc: '../libs/config/README.md', header: COMPONENT_DEFAULTS_HEADER, rows: componentDefaultsRows() },
 ];
 

@@ -162,6 +162,12 @@ export const EVENT_STREAM_DEFAULTS = componentDefaults('event stream', {
 });
 
 /** The API server (services/api); its database timeouts are BATON_DB_*_TIMEOUT_MS. */
+/** The A2A gateway (services/api/routes/a2a). */
+export const A2A_DEFAULTS = componentDefaults('a2a gateway', {
+  /** How long a blocking SendMessage (`returnImmediately` false) waits for its task to be final or input-required; then it answers with the task as it is. */
+  blockingSendMs: 60_000,
+});
+
 export const API_DEFAULTS = componentDefaults('api', {
   /** Deadline of each of `/health`'s checks (Postgres, Redis). */
   healthCheckTimeoutMs: 1_500,
@@ -381,6 +387,7 @@ export const COMPONENT_DEFAULTS: Readonly<Record<string, Readonly<Record<string,
   TOKEN_CACHE_DEFAULTS,
   EVENT_STREAM_DEFAULTS,
   API_DEFAULTS,
+  A2A_DEFAULTS,
   GROUP_COMMIT_DEFAULTS,
   STATEMENT_CACHE_DEFAULTS,
   DATABASE_POOL_DEFAULTS,

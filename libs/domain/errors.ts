@@ -140,6 +140,23 @@ export const ERROR_CATALOG = {
     summary:
       'This API process is shutting down and takes no new requests; nothing was done. Retry (another process, or this one once restarted, answers).',
   },
+  protocol_version_unsupported: {
+    status: 400,
+    retryable: false,
+    summary:
+      "The A2A gateway speaks protocol 1.0: the request's `A2A-Version` header is missing (which means 0.3) or names another version.",
+  },
+  protocol_method_unsupported: {
+    status: 400,
+    retryable: false,
+    summary:
+      'The A2A gateway does not serve this method yet (task lists, the extended card, a message continuing a task; docs/API.md, "A2A").',
+  },
+  push_notifications_unsupported: {
+    status: 400,
+    retryable: false,
+    summary: 'The A2A gateway does not take push-notification configs yet; its cards say `pushNotifications: false`.',
+  },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -24,6 +24,7 @@ import eventRoutes, { type EventStreamLimits } from './routes/events/index.ts';
 import type { EventFeed } from '../../libs/handoffs/event-feed.ts';
 import { installAuthentication } from './plugins/authenticate.ts';
 import mcpRoutes from './routes/mcp/index.ts';
+import a2aRoutes from './routes/a2a/index.ts';
 import type { RedisClient } from '../../libs/queue/open-redis.ts';
 import type { RedisNames } from '../../libs/queue/redis-names.ts';
 import { installRateLimit, type RateLimit } from './plugins/rate-limit.ts';
@@ -143,6 +144,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // MCP over streamable HTTP: each request's bearer token is its identity; its tools call the
   // /v1 routes above in process (routes/mcp/index.ts), so they pass the same checks.
   await app.register(mcpRoutes, { core: deps.core, defaultProject: deps.defaultProject, inject: app.inject.bind(app), limiter });
+  // The A2A gateway: agent cards and a JSON-RPC endpoint per agent, on /v1's tokens and use cases.
+  await app.register(a2aRoutes, { core: deps.core, defaultProject: deps.defaultProject, limiter, feed: deps.feed });
   if (metrics) await app.register(metricsRoutes, { core: deps.core, metrics, limiter });
   // The live page and sign-in (/ui), and Bull Board (/admin/queues) for admins' browsers.
   await app.register(uiRoutes, { core: deps.core, browser: deps.browser, limiter });

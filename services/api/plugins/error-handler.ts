@@ -14,7 +14,8 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 
 const LENGTH_KEYWORDS = new Set(['maxLength', 'maxItems', 'maxProperties']);
 
-function toBatonError(err: FastifyError | Error): BatonError {
+/** Any error a request met, as the catalog names it (the A2A gateway answers it in JSON-RPC). */
+export function toBatonError(err: FastifyError | Error): BatonError {
   if (err instanceof BatonError) return err;
   const fe = err as FastifyError;
   if (fe.validation) {

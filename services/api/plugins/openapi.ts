@@ -50,6 +50,7 @@ export const OPENAPI_TAGS = [
   { name: 'subscriptions', description: 'Signed event subscriptions: handoff events POSTed to a URL, their dead letters and replay.' },
   { name: 'webhooks', description: 'Turn reports from webhook agents (signed, no token).' },
   { name: 'mcp', description: "Baton's MCP tools over streamable HTTP." },
+  { name: 'a2a', description: 'The A2A gateway (protocol 1.0): agent cards and a JSON-RPC endpoint per agent.' },
   { name: 'health', description: 'Liveness, readiness and Prometheus metrics.' },
 ] as const;
 

@@ -1,0 +1,151 @@
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
+  GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  SendMessageRequest,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
+import { BatonError } from '../../../../libs/domain/errors.ts';
+import { isUuid } from '../../../../libs/domain/ids.ts';
+import { LIMITS } from '../../../../libs/domain/limits.ts';
+import type { Viewer } from '../../../../libs/domain/visibility.ts';
+import type { AgentRecord } from '../../../../libs/db/records.ts';
+import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
+import { loadVisible } from '../../../../libs/handoffs/load-handoff.ts';
+import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
+import { cancelHandoff } from '../../../../libs/handoffs/work-contract.ts';
+import { taskOf } from './present-task.ts';
+
+/** Who calls, on which agent: what one JSON-RPC request of the gateway acts with. */
+export interface A2aCall {
+  readonly core: CoreDeps;
+  readonly project: string;
+  /** The agent the path names (the recipient of what is sent). */
+  readonly agent: AgentRecord;
+  /** The agent the caller's token is (or an admin names with X-Baton-Agent); null: an admin naming none. */
+  readonly sender: string | null;
+  readonly tokenId: string;
+  readonly viewer: Viewer;
+  readonly card: AgentCard;
+}
+
+const unsupported = (what: string) => new BatonError('protocol_method_unsupported', `${what} is not served by Baton's A2A gateway yet`);
+const noPush = () =>
+  new BatonError(
+    'push_notifications_unsupported',
+    'push notifications are not served by this A2A agent (capabilities.pushNotifications is false)',
+  );
+
+/**
+ * The A2A request handler of one call, over Baton's own use cases: a message is a handoff
+ * (sendHandoff), a task is a handoff read as the caller may see it (loadVisible), a cancel is
+ * the sender's cancel (cancelHandoff). It keeps nothing: Postgres is the task store.
+ */
+export class BatonRequestHandler implements A2ARequestHandler {
+  constructor(private readonly call: A2aCall) {}
+
+  getAgentCard(): Promise<AgentCard> {
+    return Promise.resolve(this.call.card);
+  }
+
+  getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    return Promise.reject(unsupported('GetExtendedAgentCard'));
+  }
+
+  /**
+   * A handoff from the caller's agent to this one, answered once it is recorded (the task is
+   * then `submitted`, or further along for a repeated message id): follow it with GetTask.
+   * The message id is the idempotency key; the context id, when given, is a Baton session of
+   * the project.
+   * @throws BatonError validation_failed, identity_mismatch, session_not_found, idempotency_conflict (and sendHandoff's)
+   */
+  async sendMessage(params: SendMessageRequest): Promise<Task> {
+    const m = params.message;
+    if (!m) throw new BatonError('validation_failed', 'params/message is required');
+    if (this.call.sender === null)
+      throw new BatonError('validation_failed', 'an admin token sends as an agent: name it with the X-Baton-Agent header');
+    if (m.messageId === '' || m.messageId.length > LIMITS.idempotencyKey)
+      throw new BatonError('validation_failed', `params/message/messageId must be 1 to ${LIMITS.idempotencyKey} characters`);
+    if (m.taskId !== '')
+      throw new BatonError('protocol_method_unsupported', 'a message continuing a task (params/message/taskId) is not served yet');
+    const texts: string[] = [];
+    for (const p of m.parts) {
+      if (p.content?.$case !== 'text') throw new BatonError('validation_failed', 'params/message/parts: only text parts are taken');
+      texts.push(p.content.value);
+    }
+    const text = texts.join('\n');
+    if (text.trim() === '') throw new BatonError('validation_failed', 'params/message has no text');
+    if (text.length > LIMITS.message) throw new BatonError('field_too_long', `the message must be at most ${LIMITS.message} characters`);
+    if (m.contextId !== '' && !isUuid(m.contextId))
+      throw new BatonError('session_not_found', `no session ${JSON.stringify(m.contextId)} in project ${this.call.project}`);
+    const { handoff } = await sendHandoff(this.call.core, {
+      project: this.call.project,
+      from: this.call.sender,
+      tokenId: this.call.tokenId,
+      to: this.call.agent.handle,
+      sessionId: m.contextId === '' ? null : m.contextId,
+      message: text,
+      idempotencyKey: m.messageId,
+    });
+    return taskOf(handoff);
+  }
+
+  // eslint-disable-next-line require-yield -- refused before anything is streamed
+  async *sendMessageStream(): AsyncGenerator<StreamResponse, void, undefined> {
+    await Promise.resolve();
+    throw unsupported('SendStreamingMessage');
+  }
+
+  /** @throws BatonError handoff_not_found (also for one the caller may not see, or one to another agent) */
+  async getTask(params: GetTaskRequest): Promise<Task> {
+    const h = await loadVisible(this.call.core, this.call.project, params.id, this.call.viewer);
+    if (h.recipientId !== this.call.agent.id)
+      throw new BatonError('handoff_not_found', `no handoff ${JSON.stringify(params.id)} in project ${this.call.project}`);
+    return taskOf(h);
+  }
+
+  listTasks(): Promise<ListTasksResponse> {
+    return Promise.reject(unsupported('ListTasks'));
+  }
+
+  /** The sender's cancel. @throws BatonError handoff_not_found, not_sender, invalid_transition */
+  async cancelTask(params: CancelTaskRequest): Promise<Task> {
+    await this.getTask({ tenant: '', id: params.id });
+    if (this.call.sender === null)
+      throw new BatonError('not_sender', 'an admin token cancels as an agent: name it with the X-Baton-Agent header');
+    const h = await cancelHandoff(this.call.core, {
+      project: this.call.project,
+      id: params.id,
+      as: this.call.sender,
+      tokenId: this.call.tokenId,
+    });
+    return taskOf(h);
+  }
+
+  createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(noPush());
+  }
+  getTaskPushNotificationConfig(_p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    return Promise.reject(noPush());
+  }
+  listTaskPushNotificationConfigs(_p: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
+    return Promise.reject(noPush());
+  }
+  deleteTaskPushNotificationConfig(_p: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    return Promise.reject(noPush());
+  }
+
+  // eslint-disable-next-line require-yield -- refused before anything is streamed
+  async *resubscribe(): AsyncGenerator<StreamResponse, void, undefined> {
+    await Promise.resolve();
+    throw unsupported('SubscribeToTask');
+  }
+}

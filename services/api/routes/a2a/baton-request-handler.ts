@@ -22,7 +22,7 @@ import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { loadVisible } from '../../../../libs/handoffs/load-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { cancelHandoff } from '../../../../libs/handoffs/work-contract.ts';
-import { taskOf } from './present-task.ts';
+import { taskOf } from '../../../../libs/a2a/present-task.ts';
 
 /** Who calls, on which agent: what one JSON-RPC request of the gateway acts with. */
 export interface A2aCall {

@@ -1,7 +1,7 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
-import { a2aTaskRule, type A2aTaskState } from '../../../../libs/domain/a2a-task-states.ts';
-import { assertNever } from '../../../../libs/domain/errors.ts';
-import type { HandoffView } from '../../../../libs/db/records.ts';
+import { a2aTaskRule, type A2aTaskState } from '../domain/a2a-task-states.ts';
+import { assertNever } from '../domain/errors.ts';
+import type { HandoffView } from '../db/records.ts';
 
 function protocolState(state: A2aTaskState): TaskState {
   switch (state) {

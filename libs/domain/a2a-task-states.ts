@@ -1,5 +1,5 @@
-import type { DeliveryState } from './delivery-states.ts';
-import type { WorkState } from './work-states.ts';
+import { DELIVERY_STATES, type DeliveryState } from './delivery-states.ts';
+import { WORK_STATES, type WorkState } from './work-states.ts';
 
 /**
  * How a handoff reads as an A2A task (protocol 1.0, `TASK_STATE_*`): one ordered table over
@@ -56,6 +56,11 @@ export function a2aTaskRule(delivery: DeliveryState, work: WorkState | null): A2
   const rule = A2A_TASK_RULES.find((r) => matches(r, delivery, work));
   if (!rule) throw new Error(`no A2A task state for delivery ${delivery} and work ${String(work)}`);
   return rule;
+}
+
+/** The delivery states a handoff in A2A state `state` can be in (with some work state): a list filter's first cut. */
+export function deliveryStatesOf(state: A2aTaskState): DeliveryState[] {
+  return DELIVERY_STATES.filter((d) => [null, ...WORK_STATES].some((w) => a2aTaskRule(d, w).state === state));
 }
 
 /** `input-required` → `TASK_STATE_INPUT_REQUIRED`, the protocol 1.0 spelling. */

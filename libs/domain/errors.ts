@@ -140,17 +140,24 @@ export const ERROR_CATALOG = {
     summary:
       'This API process is shutting down and takes no new requests; nothing was done. Retry (another process, or this one once restarted, answers).',
   },
+  task_not_continuable: {
+    status: 409,
+    retryable: false,
+    summary:
+      'A message continuing an A2A task (`taskId`) is taken only while the task is `input-required` (its work returned, ' +
+      'waiting for the sender); a finished task is never restarted: send a new message.',
+  },
   protocol_version_unsupported: {
     status: 400,
     retryable: false,
     summary:
-      "The A2A gateway speaks protocol 1.0: the request's `A2A-Version` header is missing (which means 0.3) or names another version.",
+      'The A2A gateway speaks protocol 1.0 (`A2A-Version: 1.0`) and 0.3 (no header, 0.3 method names): ' +
+      "the header names another version, or the method is the other version's.",
   },
   protocol_method_unsupported: {
     status: 400,
     retryable: false,
-    summary:
-      'The A2A gateway does not serve this method yet (task lists, the extended card, a message continuing a task; docs/API.md, "A2A").',
+    summary: 'The A2A gateway does not serve this method (the extended card; docs/API.md, "A2A").',
   },
   push_notifications_unsupported: {
     status: 400,

@@ -49,6 +49,8 @@ export interface ListHandoffsInput {
   recipient?: string | undefined;
   sender?: string | undefined;
   states?: readonly DeliveryState[] | undefined;
+  /** Only one A2A context's handoffs (a session id, or the id of a handoff without a session). */
+  contextId?: string | undefined;
   limit: number;
   cursor?: string | undefined;
   viewer: Viewer;
@@ -101,6 +103,7 @@ export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, 
     ...(recipientId ? { recipientId } : {}),
     ...(senderId ? { senderId } : {}),
     ...(input.states ? { states: input.states } : {}),
+    ...(input.contextId ? { contextId: input.contextId } : {}),
     viewer: input.viewer,
   };
   const rows = await deps.handoffs.list({ ...filter, ...(beforeSeq !== undefined ? { beforeSeq } : {}), limit: input.limit + 1 });

@@ -277,6 +277,8 @@ export async function closeWork(
     note?: string | undefined;
     revision?: number | undefined;
     tokenId?: string | null;
+    /** Kept on the close's event (the A2A gateway's message id of a continuation). */
+    detail?: Record<string, unknown> | undefined;
   },
 ): Promise<HandoffView> {
   const { h, agent } = await loadAsAgent(deps, input);
@@ -288,7 +290,11 @@ export async function closeWork(
   const actor = { role: 'sender' as const, handle: agent.handle, tokenId: input.tokenId ?? null };
   const note = input.note ?? null;
   if (input.resolution === 'accepted') {
-    await applyWorkTransition(deps, h, 'closed_accepted', actor, { reason: note, patch: { workResolution: 'accepted', closeNote: note } });
+    await applyWorkTransition(deps, h, 'closed_accepted', actor, {
+      reason: note,
+      detail: input.detail,
+      patch: { workResolution: 'accepted', closeNote: note },
+    });
   } else if (input.resolution === 'blocked') {
     await applyWorkTransition(deps, h, 'closed_blocked', actor, {
       reason: note,
@@ -298,6 +304,7 @@ export async function closeWork(
     const redeliver = h.deliveryState === 'RETURNED';
     await applyWorkTransition(deps, h, 'revision_requested', actor, {
       reason: note,
+      detail: input.detail,
       patch: { closeNote: note, claimToken: null, claimedById: h.recipientId === null ? null : h.claimedById, leaseExpiresAt: null },
       ...(redeliver ? { delivery: 'revision_requested' as const } : {}),
     });

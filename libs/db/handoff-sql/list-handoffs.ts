@@ -11,6 +11,8 @@ export interface HandoffFilter {
   recipientId?: string;
   senderId?: string;
   states?: readonly DeliveryState[];
+  /** Only handoffs of this A2A context: the session, or a handoff without one whose id it is. */
+  contextId?: string;
   /** Only what this caller may see. */
   viewer: Viewer;
   /** Only rows with seq below this (newest first paging). */
@@ -19,7 +21,7 @@ export interface HandoffFilter {
 }
 
 /** The project, recipient, sender and state conditions of a filter on alias `h`, appending their parameters. */
-function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states'>, params: unknown[]): string[] {
+function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states' | 'contextId'>, params: unknown[]): string[] {
   params.push(f.projectId);
   const where = [`h.project_id = $${params.length}`];
   if (f.recipientId) {
@@ -33,6 +35,10 @@ function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderI
   if (f.states && f.states.length > 0) {
     params.push(f.states);
     where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
+  }
+  if (f.contextId) {
+    params.push(f.contextId);
+    where.push(`(h.session_id = $${params.length}::uuid OR (h.session_id IS NULL AND h.id = $${params.length}::uuid))`);
   }
   return where;
 }

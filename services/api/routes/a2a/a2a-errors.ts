@@ -31,6 +31,7 @@ const SEMANTIC: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = {
   protocol_version_unsupported: JsonRpcVersionNotSupportedError,
   push_notifications_unsupported: JsonRpcPushNotificationNotSupportedError,
   protocol_method_unsupported: JsonRpcUnsupportedOperationError,
+  task_not_continuable: JsonRpcUnsupportedOperationError,
 };
 
 /** The A2A error for one of Baton's codes (a 5xx keeps its message to itself). */

@@ -1,35 +1,17 @@
 import { AgentCard as AgentCardCodec, type AgentCard } from '@a2a-js/sdk';
 import type { FastifyRequest } from 'fastify';
 import type { AgentRecord } from '../../../../libs/db/records.ts';
-import { A2A_PROTOCOL } from './protocol.ts';
+import { A2A_LEGACY_PROTOCOL, A2A_PROTOCOL } from './protocol.ts';
 
 /** Where an agent's JSON-RPC endpoint is: its card's interface URL, on the host the caller used. */
 export function agentUrl(request: FastifyRequest, handle: string): string {
   return `${request.protocol}://${request.host}/a2a/agents/${encodeURIComponent(handle)}`;
 }
 
-/**
- * An agent's A2A card (protocol 1.0): one JSON-RPC interface, Baton's bearer tokens as its only
- * security scheme, one skill from its registration (its display name and provider), streaming
- * when the API follows the event log, and no push notifications (not served yet).
- */
-export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string, streaming: boolean): AgentCard {
-  const skill = {
-    id: 'handoff',
-    name: agent.displayName,
-    description: `Takes a message as a Baton handoff to ${agent.handle} (a ${agent.provider} agent of project ${project}), delivered as exactly one turn.`,
-    tags: ['baton', agent.provider],
-    examples: [],
-    inputModes: ['text/plain'],
-    outputModes: ['text/plain', 'application/json'],
-    securityRequirements: [],
-  };
+/** What every card of the gateway says alike: its capabilities, Baton's bearer tokens, its modes. */
+function commonCard(streaming: boolean): Omit<AgentCard, 'name' | 'description' | 'supportedInterfaces' | 'version' | 'skills'> {
   return {
-    name: agent.displayName,
-    description: `Baton agent ${agent.handle} of project ${project}`,
-    supportedInterfaces: [{ url: agentUrl(request, agent.handle), protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL }],
     provider: undefined,
-    version: String(agent.generation),
     capabilities: { streaming, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       baton: {
@@ -46,8 +28,69 @@ export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project
     securityRequirements: [{ schemes: { baton: { list: [] } } }],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
-    skills: [skill],
     signatures: [],
+  };
+}
+
+/**
+ * An agent's A2A card (protocol 1.0): one JSON-RPC endpoint, declared for 1.0 and 0.3, Baton's bearer tokens as its only
+ * security scheme, one skill from its registration (its display name and provider), streaming
+ * when the API follows the event log, and no push notifications (not served yet).
+ */
+export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string, streaming: boolean): AgentCard {
+  const skill = {
+    id: 'handoff',
+    name: agent.displayName,
+    description: `Takes a message as a Baton handoff to ${agent.handle} (a ${agent.provider} agent of project ${project}), delivered as exactly one turn.`,
+    tags: ['baton', agent.provider],
+    examples: [],
+    inputModes: ['text/plain'],
+    outputModes: ['text/plain', 'application/json'],
+    securityRequirements: [],
+  };
+  return {
+    ...commonCard(streaming),
+    name: agent.displayName,
+    description: `Baton agent ${agent.handle} of project ${project}`,
+    // One endpoint, both versions: the A2A-Version header selects the handler (gateway.ts).
+    supportedInterfaces: [A2A_PROTOCOL, A2A_LEGACY_PROTOCOL].map((protocolVersion) => ({
+      url: agentUrl(request, agent.handle),
+      protocolBinding: 'JSONRPC',
+      tenant: '',
+      protocolVersion,
+    })),
+    version: String(agent.generation),
+    skills: [skill],
+  };
+}
+
+/**
+ * The gateway's own card (`GET /.well-known/agent-card.json`, A2A discovery): Baton as a
+ * directory, one skill per agent the caller may see (those of its project), each naming its
+ * card's URL; it has no endpoint of its own (`supportedInterfaces` is empty: follow an agent's
+ * card). `agents` is empty for an unauthenticated caller.
+ */
+export function rootCardOf(request: FastifyRequest, agents: readonly AgentRecord[], project: string | null, streaming: boolean): AgentCard {
+  const base = `${request.protocol}://${request.host}`;
+  return {
+    ...commonCard(streaming),
+    name: 'Baton',
+    description:
+      project === null
+        ? `Baton's A2A gateway: send a Baton token to see your project's agents (their cards list at ${base}/a2a/agents)`
+        : `Baton's A2A gateway for project ${project}: each skill is an agent; its card is at the URL its description names`,
+    supportedInterfaces: [],
+    version: '1',
+    skills: agents.map((a) => ({
+      id: a.handle,
+      name: a.displayName,
+      description: `Baton agent ${a.handle} (${a.provider}); card: ${agentUrl(request, a.handle)}/.well-known/agent-card.json`,
+      tags: ['baton', 'agent', a.provider],
+      examples: [],
+      inputModes: ['text/plain'],
+      outputModes: ['text/plain', 'application/json'],
+      securityRequirements: [],
+    })),
   };
 }
 

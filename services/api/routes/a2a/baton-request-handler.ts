@@ -7,6 +7,7 @@ import type {
   GetTaskRequest,
   ListTaskPushNotificationConfigsRequest,
   ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
   ListTasksResponse,
   SendMessageRequest,
   StreamResponse,
@@ -16,26 +17,13 @@ import type {
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { isUuid } from '../../../../libs/domain/ids.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
-import type { Viewer } from '../../../../libs/domain/visibility.ts';
-import type { AgentRecord } from '../../../../libs/db/records.ts';
-import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
 import { loadVisible } from '../../../../libs/handoffs/load-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { cancelHandoff } from '../../../../libs/handoffs/work-contract.ts';
 import { taskOf } from '../../../../libs/a2a/present-task.ts';
-
-/** Who calls, on which agent: what one JSON-RPC request of the gateway acts with. */
-export interface A2aCall {
-  readonly core: CoreDeps;
-  readonly project: string;
-  /** The agent the path names (the recipient of what is sent). */
-  readonly agent: AgentRecord;
-  /** The agent the caller's token is (or an admin names with X-Baton-Agent); null: an admin naming none. */
-  readonly sender: string | null;
-  readonly tokenId: string;
-  readonly viewer: Viewer;
-  readonly card: AgentCard;
-}
+import type { A2aCall } from './a2a-call.ts';
+import { continueTask } from './continue-task.ts';
+import { listTasksOf } from './list-tasks.ts';
 
 const unsupported = (what: string) => new BatonError('protocol_method_unsupported', `${what} is not served by Baton's A2A gateway yet`);
 const noPush = () =>
@@ -74,8 +62,6 @@ export class BatonRequestHandler implements A2ARequestHandler {
       throw new BatonError('validation_failed', 'an admin token sends as an agent: name it with the X-Baton-Agent header');
     if (m.messageId === '' || m.messageId.length > LIMITS.idempotencyKey)
       throw new BatonError('validation_failed', `params/message/messageId must be 1 to ${LIMITS.idempotencyKey} characters`);
-    if (m.taskId !== '')
-      throw new BatonError('protocol_method_unsupported', 'a message continuing a task (params/message/taskId) is not served yet');
     const texts: string[] = [];
     for (const p of m.parts) {
       if (p.content?.$case !== 'text') throw new BatonError('validation_failed', 'params/message/parts: only text parts are taken');
@@ -84,6 +70,7 @@ export class BatonRequestHandler implements A2ARequestHandler {
     const text = texts.join('\n');
     if (text.trim() === '') throw new BatonError('validation_failed', 'params/message has no text');
     if (text.length > LIMITS.message) throw new BatonError('field_too_long', `the message must be at most ${LIMITS.message} characters`);
+    if (m.taskId !== '') return continueTask(this.call, m, text);
     if (m.contextId !== '' && !isUuid(m.contextId))
       throw new BatonError('session_not_found', `no session ${JSON.stringify(m.contextId)} in project ${this.call.project}`);
     const { handoff } = await sendHandoff(this.call.core, {
@@ -112,8 +99,9 @@ export class BatonRequestHandler implements A2ARequestHandler {
     return taskOf(h);
   }
 
-  listTasks(): Promise<ListTasksResponse> {
-    return Promise.reject(unsupported('ListTasks'));
+  /** The caller's visible tasks of this agent (list-tasks.ts). @throws BatonError validation_failed, invalid_cursor */
+  listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    return listTasksOf(this.call, params);
   }
 
   /** The sender's cancel. @throws BatonError handoff_not_found, not_sender, invalid_transition */

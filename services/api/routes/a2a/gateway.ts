@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { SendMessageRequest, SubscribeToTaskRequest, type Task } from '@a2a-js/sdk';
+import { isLegacyJsonRpcMethod, isV1JsonRpcMethod } from '@a2a-js/sdk/compat/v0_3';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { SendMessageRequest, SubscribeToTaskRequest, type AgentCard, type Task } from '@a2a-js/sdk';
 import { A2A_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import type { AgentRecord } from '../../../../libs/db/records.ts';
@@ -11,16 +13,18 @@ import type { EventFeed } from '../../../../libs/handoffs/event-feed.ts';
 import { callerOf } from '../../route-context.ts';
 import { a2aErrorFor, batonCodeOf } from './a2a-errors.ts';
 import { agentCardOf } from './agent-cards.ts';
-import { BatonRequestHandler, type A2aCall } from './baton-request-handler.ts';
-import { A2A_PROTOCOL, requestId } from './protocol.ts';
-import { streamTask, waitForTask } from './task-stream.ts';
+import type { A2aCall } from './a2a-call.ts';
+import { BatonRequestHandler } from './baton-request-handler.ts';
+import { legacyFrame, legacyStreamTarget } from './legacy-stream.ts';
+import { A2A_LEGACY_PROTOCOL, A2A_PROTOCOL, requestId, requestedProtocol } from './protocol.ts';
+import { streamTask, waitForTask, type StreamFraming } from './task-stream.ts';
 
 /**
  * What of the gateway needs the A2A SDK, loaded by the first A2A request (routes/a2a/index.ts),
  * as the MCP SDK is: an API that never serves A2A never holds it (docs/PERFORMANCE.md, "Memory").
  */
 export { jsonRpcRefusal } from './a2a-errors.ts';
-export { agentCardOf, cardJson } from './agent-cards.ts';
+export { agentCardOf, cardJson, rootCardOf } from './agent-cards.ts';
 
 export interface RpcInput {
   readonly core: CoreDeps;
@@ -31,7 +35,7 @@ export interface RpcInput {
 }
 
 /** Streamed by task-stream.ts on the event feed, not by the SDK's in-process event bus. */
-const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);
+const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
 
 /** Each promise method of `h`, its refusals turned into A2A errors carrying Baton's code. */
 function guarded(
@@ -56,7 +60,7 @@ function guarded(
       }),
     sendMessageStream: () => h.sendMessageStream(),
     getTask: (p) => g(() => h.getTask(p)),
-    listTasks: () => g(() => h.listTasks()),
+    listTasks: (p) => g(() => h.listTasks(p)),
     cancelTask: (p) => g(() => h.cancelTask(p)),
     createTaskPushNotificationConfig: () => g(() => h.createTaskPushNotificationConfig()),
     getTaskPushNotificationConfig: (p, c) => g(() => h.getTaskPushNotificationConfig(p, c)),
@@ -70,18 +74,26 @@ function guarded(
 export async function answerRpc(request: FastifyRequest, reply: FastifyReply, input: RpcInput): Promise<FastifyReply> {
   const { core, project, agent } = input;
   const card = agentCardOf(request, agent, project, input.feed !== undefined);
-  const version = request.headers['a2a-version'];
-  const context = new ServerCallContext({ requestedVersion: typeof version === 'string' && version !== '' ? version : '0.3' });
+  const context = new ServerCallContext({ requestedVersion: requestedProtocol(request.headers['a2a-version']) });
+  const legacy = context.requestedVersion === A2A_LEGACY_PROTOCOL;
   try {
     validateVersion(context.requestedVersion, card, 'JSONRPC');
   } catch {
     throw new BatonError(
       'protocol_version_unsupported',
-      `this agent speaks A2A ${A2A_PROTOCOL}: send the header A2A-Version: ${A2A_PROTOCOL}`,
+      `this agent speaks A2A ${A2A_PROTOCOL} (send the header A2A-Version: ${A2A_PROTOCOL}) and ${A2A_LEGACY_PROTOCOL} (no header)`,
     );
   }
   const body = request.body as Record<string, unknown>;
   const method = body['method'];
+  // The version selects the method names: a 1.0 name without the header (or a 0.3 one with it) is the wrong version.
+  if (legacy ? !isLegacyJsonRpcMethod(method) && isV1JsonRpcMethod(method) : isLegacyJsonRpcMethod(method))
+    throw new BatonError(
+      'protocol_version_unsupported',
+      legacy
+        ? `${String(method)} is an A2A ${A2A_PROTOCOL} method: send the header A2A-Version: ${A2A_PROTOCOL}`
+        : `${String(method)} is an A2A ${A2A_LEGACY_PROTOCOL} method: send it without the A2A-Version header`,
+    );
   const streaming = typeof method === 'string' && STREAMING.has(method);
   if (streaming && !input.feed)
     throw new BatonError('protocol_method_unsupported', `${String(method)} is not served by this API (no event feed)`);
@@ -103,20 +115,22 @@ export async function answerRpc(request: FastifyRequest, reply: FastifyReply, in
   };
   if (streaming && input.feed) {
     const handler = new BatonRequestHandler(call);
-    const params = (typeof body['params'] === 'object' && body['params'] !== null ? body['params'] : {}) as Record<string, unknown>;
-    const taskId =
-      method === 'SendStreamingMessage'
-        ? (await handler.sendMessage(SendMessageRequest.fromJSON(params))).id
-        : (await handler.getTask({ tenant: '', id: SubscribeToTaskRequest.fromJSON(params).id })).id;
-    await streamTask(request, reply, {
-      core,
-      feed: input.feed,
-      project,
-      viewer: call.viewer,
-      handoffId: taskId,
-      rpcId: requestId(body),
-      read: () => handler.getTask({ tenant: '', id: taskId }),
-    });
+    const taskId = await streamedTaskId(handler, body, context, card, legacy);
+    const framing: StreamFraming | undefined = legacy ? { version: A2A_LEGACY_PROTOCOL, frame: legacyFrame(card, context) } : undefined;
+    await streamTask(
+      request,
+      reply,
+      {
+        core,
+        feed: input.feed,
+        project,
+        viewer: call.viewer,
+        handoffId: taskId,
+        rpcId: requestId(body),
+        read: () => handler.getTask({ tenant: '', id: taskId }),
+      },
+      framing,
+    );
     return reply;
   }
   const handler = new BatonRequestHandler(call);
@@ -129,7 +143,30 @@ export async function answerRpc(request: FastifyRequest, reply: FastifyReply, in
           request.log,
         )
     : undefined;
-  const answer = await new JsonRpcTransportHandler(guarded(handler, request, wait)).handle(body, context);
+  const guardedHandler = guarded(handler, request, wait);
+  const answer = legacy
+    ? await new LegacyJsonRpcTransportHandler(guardedHandler).handle(body, context)
+    : await new JsonRpcTransportHandler(guardedHandler).handle(body, context);
   if (Symbol.asyncIterator in answer) throw new Error('a stream was started for a method that does not stream');
-  return reply.header('a2a-version', A2A_PROTOCOL).send(answer);
+  return reply.header('a2a-version', context.requestedVersion).send(answer);
+}
+
+/** The task a streaming request follows: the one a message creates (or continues), or the one it subscribes to. */
+async function streamedTaskId(
+  handler: BatonRequestHandler,
+  body: Record<string, unknown>,
+  context: ServerCallContext,
+  card: AgentCard,
+  legacy: boolean,
+): Promise<string> {
+  if (legacy) {
+    const target = await legacyStreamTarget(body, context, card);
+    return target.kind === 'send'
+      ? (await handler.sendMessage(target.params)).id
+      : (await handler.getTask({ tenant: '', id: target.id })).id;
+  }
+  const params = (typeof body['params'] === 'object' && body['params'] !== null ? body['params'] : {}) as Record<string, unknown>;
+  return body['method'] === 'SendStreamingMessage'
+    ? (await handler.sendMessage(SendMessageRequest.fromJSON(params))).id
+    : (await handler.getTask({ tenant: '', id: SubscribeToTaskRequest.fromJSON(params).id })).id;
 }

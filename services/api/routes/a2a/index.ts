@@ -35,6 +35,8 @@ export interface A2aRouteOptions {
   readonly blockingSendMs?: number | undefined;
 }
 
+const ROOT_CARD = '/.well-known/agent-card.json';
+
 const Headers = Type.Object({
   'x-baton-project': ProjectHeader.properties['x-baton-project'],
   'x-baton-agent': Type.Optional(Type.String({ maxLength: 64 })),
@@ -58,6 +60,11 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
   const { core, defaultProject } = opts;
 
   app.addHook('onRequest', async (request, reply) => {
+    // The root card is A2A discovery: a caller without a token gets it too, with no agents.
+    if (request.routeOptions.url === ROOT_CARD && request.headers.authorization === undefined) {
+      if (opts.limiter) await opts.limiter(request, reply);
+      return;
+    }
     await authenticateRequest(request, reply, core, opts.limiter);
   });
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
@@ -84,6 +91,24 @@ const a2aRoutes: FastifyPluginAsyncTypebox<A2aRouteOptions> = async (app, opts) 
       const project = projectOf(request, defaultProject);
       const { agentCardOf, cardJson } = await loadGateway();
       return { items: (await listAgents(core, project)).map((a) => cardJson(agentCardOf(request, a, project, opts.feed !== undefined))) };
+    },
+  );
+
+  app.get(
+    ROOT_CARD,
+    {
+      schema: {
+        description: "Baton's A2A card (discovery): one skill per agent the caller may see; none without a token.",
+        headers: ProjectHeader,
+        response: { 200: CardJson, '4xx': ErrorBody },
+      },
+    },
+    async (request) => {
+      const { rootCardOf, cardJson } = await loadGateway();
+      const streaming = opts.feed !== undefined;
+      if (request.caller === undefined) return cardJson(rootCardOf(request, [], null, streaming));
+      const project = projectOf(request, defaultProject);
+      return cardJson(rootCardOf(request, await listAgents(core, project), project, streaming));
     },
   );
 

@@ -30,6 +30,17 @@ export interface TaskStreamInput {
   readonly read: () => Promise<Task>;
 }
 
+/** How a stream writes its events: 1.0's StreamResponse by default; the 0.3 shape for a legacy call (legacy-stream.ts). */
+export interface StreamFraming {
+  readonly version: string;
+  readonly frame: (r: StreamResponse, rpcId: string | number | null) => Promise<string>;
+}
+
+const V1_FRAMING: StreamFraming = {
+  version: A2A_PROTOCOL,
+  frame: (r, id) => Promise.resolve(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result: StreamResponse.toJSON(r) })}\n\n`),
+};
+
 /**
  * SendStreamingMessage and SubscribeToTask: server-sent events, each one JSON-RPC answer. The
  * first is the task as it is, then a status update (and an artifact update when the result
@@ -38,7 +49,12 @@ export interface TaskStreamInput {
  * stream subscribes again (SubscribeToTask) and starts from the task as it then is, so it
  * misses no state. The caller is proven again at each move: a revoked token ends the stream.
  */
-export async function streamTask(request: FastifyRequest, reply: FastifyReply, input: TaskStreamInput): Promise<void> {
+export async function streamTask(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  input: TaskStreamInput,
+  framing: StreamFraming = V1_FRAMING,
+): Promise<void> {
   const raw = reply.raw;
   let ended = false;
   let last: { key: string; artifacts: number } | null = null;
@@ -47,7 +63,6 @@ export async function streamTask(request: FastifyRequest, reply: FastifyReply, i
   // Moves wait for the first event (the task), written once the stream's headers are.
   let chain = new Promise<void>((resolve) => (markStarted = resolve));
   let heartbeat: NodeJS.Timeout | undefined;
-  const frame = (r: StreamResponse) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: input.rpcId, result: StreamResponse.toJSON(r) })}\n\n`;
   const finish = () => {
     if (ended) return;
     ended = true;
@@ -56,28 +71,30 @@ export async function streamTask(request: FastifyRequest, reply: FastifyReply, i
     if (!raw.destroyed && raw.headersSent) raw.end();
   };
   const keyOf = (t: Task) => `${t.status?.state ?? 0}:${t.status?.message?.messageId ?? ''}`;
-  const emit = (t: Task) => {
+  /** The events a new read of the task makes: the task itself first, then its new artifacts and status. */
+  const eventsOf = (t: Task): StreamResponse[] => {
+    if (last === null) return [{ payload: { $case: 'task', value: t } }];
+    if (keyOf(t) === last.key) return [];
+    const events: StreamResponse[] = t.artifacts.slice(last.artifacts).map((artifact) => ({
+      payload: {
+        $case: 'artifactUpdate',
+        value: { taskId: t.id, contextId: t.contextId, artifact, append: false, lastChunk: true, metadata: undefined },
+      },
+    }));
+    events.push({
+      payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: t.metadata } },
+    });
+    return events;
+  };
+  const emit = async (t: Task) => {
     if (ended) return;
-    if (last === null) {
-      raw.write(frame({ payload: { $case: 'task', value: t } }));
-    } else if (keyOf(t) !== last.key) {
-      if (t.artifacts.length > last.artifacts)
-        for (const artifact of t.artifacts.slice(last.artifacts))
-          raw.write(
-            frame({
-              payload: {
-                $case: 'artifactUpdate',
-                value: { taskId: t.id, contextId: t.contextId, artifact, append: false, lastChunk: true, metadata: undefined },
-              },
-            }),
-          );
-      raw.write(
-        frame({
-          payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: t.metadata } },
-        }),
-      );
-    }
+    const events = eventsOf(t);
     last = { key: keyOf(t), artifacts: t.artifacts.length };
+    for (const e of events) {
+      const text = await framing.frame(e, input.rpcId);
+      if (ended) return;
+      raw.write(text);
+    }
     if (STREAM_ENDS.has(t.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) finish();
   };
   const next = () => {
@@ -91,7 +108,7 @@ export async function streamTask(request: FastifyRequest, reply: FastifyReply, i
           if (err instanceof BatonError && ERROR_CATALOG[err.code].status < 500) finish();
           return;
         }
-        emit(await input.read());
+        await emit(await input.read());
       })
       .catch((err: unknown) => {
         request.log.warn({ err }, 'A2A task stream ended: the task could not be read');
@@ -121,12 +138,15 @@ export async function streamTask(request: FastifyRequest, reply: FastifyReply, i
     'cache-control': NO_STORE,
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
-    'a2a-version': A2A_PROTOCOL,
+    'a2a-version': framing.version,
   });
   heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), EVENT_STREAM_DEFAULTS.heartbeatMs);
   heartbeat.unref();
-  emit(first);
-  markStarted();
+  try {
+    await emit(first);
+  } finally {
+    markStarted();
+  }
 }
 
 /**

@@ -48,6 +48,12 @@ export const ERROR_CATALOG = {
     retryable: false,
     summary: "The agent's provider settings hold an unknown key or an ill-typed value (the message names the path).",
   },
+  invalid_agent_card: {
+    status: 400,
+    retryable: false,
+    summary:
+      "The agent's A2A card (`description`, `skills`) holds an ill-typed or too long value, or a skill id twice (the message names the path).",
+  },
   idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used for a different handoff.' },
   not_recipient: { status: 403, retryable: false, summary: 'Only the recipient of the handoff may do this.' },
   not_sender: { status: 403, retryable: false, summary: 'Only the sender of the handoff may do this.' },

@@ -1,3 +1,4 @@
+import { CARD_SETTINGS_KEY, checkAgentCard } from '../domain/agent-card.ts';
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { AgentRecord, ProviderName } from '../db/records.ts';
@@ -22,6 +23,8 @@ export interface RegisterAgentInput {
    * to the agent. Unset or "default": the unnamed pool.
    */
   pool?: string | undefined;
+  /** What its A2A card says of it (libs/domain/agent-card.ts); kept in its settings. */
+  card?: { description?: unknown; skills?: unknown } | undefined;
 }
 
 /**
@@ -30,13 +33,16 @@ export interface RegisterAgentInput {
  * the old one are never redirected to it. The agent belongs to the registering process's
  * deployment (`deps.deployment`), also when it is registered again: only that deployment's
  * workers deliver to it.
- * @throws BatonError unknown_provider, invalid_settings, project_not_found, agent_exists
+ * @throws BatonError unknown_provider, invalid_settings, invalid_agent_card, project_not_found, agent_exists
  */
 export async function registerAgent(
   deps: Pick<CoreDeps, 'agents' | 'deployment' | 'clock' | 'logger'>,
   input: RegisterAgentInput,
 ): Promise<AgentRecord> {
   validateProviderSettings(input.provider, input.providerSettings ?? {});
+  const card = input.card ? checkAgentCard(input.card) : {};
+  const providerSettings =
+    Object.keys(card).length > 0 ? { ...input.providerSettings, [CARD_SETTINGS_KEY]: card } : (input.providerSettings ?? {});
   const project = await resolveProject(deps, input.project);
   const handle = input.handle.toLowerCase();
   const deliveryTarget = input.deliveryTarget !== undefined ? input.deliveryTarget : input.provider === 'manual' ? null : handle;
@@ -46,7 +52,7 @@ export async function registerAgent(
     handle,
     displayName: input.displayName ?? input.handle,
     provider: input.provider,
-    providerSettings: input.providerSettings ?? {},
+    providerSettings,
     deliveryTarget,
     pool: input.pool === undefined || input.pool === 'default' ? '' : input.pool.toLowerCase(),
     deployment: deps.deployment,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { LIMITS } from '../../libs/domain/limits.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -223,6 +224,23 @@ describe('A2A protocol methods beyond a single message', () => {
     const crossed = await raw('tasks/get', { 'a2a-version': '1.0' });
     const body = (await crossed.json()) as { error: { data: Array<{ metadata: { batonCode: string } }> } };
     expect(body.error.data[0]?.metadata.batonCode).toBe('protocol_version_unsupported');
+  });
+
+  it("shows the description and skills given at registration on the agent's card, a default skill without them", async () => {
+    const skills = [{ id: 'review', name: 'Code review', description: 'Reviews a change', tags: ['code'], examples: ['Review PR 12'] }];
+    const made = await baton.post('/v1/agents', { id: 'reviewer', provider: 'demo', description: 'Reviews code for the team', skills });
+    expect(made.status).toBe(201);
+    const card = await (await clientFor(plannerToken, 'reviewer')).getAgentCard();
+    expect(card.description).toBe('Reviews code for the team');
+    expect(card.skills).toEqual([expect.objectContaining(skills[0])]);
+    const plain = await (await clientFor(plannerToken, 'engineer')).getAgentCard();
+    expect(plain.skills.map((k) => k.id)).toEqual(['handoff']);
+    const bad = await baton.post('/v1/agents', { id: 'bad', provider: 'demo', skills: [{ id: 'x' }, { id: 'x' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_agent_card');
+    const long = await baton.post('/v1/agents', { id: 'bad', provider: 'demo', description: 'd'.repeat(LIMITS.agentDescription + 1) });
+    expect(long.body.error.code).toBe('invalid_agent_card');
+    expect((await baton.del('/v1/agents/reviewer')).status).toBe(204);
   });
 
   it("serves a root card whose skills are the caller's visible agents, none without a token", async () => {

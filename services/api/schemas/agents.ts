@@ -17,6 +17,19 @@ export const RegisterAgentBody = Type.Object(
     target: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: LIMITS.deliveryTarget }), Type.Null()])),
     /** Worker pool (host affinity); "default" or absent: the unnamed pool. */
     pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
+    /** What the agent's A2A card says of it (lengths: LIMITS agentDescription, skill*; refused as invalid_agent_card). */
+    description: Type.Optional(Type.String()),
+    skills: Type.Optional(
+      Type.Array(
+        Type.Object({
+          id: Type.String(),
+          name: Type.Optional(Type.String()),
+          description: Type.Optional(Type.String()),
+          tags: Type.Optional(Type.Array(Type.String())),
+          examples: Type.Optional(Type.Array(Type.String())),
+        }),
+      ),
+    ),
   },
   { additionalProperties: false },
 );

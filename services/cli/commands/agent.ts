@@ -53,6 +53,18 @@ function agentDetail(a: AgentJson): string {
   return lines.join('\n');
 }
 
+/** One `--skill` value: a JSON object (the API checks its fields: invalid_agent_card). */
+function skillOption(value: string): unknown {
+  let skill: unknown;
+  try {
+    skill = JSON.parse(value);
+  } catch {
+    throw new UsageError('--skill must be a JSON object, e.g. {"id":"review","name":"Code review"}');
+  }
+  if (typeof skill !== 'object' || skill === null || Array.isArray(skill)) throw new UsageError('--skill must be a JSON object');
+  return skill;
+}
+
 /** `baton agent add|list|show|remove` */
 export function registerAgentCommands(program: Command, ctx: CliContext): void {
   const agent = program.command('agent').description('register, list, show and remove agents');
@@ -72,11 +84,27 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
     .option('--target <target>', 'session or endpoint turns are delivered to (default: the id)')
     .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}; secrets in it are never shown again')
     .option('--pool <pool>', 'worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver to this agent')
+    .option('--description <text>', "what the agent's A2A card says of it")
+    .option(
+      '--skill <json>',
+      'a skill on its A2A card, as JSON: {"id":"review","name":"Code review","description":"…","tags":["code"],"examples":["…"]} (repeatable)',
+      (v: string, all: unknown[]) => [...all, skillOption(v)],
+      [] as unknown[],
+    )
     .option('--json', 'print JSON')
     .action(
       async (
         id: string,
-        opts: { provider: string; name?: string; target?: string; settings?: string; pool?: string; json?: boolean },
+        opts: {
+          provider: string;
+          name?: string;
+          target?: string;
+          settings?: string;
+          pool?: string;
+          description?: string;
+          skill: unknown[];
+          json?: boolean;
+        },
         cmd: Command,
       ) => {
         if (!providers.includes(opts.provider)) {
@@ -99,6 +127,8 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
           ...(opts.target ? { target: opts.target } : {}),
           ...(settings ? { settings } : {}),
           ...(opts.pool ? { pool: opts.pool } : {}),
+          ...(opts.description !== undefined ? { description: opts.description } : {}),
+          ...(opts.skill.length > 0 ? { skills: opts.skill } : {}),
         });
         if (opts.json) ctx.json(body);
         else

@@ -1,5 +1,6 @@
 import { AgentCard as AgentCardCodec, type AgentCard } from '@a2a-js/sdk';
 import type { FastifyRequest } from 'fastify';
+import { agentCardOfSettings } from '../../../../libs/domain/agent-card.ts';
 import type { AgentRecord } from '../../../../libs/db/records.ts';
 import { A2A_LEGACY_PROTOCOL, A2A_PROTOCOL } from './protocol.ts';
 
@@ -34,24 +35,27 @@ function commonCard(streaming: boolean): Omit<AgentCard, 'name' | 'description' 
 
 /**
  * An agent's A2A card (protocol 1.0): one JSON-RPC endpoint, declared for 1.0 and 0.3, Baton's bearer tokens as its only
- * security scheme, one skill from its registration (its display name and provider), streaming
+ * security scheme, its description and skills as registered (else one skill, `handoff`, from its
+ * display name and provider), streaming
  * when the API follows the event log, and no push notifications (not served yet).
  */
 export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string, streaming: boolean): AgentCard {
-  const skill = {
-    id: 'handoff',
-    name: agent.displayName,
-    description: `Takes a message as a Baton handoff to ${agent.handle} (a ${agent.provider} agent of project ${project}), delivered as exactly one turn.`,
-    tags: ['baton', agent.provider],
-    examples: [],
-    inputModes: ['text/plain'],
-    outputModes: ['text/plain', 'application/json'],
-    securityRequirements: [],
-  };
+  const given = agentCardOfSettings(agent.providerSettings);
+  const modes = { inputModes: ['text/plain'], outputModes: ['text/plain', 'application/json'], securityRequirements: [] };
+  const skills = given.skills?.map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], ...modes })) ?? [
+    {
+      id: 'handoff',
+      name: agent.displayName,
+      description: `Takes a message as a Baton handoff to ${agent.handle} (a ${agent.provider} agent of project ${project}), delivered as exactly one turn.`,
+      tags: ['baton', agent.provider],
+      examples: [],
+      ...modes,
+    },
+  ];
   return {
     ...commonCard(streaming),
     name: agent.displayName,
-    description: `Baton agent ${agent.handle} of project ${project}`,
+    description: given.description ?? `Baton agent ${agent.handle} of project ${project}`,
     // One endpoint, both versions: the A2A-Version header selects the handler (gateway.ts).
     supportedInterfaces: [A2A_PROTOCOL, A2A_LEGACY_PROTOCOL].map((protocolVersion) => ({
       url: agentUrl(request, agent.handle),
@@ -60,7 +64,7 @@ export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project
       protocolVersion,
     })),
     version: String(agent.generation),
-    skills: [skill],
+    skills,
   };
 }
 

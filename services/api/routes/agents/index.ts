@@ -19,7 +19,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     { schema: { headers: ProjectHeader, body: RegisterAgentBody, response: { 201: AgentJson, '4xx': ErrorBody } } },
     async (request, reply) => {
       requireAdmin(request);
-      const { id, displayName, provider, settings, target, pool } = request.body;
+      const { id, displayName, provider, settings, target, pool, description, skills } = request.body;
       if (settings && Buffer.byteLength(JSON.stringify(settings)) > LIMITS.providerSettingsBytes) {
         throw new BatonError('field_too_long', `settings must be at most ${LIMITS.providerSettingsBytes} bytes of JSON`);
       }
@@ -31,6 +31,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
         providerSettings: settings,
         deliveryTarget: target,
         pool,
+        card: { description, skills },
       });
       return reply.status(201).send(presentAgent(agent));
     },

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { LIMITS } from '../../libs/domain/limits.ts';
+import { runCli } from '../../services/cli/program.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -241,6 +245,21 @@ describe('A2A protocol methods beyond a single message', () => {
     const long = await baton.post('/v1/agents', { id: 'bad', provider: 'demo', description: 'd'.repeat(LIMITS.agentDescription + 1) });
     expect(long.body.error.code).toBe('invalid_agent_card');
     expect((await baton.del('/v1/agents/reviewer')).status).toBe(204);
+
+    // The same through the CLI: --description and a repeatable --skill.
+    const env = { BATON_URL: url, BATON_TOKEN: baton.adminToken, BATON_HOME: mkdtempSync(join(tmpdir(), 'baton-a2a-')) };
+    let err = '';
+    const argv = ['agent', 'add', 'linter', '--provider', 'demo', '--description', 'Lints', '--skill', '{"id":"lint","tags":["style"]}'];
+    const code = await runCli([...argv, '--skill', '{"id":"fix"}'], env, { out: () => undefined, err: (t) => void (err += t) });
+    rmSync(env.BATON_HOME, { recursive: true, force: true });
+    expect(code, err).toBe(0);
+    const lint = await (await clientFor(plannerToken, 'linter')).getAgentCard();
+    expect(lint.description).toBe('Lints');
+    expect(lint.skills.map((k) => [k.id, k.name, k.tags])).toEqual([
+      ['lint', 'lint', ['style']],
+      ['fix', 'fix', []],
+    ]);
+    expect((await baton.del('/v1/agents/linter')).status).toBe(204);
   });
 
   it("serves a root card whose skills are the caller's visible agents, none without a token", async () => {

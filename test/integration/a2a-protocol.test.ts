@@ -225,6 +225,14 @@ describe('A2A protocol methods beyond a single message', () => {
       kind: 'task',
       status: { state: 'completed' },
     });
+    const missing = (await (
+      await fetch(`${url}/a2a/agents/engineer`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${plannerToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tasks/get', params: { id: randomUUID() } }),
+      })
+    ).json()) as { error: { code: number; data: { batonCode: string } } };
+    expect(missing.error).toMatchObject({ code: -32001, data: { batonCode: 'handoff_not_found' } });
     const crossed = await raw('tasks/get', { 'a2a-version': '1.0' });
     const body = (await crossed.json()) as { error: { data: Array<{ metadata: { batonCode: string } }> } };
     expect(body.error.data[0]?.metadata.batonCode).toBe('protocol_version_unsupported');

@@ -5,7 +5,7 @@ import { isLegacyJsonRpcMethod, isV1JsonRpcMethod } from '@a2a-js/sdk/compat/v0_
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { SendMessageRequest, SubscribeToTaskRequest, type AgentCard, type Task } from '@a2a-js/sdk';
 import { A2A_DEFAULTS } from '../../../../libs/config/component-defaults.ts';
-import { BatonError } from '../../../../libs/domain/errors.ts';
+import { BatonError, type ErrorCode } from '../../../../libs/domain/errors.ts';
 import type { AgentRecord } from '../../../../libs/db/records.ts';
 import { getAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import type { CoreDeps } from '../../../../libs/handoffs/ports.ts';
@@ -42,10 +42,12 @@ function guarded(
   h: BatonRequestHandler,
   request: FastifyRequest,
   wait: ((taskId: string) => Promise<Task>) | undefined,
+  refused: (code: ErrorCode) => void = () => undefined,
 ): A2ARequestHandler {
   const g = <T>(p: () => Promise<T>): Promise<T> =>
     p().catch((err: unknown) => {
       const code = batonCodeOf(err);
+      refused(code);
       if (code === 'internal_error' || !(err instanceof BatonError)) request.log.error({ err }, 'A2A call failed');
       throw a2aErrorFor(code, err instanceof Error ? err.message : String(err));
     });
@@ -143,11 +145,15 @@ export async function answerRpc(request: FastifyRequest, reply: FastifyReply, in
           request.log,
         )
     : undefined;
-  const guardedHandler = guarded(handler, request, wait);
+  let refusal: ErrorCode | undefined;
+  const guardedHandler = guarded(handler, request, wait, (code) => (refusal = code));
   const answer = legacy
     ? await new LegacyJsonRpcTransportHandler(guardedHandler).handle(body, context)
     : await new JsonRpcTransportHandler(guardedHandler).handle(body, context);
   if (Symbol.asyncIterator in answer) throw new Error('a stream was started for a method that does not stream');
+  // 0.3's errors carry no ErrorInfo: Baton's code goes into their free-form data instead.
+  const error = 'error' in answer ? (answer.error as { data?: unknown }) : undefined;
+  if (legacy && error && refusal !== undefined) error.data ??= { batonCode: refusal };
   return reply.header('a2a-version', context.requestedVersion).send(answer);
 }
 

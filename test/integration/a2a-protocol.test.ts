@@ -211,6 +211,10 @@ describe('A2A protocol methods beyond a single message', () => {
       TaskState.TASK_STATE_COMPLETED,
     );
 
+    const resumed = [];
+    for await (const e of legacy.resubscribeTask({ id: taskId, tenant: '' })) resumed.push(e);
+    expect(resumed.map((e) => e.payload?.$case === 'task' && e.payload.value.status?.state)).toEqual([TaskState.TASK_STATE_COMPLETED]);
+
     // Raw: the answer says which version it speaks; a 1.0 name without the header is the wrong version.
     const raw = (method: string, headers: Record<string, string> = {}) =>
       fetch(`${url}/a2a/agents/engineer`, {

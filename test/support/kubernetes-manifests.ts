@@ -47,13 +47,15 @@ export function workload(name: string, all = loadManifests()): any {
 }
 
 /**
- * The environment a workload's first container gets from the manifests: its ConfigMaps
- * (envFrom), then its own env; a secretKeyRef takes its value from `secrets` (the values a real
+ * The environment a workload's first container gets from the base manifests (overlays left
+ * out): its ConfigMaps (envFrom), then its own env; a secretKeyRef takes its value from `secrets` (the values a real
  * Secret would hold), and an optional one missing there is left out.
  */
 export function workloadEnv(name: string, secrets: Record<string, string>, all = loadManifests()): Record<string, string> {
   const container = workload(name, all).spec.template.spec.containers[0];
-  const configMaps = new Map(all.filter((m) => m.object.kind === 'ConfigMap').map((m) => [m.object.metadata.name, m.object.data]));
+  const configMaps = new Map(
+    all.filter((m) => m.object.kind === 'ConfigMap' && !m.file.startsWith('overlays/')).map((m) => [m.object.metadata.name, m.object.data]),
+  );
   const env: Record<string, string> = {};
   for (const from of container.envFrom ?? []) Object.assign(env, configMaps.get(from.configMapRef.name));
   for (const e of container.env ?? []) {

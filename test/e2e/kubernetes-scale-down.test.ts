@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DemoAgentHost } from '../../libs/adapters/demo/demo-agent-host.ts';
+import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
+import { freePort } from '../../libs/processes/embedded-infra.ts';
+import { TEST_REDIS_URL } from '../support/env.ts';
+import { eventually } from '../support/eventually.ts';
+import { loadManifests, workload, workloadEnv } from '../support/kubernetes-manifests.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
+import { runBaton, spawnBaton, SPAWNED_FIRST_TURN_MS, type BatonProcess } from '../support/spawn-baton.ts';
+import { createTestDatabase } from '../support/test-database.ts';
+
+/**
+ * deploy/kubernetes on loopback: the migrations Job, the API and two demo workers run with the
+ * environment their manifests give them (Postgres and Redis of the test standing in for the
+ * managed ones; a per-test database, Redis prefix, ports and BATON_HOME for the pod's own). The
+ * workers then get SIGTERM as a scale-down sends it: each must exit within its pod's
+ * terminationGracePeriodSeconds, and the turns they had live must end RETURNED, written once.
+ */
+const manifests = loadManifests();
+const running: BatonProcess[] = [];
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let sessions: DemoAgentHost;
+let served: Awaited<ReturnType<typeof serveDemoHost>>;
+let apiUrl: string;
+let token: string;
+const prefix = `k8s-${randomBytes(4).toString('hex')}`;
+const secrets = () => ({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+
+/** A manifest's environment with what this host must give instead (its pod's network, disk and Redis prefix). */
+function podEnv(name: string, local: Record<string, string>): Record<string, string> {
+  return { ...workloadEnv(name, secrets(), manifests), BATON_API_HOST: '127.0.0.1', BATON_REDIS_PREFIX: prefix, ...local };
+}
+
+async function startWorker(): Promise<BatonProcess> {
+  const w = spawnBaton(
+    ['worker'],
+    podEnv('baton-worker-demo', {
+      BATON_DEMO_HOST_URL: served.url,
+      BATON_METRICS_PORT: String(await freePort()),
+      BATON_HOME: scratchDir('baton-k8s-worker-'),
+    }),
+  );
+  running.push(w);
+  await w.waitFor(/delivery worker started/, SPAWNED_FIRST_TURN_MS);
+  return w;
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const json: any = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+const graceMs = Number(workloadEnv('baton-worker-demo', { DATABASE_URL: 'x', REDIS_URL: 'x' }, manifests).BATON_SHUTDOWN_GRACE_MS);
+const podGraceMs = workload('baton-worker-demo', manifests).spec.template.spec.terminationGracePeriodSeconds * 1000;
+/** Longer than the shutdown grace: every turn is still live when the grace ends, so it is handed back. */
+const THINK_MS = graceMs + 5_000;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sessions = new DemoAgentHost();
+  served = await serveDemoHost(sessions);
+  // The migrations Job, twice (a second rollout): the same command and environment.
+  const job = workload('baton-migrate', manifests).spec.template.spec.containers[0];
+  for (let i = 0; i < 2; i++) {
+    const r = await runBaton(job.command.slice(2), workloadEnv('baton-migrate', secrets(), manifests));
+    expect(r.code, r.output).toBe(0);
+  }
+  const port = await freePort();
+  const home = scratchDir('baton-k8s-api-');
+  const api = spawnBaton(
+    ['api'],
+    podEnv('baton-api', { BATON_API_PORT: String(port), BATON_URL: `http://127.0.0.1:${port}`, BATON_HOME: home }),
+  );
+  running.push(api);
+  await api.waitFor(/Baton API on/, SPAWNED_FIRST_TURN_MS);
+  apiUrl = `http://127.0.0.1:${port}`;
+  // The API's first start wrote the admin token into its BATON_HOME and logged only the path.
+  token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
+  expect(api.output()).not.toContain(token);
+}, 2 * SPAWNED_FIRST_TURN_MS);
+
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop('SIGKILL')));
+  await served?.close();
+  await db?.drop();
+});
+
+describe('deploy/kubernetes: a scale-down of the demo workers', () => {
+  it(
+    'SIGTERM to both workers mid-turn: they exit within the pod grace, and every turn is RETURNED, written once',
+    async () => {
+      expect(podGraceMs).toBeGreaterThan(graceMs);
+      const first = await Promise.all([startWorker(), startWorker()]);
+      await call('POST', '/v1/agents', { id: 'boss', provider: 'demo' });
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        await call('POST', '/v1/agents', { id: `helper-${i}`, provider: 'demo', settings: { thinkMs: THINK_MS } });
+        ids.push((await call('POST', '/v1/handoffs', { from: 'boss', to: `helper-${i}`, message: `turn ${i}`, title: `turn ${i}` })).id);
+      }
+      await eventually(
+        async () => {
+          for (const id of ids) expect(['ACCEPTED', 'RUNNING']).toContain((await call('GET', `/v1/handoffs/${id}`)).state);
+        },
+        { timeoutMs: SPAWNED_FIRST_TURN_MS, what: 'every turn live' },
+      );
+      const stoppedAt = Date.now();
+      const codes = await Promise.all(first.map((w) => w.stop('SIGTERM', podGraceMs)));
+      // Within the pod's grace (else the kubelet's SIGKILL would have cut them off), and cleanly.
+      expect(Date.now() - stoppedAt).toBeLessThan(podGraceMs);
+      expect(codes).toEqual([0, 0]);
+      await Promise.all([startWorker(), startWorker()]);
+      await eventually(
+        async () => {
+          for (const id of ids) expect((await call('GET', `/v1/handoffs/${id}`)).state).toBe('RETURNED');
+        },
+        { timeoutMs: THINK_MS + SPAWNED_FIRST_TURN_MS, what: 'every handoff RETURNED after the scale-down' },
+      );
+      for (const id of ids) {
+        const h = await call('GET', `/v1/handoffs/${id}`);
+        const events: string[] = h.events.map((e: any) => e.event);
+        expect(
+          events.filter((e) => e === 'attempt_reserved'),
+          JSON.stringify(events),
+        ).toHaveLength(1);
+        expect(sessions.writesByHandoff().get(id), id).toHaveLength(1);
+      }
+    },
+    3 * SPAWNED_FIRST_TURN_MS + 2 * THINK_MS,
+  );
+});

@@ -117,6 +117,7 @@ describe('deploy/kubernetes: a scale-down of the demo workers', () => {
       // Within the pod's grace (else the kubelet's SIGKILL would have cut them off), and cleanly.
       expect(Date.now() - stoppedAt).toBeLessThan(podGraceMs);
       expect(codes).toEqual([0, 0]);
+      console.info(`scale-down: both workers exited ${Date.now() - stoppedAt} ms after SIGTERM (pod grace ${podGraceMs} ms)`);
       await Promise.all([startWorker(), startWorker()]);
       await eventually(
         async () => {
@@ -127,6 +128,7 @@ describe('deploy/kubernetes: a scale-down of the demo workers', () => {
       for (const id of ids) {
         const h = await call('GET', `/v1/handoffs/${id}`);
         const events: string[] = h.events.map((e: any) => e.event);
+        if (id === ids[0]) console.info(`scale-down: events ${events.join(', ')}`);
         expect(
           events.filter((e) => e === 'attempt_reserved'),
           JSON.stringify(events),

@@ -34,17 +34,28 @@ function podEnv(name: string, local: Record<string, string>): Record<string, str
   return { ...workloadEnv(name, secrets(), manifests), BATON_API_HOST: '127.0.0.1', BATON_REDIS_PREFIX: prefix, ...local };
 }
 
+/** The demo worker's liveness probe (GET /metrics on its metrics port). */
+const liveness = workload('baton-worker-demo', manifests).spec.template.spec.containers[0].livenessProbe.httpGet;
+
 async function startWorker(): Promise<BatonProcess> {
+  const port = await freePort();
   const w = spawnBaton(
     ['worker'],
     podEnv('baton-worker-demo', {
       BATON_DEMO_HOST_URL: served.url,
-      BATON_METRICS_PORT: String(await freePort()),
+      BATON_METRICS_PORT: String(port),
       BATON_HOME: scratchDir('baton-k8s-worker-'),
     }),
   );
   running.push(w);
   await w.waitFor(/delivery worker started/, SPAWNED_FIRST_TURN_MS);
+  // Its liveness probe answers where the manifest points it.
+  const scrape = await eventually(async () => {
+    const r = await fetch(`http://127.0.0.1:${port}${liveness.path}`);
+    expect(r.status).toBe(200);
+    return r.text();
+  });
+  expect(scrape).toContain('baton_reconciler_passes_total');
   return w;
 }
 

@@ -11,11 +11,8 @@ import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../libs/config/load-config.ts';
 import { INT_SETTINGS } from '../../libs/config/int-settings.ts';
 import { PROGRAM_ENV_NAMES } from '../../libs/domain/inherited-env.ts';
-import { freePort } from '../../libs/processes/embedded-infra.ts';
-import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { kubernetesObjects, loadManifests, manifestFiles, MANIFEST_DIR, workloadEnv } from '../support/kubernetes-manifests.ts';
-import { spawnBaton, SPAWNED_FIRST_TURN_MS, type BatonProcess } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 const MODELS: Record<string, new (data: any) => { validate(): void }> = {
@@ -164,14 +161,12 @@ describe('deploy/kubernetes: wiring', () => {
   });
 });
 
-describe('deploy/kubernetes against running processes', () => {
+describe('deploy/kubernetes against the built API', () => {
   let baton: TestBaton;
-  let worker: BatonProcess | undefined;
   beforeAll(async () => {
     baton = await startTestBaton();
   }, 60_000);
   afterAll(async () => {
-    await worker?.stop('SIGKILL');
     await baton?.stop();
   });
 
@@ -223,36 +218,6 @@ describe('deploy/kubernetes against running processes', () => {
       }
     }
   });
-
-  it(
-    "a worker started with the demo Deployment's environment serves its liveness /metrics",
-    async () => {
-      const port = await freePort();
-      const { BATON_HOME: _home, ...env } = workloadEnv(
-        'baton-worker-demo',
-        { DATABASE_URL: baton.databaseUrl, REDIS_URL: TEST_REDIS_URL },
-        all,
-      );
-      const liveness = containersOf(ofKind('Deployment').find((d) => d.metadata.name === 'baton-worker-demo'))[0].livenessProbe.httpGet;
-      expect(env.BATON_METRICS_PORT).toBe('9464');
-      // A free port in place of 9464, the test's Redis prefix, loopback for the pod network and a
-      // scratch BATON_HOME for the pod's emptyDir.
-      worker = spawnBaton(['worker'], {
-        ...env,
-        BATON_METRICS_PORT: String(port),
-        BATON_API_HOST: '127.0.0.1',
-        BATON_REDIS_PREFIX: baton.prefix,
-      });
-      await worker.waitFor(/delivery worker started/, SPAWNED_FIRST_TURN_MS);
-      const text = await eventually(async () => {
-        const r = await fetch(`http://127.0.0.1:${port}${liveness.path}`);
-        expect(r.status).toBe(200);
-        return r.text();
-      });
-      expect(text).toContain('baton_reconciler_passes_total');
-    },
-    SPAWNED_FIRST_TURN_MS + 30_000,
-  );
 });
 
 function escape(s: string): string {

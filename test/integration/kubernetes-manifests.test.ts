@@ -54,15 +54,18 @@ describe('deploy/kubernetes: every object is valid', () => {
     expect(() => new Model!(object).validate()).not.toThrow();
   });
 
-  it('the base kustomization lists every manifest but the example Secret and the overlays; the overlay lists its own', () => {
-    const base = parse(readFileSync(join(MANIFEST_DIR, 'kustomization.yaml'), 'utf8'));
-    const expected = manifestFiles().filter((f) => !f.includes('/') && f !== 'kustomization.yaml' && f !== 'secret.example.yaml');
+  it('the base kustomization lists every base manifest but the example Secret; the overlay lists its own', () => {
+    const base = parse(readFileSync(join(MANIFEST_DIR, 'base/kustomization.yaml'), 'utf8'));
+    const expected = manifestFiles(join(MANIFEST_DIR, 'base')).filter((f) => f !== 'kustomization.yaml' && f !== 'secret.example.yaml');
     expect([...base.resources].sort()).toEqual(expected);
     const overlay = parse(readFileSync(join(MANIFEST_DIR, 'overlays/ingress/kustomization.yaml'), 'utf8'));
     const overlayFiles = manifestFiles(join(MANIFEST_DIR, 'overlays/ingress')).filter((f) => f !== 'kustomization.yaml');
-    expect([...overlay.resources.filter((r: string) => r !== '../..'), ...overlay.patches.map((p: any) => p.path)].sort()).toEqual(
+    expect([...overlay.resources.filter((r: string) => r !== '../../base'), ...overlay.patches.map((p: any) => p.path)].sort()).toEqual(
       overlayFiles,
     );
+    // Behind the Ingress the API believes the proxy's forwarded headers.
+    const patch = objects.find((m) => m.file === 'overlays/ingress/trust-proxy.yaml')?.object;
+    expect(loadConfig({ ...configMap.data, ...SECRETS, ...patch.data }).api.trustProxy).toBe(true);
     // The base has no namespace (overlays pick it) and no Ingress.
     expect(base.namespace).toBeUndefined();
     expect(objects.filter((m) => !m.file.startsWith('overlays/')).every((m) => m.object.metadata.namespace === undefined)).toBe(true);

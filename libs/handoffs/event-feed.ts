@@ -4,6 +4,7 @@ import type { EventLogRepository, LogHorizon, LoggedEvent } from '../db/event-lo
 import type { Logger } from '../logging/create-logger.ts';
 import { loadVisible, type LoadDeps } from './load-handoff.ts';
 import { resolveProject } from './resolve-project.ts';
+import { advanceSafeHorizon, EMPTY_HORIZON, type SafeHorizon } from './safe-horizon.ts';
 import { EVENT_FEED_DEFAULTS } from '../config/component-defaults.ts';
 
 /** What wakes the feed: the event stream's reader (libs/queue/event-stream.ts). */
@@ -82,11 +83,9 @@ export class EventFeed {
   private readonly followers = new Set<Follower>();
   private wakeups: FeedWakeups | null = null;
   private ready: Promise<void> | null = null;
-  /** Every id <= safe is final (no transaction can still commit a smaller one). */
-  private safe = 0n;
+  private horizon: SafeHorizon = EMPTY_HORIZON;
   /** The tail has read and handed out everything up to here. */
   private tail = 0n;
-  private pending: Array<{ top: bigint; writers: ReadonlySet<string>; atMs: number }> = [];
   private advancing = false;
   private again = false;
   private recheck: NodeJS.Timeout | null = null;
@@ -166,32 +165,20 @@ export class EventFeed {
   /** Waits until the log's top as of now is final (usually at once; else a few milliseconds). */
   private async settleTop(): Promise<void> {
     this.promote(await this.opts.log.horizon());
-    while (this.pending.length > 0 && !this.closed) {
+    while (this.horizon.pending.length > 0 && !this.closed) {
       await new Promise((resolve) => setTimeout(resolve, this.recheckMs));
       this.promote(await this.opts.log.horizon());
     }
   }
 
-  /**
-   * Moves `safe` past every pending top none of whose writers is still writing (LogHorizon),
-   * and keeps the others for the next look.
-   */
+  /** Moves `safe` past every pending top none of whose writers is still writing (safe-horizon.ts). */
   private promote(now: LogHorizon): void {
-    const atMs = this.opts.clock.now().getTime();
-    const last = this.pending[this.pending.length - 1];
-    if (now.top > this.safe && (last === undefined || now.top > last.top))
-      this.pending.push({ top: now.top, writers: new Set(now.writers), atMs });
-    const writing = new Set(now.writers);
-    const keep: typeof this.pending = [];
-    for (const p of this.pending) {
-      const ended = ![...p.writers].some((x) => writing.has(x));
-      if (ended || atMs - p.atMs >= this.finalAfterMs) {
-        if (p.top > this.safe) this.safe = p.top;
-      } else if (p.top > this.safe) {
-        keep.push(p);
-      }
-    }
-    this.pending = keep;
+    this.horizon = advanceSafeHorizon(this.horizon, now, this.opts.clock.now().getTime(), this.finalAfterMs);
+  }
+
+  /** Every id <= safe is final (no transaction can still commit a smaller one). */
+  private get safe(): bigint {
+    return this.horizon.safe;
   }
 
   /** Reads the horizon and hands out whatever became safe; one pass at a time, coalescing wake-ups. */
@@ -214,7 +201,7 @@ export class EventFeed {
       } finally {
         this.advancing = false;
       }
-      if (this.pending.length > 0 && !this.closed && !this.recheck) {
+      if (this.horizon.pending.length > 0 && !this.closed && !this.recheck) {
         this.recheck = setTimeout(() => {
           this.recheck = null;
           this.advance();

@@ -7,6 +7,7 @@ import type { SignedPoster } from '../adapters/webhook/signed-post.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { FeedWakeups } from './event-feed.ts';
+import { advanceSafeHorizon, EMPTY_HORIZON, type SafeHorizon } from './safe-horizon.ts';
 import { SUBSCRIPTION_DEFAULTS } from '../config/component-defaults.ts';
 
 /** The header a receiver deduplicates on: `<subscription id>:<event id>`, the same on every attempt and replay. */
@@ -96,8 +97,7 @@ export function subscriptionRequest(s: SubscriptionRecord, e: LoggedEvent): Targ
 export class SubscriptionDispatcher {
   private readonly t: typeof SUBSCRIPTION_DEFAULTS;
   private readonly encode: (s: SubscriptionRecord, e: LoggedEvent) => TargetRequest;
-  private safe = 0n;
-  private pending: Array<{ top: bigint; writers: ReadonlySet<string>; atMs: number }> = [];
+  private horizon: SafeHorizon = EMPTY_HORIZON;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
@@ -187,7 +187,7 @@ export class SubscriptionDispatcher {
       this.active = { any: await this.deps.subscriptions.anyActive(), atMs: nowMs };
     if (!this.active.any) return;
     this.promote(await this.deps.log.horizon());
-    if (this.pending.length > 0 && !this.recheck && !this.stopped) {
+    if (this.horizon.pending.length > 0 && !this.recheck && !this.stopped) {
       this.recheck = setTimeout(() => {
         this.recheck = null;
         this.wake();
@@ -205,21 +205,13 @@ export class SubscriptionDispatcher {
     return new Date(this.deps.clock.now().getTime() + this.t.leaseMs);
   }
 
-  /** As EventFeed.promote: `safe` moves past a top once none of the writers seen with it is writing. */
+  /** As the event feed: `safe` moves past a top once none of the writers seen with it is writing (safe-horizon.ts). */
   private promote(now: LogHorizon): void {
-    const atMs = this.deps.clock.now().getTime();
-    const last = this.pending[this.pending.length - 1];
-    if (now.top > this.safe && (last === undefined || now.top > last.top))
-      this.pending.push({ top: now.top, writers: new Set(now.writers), atMs });
-    const writing = new Set(now.writers);
-    const keep: typeof this.pending = [];
-    for (const p of this.pending) {
-      const ended = ![...p.writers].some((x) => writing.has(x));
-      if (ended || atMs - p.atMs >= this.t.finalAfterMs) {
-        if (p.top > this.safe) this.safe = p.top;
-      } else if (p.top > this.safe) keep.push(p);
-    }
-    this.pending = keep;
+    this.horizon = advanceSafeHorizon(this.horizon, now, this.deps.clock.now().getTime(), this.t.finalAfterMs);
+  }
+
+  private get safe(): bigint {
+    return this.horizon.safe;
   }
 
   /** Delivers one leased subscription from its position up to `safe`, then lets the lease go. */

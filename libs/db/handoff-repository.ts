@@ -8,7 +8,7 @@ import { attemptByRequestIdOf, attemptsOf, eventsOf, latestAttemptOf } from './h
 import { enrollMany, type EnrollOutcome, type Enrollment } from './handoff-sql/enroll.ts';
 import { findByIdempotencyKey, findByInProgressKey, findHandoff, findHandoffView } from './handoff-sql/find-handoff.ts';
 import { nextWorkMany, type HeadReservation, type ReservingLookUp } from './handoff-sql/head-reservation.ts';
-import { countHandoffsByState, countHiddenHandoffs, listHandoffs, type HandoffFilter } from './handoff-sql/list-handoffs.ts';
+import { countHandoffsByState, countHandoffs, countHiddenHandoffs, listHandoffs, type HandoffFilter } from './handoff-sql/list-handoffs.ts';
 import { nextWork, nextWorkAt, type WorkItem } from './handoff-sql/next-work.ts';
 import { notificationsForAgent, notificationsOfHandoff, sendDueReminders } from './handoff-sql/notifications.ts';
 import { recipientsWithOpenWork } from './handoff-sql/recipients-with-open-work.ts';
@@ -152,6 +152,10 @@ export class HandoffRepository {
 
   list(f: HandoffFilter): Promise<HandoffView[]> {
     return listHandoffs(this.pool, f);
+  }
+
+  count(f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
+    return countHandoffs(this.pool, f);
   }
 
   countHidden(f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {

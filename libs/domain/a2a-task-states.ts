@@ -58,9 +58,11 @@ export function a2aTaskRule(delivery: DeliveryState, work: WorkState | null): A2
   return rule;
 }
 
-/** The delivery states a handoff in A2A state `state` can be in (with some work state): a list filter's first cut. */
-export function deliveryStatesOf(state: A2aTaskState): DeliveryState[] {
-  return DELIVERY_STATES.filter((d) => [null, ...WORK_STATES].some((w) => a2aTaskRule(d, w).state === state));
+/** Every (delivery state, work state) pair that reads as A2A state `state`: a list filter that SQL applies exactly. */
+export function statePairsOf(state: A2aTaskState): Array<{ delivery: DeliveryState; work: WorkState | null }> {
+  return DELIVERY_STATES.flatMap((delivery) =>
+    [null, ...WORK_STATES].filter((work) => a2aTaskRule(delivery, work).state === state).map((work) => ({ delivery, work })),
+  );
 }
 
 /** `input-required` → `TASK_STATE_INPUT_REQUIRED`, the protocol 1.0 spelling. */

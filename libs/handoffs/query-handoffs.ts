@@ -1,6 +1,7 @@
 import { BatonError } from '../domain/errors.ts';
 import { LIMITS } from '../domain/limits.ts';
 import { DELIVERY_STATES, type DeliveryState } from '../domain/delivery-states.ts';
+import type { WorkState } from '../domain/work-states.ts';
 import type { AttemptRecord, EventRecord, HandoffView, NotificationRecord } from '../db/records.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { CoreDeps } from './ports.ts';
@@ -49,8 +50,14 @@ export interface ListHandoffsInput {
   recipient?: string | undefined;
   sender?: string | undefined;
   states?: readonly DeliveryState[] | undefined;
+  /** Only these (delivery state, work state) pairs (an A2A task state: libs/domain/a2a-task-states.ts). */
+  statePairs?: ReadonlyArray<{ readonly delivery: DeliveryState; readonly work: WorkState | null }> | undefined;
+  /** Only handoffs updated at or after this time. */
+  updatedAfter?: Date | undefined;
   /** Only one A2A context's handoffs (a session id, or the id of a handoff without a session). */
   contextId?: string | undefined;
+  /** Also count every handoff the filter matches that the viewer sees (`total`, every page together). */
+  countTotal?: boolean;
   limit: number;
   cursor?: string | undefined;
   viewer: Viewer;
@@ -62,6 +69,8 @@ export interface HandoffPage {
   items: HandoffView[];
   /** Pass back as `cursor` for the next (older) page; null on the last page. */
   nextCursor: string | null;
+  /** With `countTotal`: how many handoffs the filter matches that the viewer sees, on all pages. */
+  total?: number;
   /** With `countHidden`, on the first page (no cursor): how many the filter matches that the viewer does not see. */
   hidden?: number;
 }
@@ -96,13 +105,15 @@ export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, 
   const senderId = idOf(input.sender);
   const countHidden = input.countHidden === true && input.cursor === undefined;
   if ((input.recipient !== undefined && !recipientId) || (input.sender !== undefined && !senderId)) {
-    return { items: [], nextCursor: null, ...(countHidden ? { hidden: 0 } : {}) };
+    return { items: [], nextCursor: null, ...(countHidden ? { hidden: 0 } : {}), ...(input.countTotal ? { total: 0 } : {}) };
   }
   const filter = {
     projectId: project.id,
     ...(recipientId ? { recipientId } : {}),
     ...(senderId ? { senderId } : {}),
     ...(input.states ? { states: input.states } : {}),
+    ...(input.statePairs ? { statePairs: input.statePairs } : {}),
+    ...(input.updatedAfter ? { updatedAfter: input.updatedAfter } : {}),
     ...(input.contextId ? { contextId: input.contextId } : {}),
     viewer: input.viewer,
   };
@@ -111,6 +122,7 @@ export async function listHandoffs(deps: Pick<CoreDeps, 'agents' | 'handoffs'>, 
   const last = items[items.length - 1];
   const page: HandoffPage = { items, nextCursor: rows.length > input.limit && last ? encodeCursor(last.seq) : null };
   if (countHidden) page.hidden = await deps.handoffs.countHidden(filter);
+  if (input.countTotal) page.total = await deps.handoffs.count(filter);
   return page;
 }
 

@@ -1,5 +1,6 @@
 import type { DeliveryState } from '../../domain/delivery-states.ts';
 import type { Viewer } from '../../domain/visibility.ts';
+import type { WorkState } from '../../domain/work-states.ts';
 import { prepared, type Queryable } from '../prepared.ts';
 import type { HandoffView } from '../records.ts';
 import { visibleSql } from '../visible-sql.ts';
@@ -11,6 +12,10 @@ export interface HandoffFilter {
   recipientId?: string;
   senderId?: string;
   states?: readonly DeliveryState[];
+  /** Only handoffs in one of these (delivery state, work state) pairs; work null: a plain message. */
+  statePairs?: ReadonlyArray<{ readonly delivery: DeliveryState; readonly work: WorkState | null }>;
+  /** Only handoffs updated at or after this time. */
+  updatedAfter?: Date;
   /** Only handoffs of this A2A context: the session, or a handoff without one whose id it is. */
   contextId?: string;
   /** Only what this caller may see. */
@@ -21,7 +26,10 @@ export interface HandoffFilter {
 }
 
 /** The project, recipient, sender and state conditions of a filter on alias `h`, appending their parameters. */
-function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states' | 'contextId'>, params: unknown[]): string[] {
+function filterSql(
+  f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderId' | 'states' | 'statePairs' | 'updatedAfter' | 'contextId'>,
+  params: unknown[],
+): string[] {
   params.push(f.projectId);
   const where = [`h.project_id = $${params.length}`];
   if (f.recipientId) {
@@ -35,6 +43,20 @@ function filterSql(f: Pick<HandoffFilter, 'projectId' | 'recipientId' | 'senderI
   if (f.states && f.states.length > 0) {
     params.push(f.states);
     where.push(`h.delivery_state = ANY($${params.length}::delivery_state[])`);
+  }
+  if (f.statePairs) {
+    params.push(
+      f.statePairs.map((p) => p.delivery),
+      f.statePairs.map((p) => p.work),
+    );
+    where.push(
+      `EXISTS (SELECT 1 FROM unnest($${params.length - 1}::delivery_state[], $${params.length}::work_state[]) AS p(d, w)
+        WHERE h.delivery_state = p.d AND h.work_state IS NOT DISTINCT FROM p.w)`,
+    );
+  }
+  if (f.updatedAfter) {
+    params.push(f.updatedAfter);
+    where.push(`h.updated_at >= $${params.length}::timestamptz`);
   }
   if (f.contextId) {
     params.push(f.contextId);
@@ -59,6 +81,15 @@ export async function listHandoffs(db: Queryable, f: HandoffFilter): Promise<Han
     params,
   );
   return rows;
+}
+
+/** How many handoffs match the filter and are visible to its viewer: every page's rows together. */
+export async function countHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
+  const params: unknown[] = [];
+  const where = filterSql(f, params);
+  where.push(visibleSql(f.viewer, params));
+  const { rows } = await prepared<{ n: number }>(db, `SELECT count(*)::int AS n FROM handoffs h WHERE ${where.join(' AND ')}`, params);
+  return rows[0]?.n ?? 0;
 }
 
 /**

@@ -27,18 +27,23 @@ type Options = { message: string; metadata: Record<string, string> };
 const SEMANTIC: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = {
   handoff_not_found: JsonRpcTaskNotFoundError,
   invalid_transition: JsonRpcTaskNotCancelableError,
-  not_sender: JsonRpcTaskNotCancelableError,
   protocol_version_unsupported: JsonRpcVersionNotSupportedError,
   push_notifications_unsupported: JsonRpcPushNotificationNotSupportedError,
   protocol_method_unsupported: JsonRpcUnsupportedOperationError,
   task_not_continuable: JsonRpcUnsupportedOperationError,
 };
 
-/** The A2A error for one of Baton's codes (a 5xx keeps its message to itself). */
-export function a2aErrorFor(code: ErrorCode, message: string): A2AError {
+/**
+ * On CancelTask only: A2A's task not cancelable (-32002) is about cancelling, so a non-sender is
+ * refused with it there, and elsewhere (a message continuing a task) as the 403 it is (-32600).
+ */
+const ON_CANCEL: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = { not_sender: JsonRpcTaskNotCancelableError };
+
+/** The A2A error for one of Baton's codes (a 5xx keeps its message to itself); `cancel`: the call was CancelTask. */
+export function a2aErrorFor(code: ErrorCode, message: string, cancel = false): A2AError {
   const status = ERROR_CATALOG[code].status;
   const o: Options = { message: status >= 500 ? 'Baton could not answer; try again' : message, metadata: { batonCode: code } };
-  const semantic = SEMANTIC[code];
+  const semantic = (cancel ? ON_CANCEL[code] : undefined) ?? SEMANTIC[code];
   if (semantic) return new semantic(o);
   // The SDK's base error is JSON-RPC's internal error (-32603).
   if (status >= 500) return new A2AError(o);

@@ -44,12 +44,12 @@ function guarded(
   wait: ((taskId: string) => Promise<Task>) | undefined,
   refused: (code: ErrorCode) => void = () => undefined,
 ): A2ARequestHandler {
-  const g = <T>(p: () => Promise<T>): Promise<T> =>
+  const g = <T>(p: () => Promise<T>, cancel = false): Promise<T> =>
     p().catch((err: unknown) => {
       const code = batonCodeOf(err);
       refused(code);
       if (code === 'internal_error' || !(err instanceof BatonError)) request.log.error({ err }, 'A2A call failed');
-      throw a2aErrorFor(code, err instanceof Error ? err.message : String(err));
+      throw a2aErrorFor(code, err instanceof Error ? err.message : String(err), cancel);
     });
   return {
     getAgentCard: () => h.getAgentCard(),
@@ -63,7 +63,7 @@ function guarded(
     sendMessageStream: () => h.sendMessageStream(),
     getTask: (p) => g(() => h.getTask(p)),
     listTasks: (p) => g(() => h.listTasks(p)),
-    cancelTask: (p) => g(() => h.cancelTask(p)),
+    cancelTask: (p) => g(() => h.cancelTask(p), true),
     createTaskPushNotificationConfig: () => g(() => h.createTaskPushNotificationConfig()),
     getTaskPushNotificationConfig: (p, c) => g(() => h.getTaskPushNotificationConfig(p, c)),
     listTaskPushNotificationConfigs: (p) => g(() => h.listTaskPushNotificationConfigs(p)),

@@ -1,11 +1,5 @@
 import { TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse, type Task } from '@a2a-js/sdk';
-import {
-  A2A_TASK_STATES,
-  a2aTaskRule,
-  deliveryStatesOf,
-  protocolStateName,
-  type A2aTaskState,
-} from '../../../../libs/domain/a2a-task-states.ts';
+import { A2A_TASK_STATES, statePairsOf, protocolStateName, type A2aTaskState } from '../../../../libs/domain/a2a-task-states.ts';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { isUuid } from '../../../../libs/domain/ids.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
@@ -26,9 +20,10 @@ function a2aStateOf(status: TaskState): A2aTaskState | undefined {
  * ListTasks (protocol 1.0): the tasks of this agent the caller may see (handoffs to it, as
  * `GET /v1/handoffs?recipient=` lists them, through the same use case), newest first, paged
  * by listHandoffs' stable cursor. Filters: `contextId` (a session, or a handoff without one),
- * `status` (read through the one state table: a page may then hold fewer than `pageSize`),
- * `statusTimestampAfter`, `historyLength`, `includeArtifacts` (false by default, as A2A says).
- * `totalSize` is the size of this page: Baton does not count the whole list.
+ * `status` (the (delivery, work) state pairs the one state table maps to it, applied in the query
+ * like `statusTimestampAfter`, so every page but the last is full), `historyLength`,
+ * `includeArtifacts` (false by default, as A2A says). `totalSize` counts every matching task
+ * the caller may see, on all pages.
  * @throws BatonError validation_failed, invalid_cursor
  */
 export async function listTasksOf(call: A2aCall, params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -49,22 +44,21 @@ export async function listTasksOf(call: A2aCall, params: ListTasksRequest): Prom
   const page = await listHandoffs(call.core, {
     project: call.project,
     recipient: call.agent.handle,
-    ...(state ? { states: deliveryStatesOf(state) } : {}),
+    ...(state ? { statePairs: statePairsOf(state) } : {}),
+    ...(after !== undefined ? { updatedAfter: new Date(after) } : {}),
     ...(params.contextId !== '' ? { contextId: params.contextId } : {}),
+    countTotal: true,
     limit: pageSize,
     ...(params.pageToken !== '' ? { cursor: params.pageToken } : {}),
     viewer: call.viewer,
   });
-  const tasks: Task[] = page.items
-    .filter((h) => state === undefined || a2aTaskRule(h.deliveryState, h.workState).state === state)
-    .filter((h) => after === undefined || h.updatedAt.getTime() >= after)
-    .map((h) => {
-      const t = taskOf(h);
-      return {
-        ...t,
-        artifacts: params.includeArtifacts === true ? t.artifacts : [],
-        history: params.historyLength === undefined ? t.history : params.historyLength === 0 ? [] : t.history.slice(-params.historyLength),
-      };
-    });
-  return { tasks, nextPageToken: page.nextCursor ?? '', pageSize, totalSize: tasks.length };
+  const tasks: Task[] = page.items.map((h) => {
+    const t = taskOf(h);
+    return {
+      ...t,
+      artifacts: params.includeArtifacts === true ? t.artifacts : [],
+      history: params.historyLength === undefined ? t.history : params.historyLength === 0 ? [] : t.history.slice(-params.historyLength),
+    };
+  });
+  return { tasks, nextPageToken: page.nextCursor ?? '', pageSize, totalSize: page.total ?? tasks.length };
 }

@@ -118,6 +118,10 @@ describe('A2A protocol methods beyond a single message', () => {
     // Newest first: the last sent leads.
     expect(seen.slice(0, 3)).toEqual([...sent].reverse());
     expect(first.tasks[0]?.artifacts).toEqual([]);
+    // totalSize counts every matching task, not the page.
+    const everyTask = await planner.listTasks(list({ pageSize: 50 }));
+    expect(everyTask.tasks.length).toBeGreaterThanOrEqual(3);
+    expect(first.totalSize).toBe(everyTask.tasks.length);
 
     const submitted = await planner.listTasks(list({ status: TaskState.TASK_STATE_SUBMITTED, pageSize: 50 }));
     expect(submitted.tasks.map((t) => t.id)).toEqual(expect.arrayContaining(sent));

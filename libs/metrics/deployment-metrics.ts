@@ -82,6 +82,27 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     collect: catchUp,
   });
 
+  installWorkGauges(metrics, sources);
+}
+
+/** Which providers and pools a process reports work gauges for; all of them when absent. */
+export interface WorkScope {
+  readonly providers: ReadonlySet<string>;
+  /** Pool names as configured ('' is the default pool). */
+  readonly pools: ReadonlySet<string>;
+}
+
+/**
+ * The work gauges alone (queue depth, turns in flight, turn locks held), read at scrape time.
+ * The API reports every provider and pool; a worker reports those it serves on its own
+ * `/metrics` (`BATON_METRICS_PORT`), so an autoscaler (the KEDA ScaledObjects in
+ * deploy/kubernetes) can scrape the workers themselves.
+ */
+export function installWorkGauges(metrics: BatonMetrics, sources: DeploymentSources, scope?: WorkScope): void {
+  const { repo } = sources;
+  const { registry } = metrics;
+  const inScope = (p: { provider: string; pool: string | null }): boolean =>
+    !scope || (scope.providers.has(p.provider) && scope.pools.has(p.pool ?? ''));
   new Gauge({
     name: 'baton_queue_jobs',
     help: 'Dispatch jobs in the delivery queues (BullMQ, summed over shards), by provider, pool and job state (waiting, delayed, active).',
@@ -89,7 +110,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     async collect() {
       this.reset();
-      const pools = await repo.providerPools();
+      const pools = (await repo.providerPools()).filter(inScope);
       const counts = await Promise.all(pools.map(async (p) => ({ ...p, counts: await sources.queues.jobCounts(p.provider, p.pool) })));
       for (const { provider, pool, counts: c } of counts) {
         for (const state of ['waiting', 'delayed', 'active'] as const) this.set({ provider, pool: poolName(pool), state }, c[state]);
@@ -103,7 +124,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     async collect() {
       this.reset();
-      for (const r of await repo.turnsInFlight()) this.set({ provider: r.provider, pool: poolName(r.pool) }, r.count);
+      for (const r of (await repo.turnsInFlight()).filter(inScope)) this.set({ provider: r.provider, pool: poolName(r.pool) }, r.count);
     },
   });
   new Gauge({
@@ -115,7 +136,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     async collect() {
       this.reset();
-      const agents = await repo.agentsWithOpenWork(DEPLOYMENT_METRICS_DEFAULTS.lockAgentsMax);
+      const agents = (await repo.agentsWithOpenWork(DEPLOYMENT_METRICS_DEFAULTS.lockAgentsMax)).filter(inScope);
       const held = await sources.locks.held(agents.map((a) => a.agentId));
       agents.forEach((a, i) => {
         if (held[i]) this.inc({ provider: a.provider, pool: poolName(a.pool) });

@@ -202,9 +202,21 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         addresses: config.subscriptionAddresses,
         counters: metrics.subscriptions,
       });
-      // A worker's own metrics (reconciler actions, process) on a port of its own, when asked for.
+      // A worker's own metrics (reconciler actions, work gauges, process) on a port of its own, when asked for.
       if (config.metricsPort !== undefined) {
-        const { serveMetrics } = await import('../../libs/metrics/serve-metrics.ts');
+        const [{ serveMetrics }, { installWorkGauges }, { MetricsRepository }] = await Promise.all([
+          import('../../libs/metrics/serve-metrics.ts'),
+          import('../../libs/metrics/deployment-metrics.ts'),
+          import('../../libs/db/metrics-repository.ts'),
+        ]);
+        // Queue depth and turns in flight of what this worker serves, so an autoscaler scrapes the worker
+        // itself (an API in the same process already reports them for every provider, in the same registry).
+        if (!api)
+          installWorkGauges(
+            metrics,
+            { repo: new MetricsRepository(db.pool), queues: worker.queues, locks: worker.locks, logger },
+            { providers: new Set(adapters.providers()), pools: new Set(config.workerPools) },
+          );
         try {
           metricsServer = await serveMetrics(metrics, { host: config.api.host, port: config.metricsPort, logger });
         } catch (err) {

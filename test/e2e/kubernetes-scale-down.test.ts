@@ -7,7 +7,7 @@ import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
 import { freePort } from '../../libs/processes/embedded-infra.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
-import { loadManifests, workload, workloadEnv } from '../support/kubernetes-manifests.ts';
+import { loadManifests, scaledObjectQueries, unmatchedSelectors, workload, workloadEnv } from '../support/kubernetes-manifests.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 import { runBaton, spawnBaton, SPAWNED_FIRST_TURN_MS, type BatonProcess } from '../support/spawn-baton.ts';
 import { createTestDatabase } from '../support/test-database.ts';
@@ -37,6 +37,9 @@ function podEnv(name: string, local: Record<string, string>): Record<string, str
 /** The demo worker's liveness probe (GET /metrics on its metrics port). */
 const liveness = workload('baton-worker-demo', manifests).spec.template.spec.containers[0].livenessProbe.httpGet;
 
+/** Each worker's metrics URL (its liveness probe's path on its BATON_METRICS_PORT), by process. */
+const metricsUrls = new Map<BatonProcess, string>();
+
 async function startWorker(): Promise<BatonProcess> {
   const port = await freePort();
   const w = spawnBaton(
@@ -56,6 +59,7 @@ async function startWorker(): Promise<BatonProcess> {
     return r.text();
   });
   expect(scrape).toContain('baton_reconciler_passes_total');
+  metricsUrls.set(w, `http://127.0.0.1:${port}${liveness.path}`);
   return w;
 }
 
@@ -123,6 +127,13 @@ describe('deploy/kubernetes: a scale-down of the demo workers', () => {
         },
         { timeoutMs: SPAWNED_FIRST_TURN_MS, what: 'every turn live' },
       );
+      // What KEDA reads to scale the demo workers is on a demo worker's own /metrics, with the labels it selects:
+      // six turns in flight, and their jobs active in the demo queues.
+      const queries = scaledObjectQueries(manifests, 'baton-worker-demo');
+      expect(queries.length).toBeGreaterThanOrEqual(2);
+      const scrape = await (await fetch(metricsUrls.get(first[0])!)).text();
+      for (const query of queries) expect(unmatchedSelectors(query, scrape)).toEqual([]);
+      expect(scrape).toMatch(/^baton_turns_in_flight\{provider="demo",pool="default"\} 6$/m);
       const stoppedAt = Date.now();
       const codes = await Promise.all(first.map((w) => w.stop('SIGTERM', podGraceMs)));
       // Within the pod's grace (else the kubelet's SIGKILL would have cut them off), and cleanly.

@@ -12,7 +12,15 @@ import { CONFIG_VARIABLES, loadConfig } from '../../libs/config/load-config.ts';
 import { INT_SETTINGS } from '../../libs/config/int-settings.ts';
 import { PROGRAM_ENV_NAMES } from '../../libs/domain/inherited-env.ts';
 import { eventually } from '../support/eventually.ts';
-import { kubernetesObjects, loadManifests, manifestFiles, MANIFEST_DIR, workloadEnv } from '../support/kubernetes-manifests.ts';
+import {
+  kubernetesObjects,
+  loadManifests,
+  manifestFiles,
+  MANIFEST_DIR,
+  scaledObjectQueries,
+  unmatchedSelectors,
+  workloadEnv,
+} from '../support/kubernetes-manifests.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
 const MODELS: Record<string, new (data: any) => { validate(): void }> = {
@@ -201,31 +209,13 @@ describe('deploy/kubernetes against the built API', () => {
     await eventually(async () => expect(['ACCEPTED', 'RUNNING']).toContain((await baton.get(`/v1/handoffs/${sent.body.id}`)).body.state));
     const res = await baton.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${baton.adminToken}` } });
     expect(res.statusCode).toBe(200);
-    const queries = ofKind('ScaledObject').flatMap((s) => s.spec.triggers.map((t: any) => t.metadata.query as string));
+    const queries = scaledObjectQueries(all);
     expect(queries.length).toBeGreaterThanOrEqual(6);
-    for (const query of queries) {
-      const selectors = [...query.matchAll(/(baton_[a-z_]+)\{([^}]*)\}/g)];
-      expect(selectors.length, query).toBeGreaterThan(0);
-      for (const [, name, labels] of selectors) {
-        expect(res.body).toContain(`# TYPE ${name} gauge`);
-        // Turns in flight has series only where turns are live: the demo provider's, here.
-        if (name === 'baton_turns_in_flight' && !labels!.includes('provider="demo"')) continue;
-        // Every label matcher (provider="x", pool="y", state=~"a|b") must match a series the API exports.
-        const wanted = [...labels!.matchAll(/(\w+)(=~?)"([^"]*)"/g)].map(([, k, op, v]) => ({
-          k: k!,
-          re: new RegExp(`^(${op === '=' ? escape(v) : v})$`),
-        }));
-        const series = res.body.split('\n').filter((l) => l.startsWith(`${name}{`));
-        const matching = series.filter((l) => wanted.every(({ k, re }) => re.test(new RegExp(`${k}="([^"]*)"`).exec(l)?.[1] ?? '')));
-        expect(matching.length, `${query}: no series in\n${series.join('\n')}`).toBeGreaterThan(0);
-      }
-    }
+    // Turns in flight has series only where turns are live: the demo provider's, here.
+    const typeOnly = (name: string, labels: string) => name === 'baton_turns_in_flight' && !labels.includes('provider="demo"');
+    for (const query of queries) expect(unmatchedSelectors(query, res.body, typeOnly)).toEqual([]);
   });
 });
-
-function escape(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
 
 /** A command or webhook agent's registration (what each provider requires). */
 function agentBody(provider: string): Record<string, unknown> {

@@ -70,3 +70,35 @@ export function workloadEnv(name: string, secrets: Record<string, string>, all =
   }
   return env;
 }
+
+/** The ScaledObject triggers' Prometheus queries, of one scale target when `target` is given. */
+export function scaledObjectQueries(all = loadManifests(), target?: string): string[] {
+  return all
+    .filter((m) => m.object.kind === 'ScaledObject' && (!target || m.object.spec.scaleTargetRef.name === target))
+    .flatMap((m) => m.object.spec.triggers.map((t: any) => t.metadata.query as string));
+}
+
+/**
+ * What a query's selectors (`name{label="v",label=~"a|b"}`) find missing in a Prometheus text scrape: for each selector,
+ * a line when the metric has no `# TYPE` or, unless `typeOnly(name, labels)`, no series whose labels all match.
+ */
+export function unmatchedSelectors(query: string, scrape: string, typeOnly = (_name: string, _labels: string) => false): string[] {
+  const selectors = [...query.matchAll(/(baton_[a-z_]+)\{([^}]*)\}/g)];
+  if (selectors.length === 0) return [`${query}: no baton_ selector`];
+  const missing: string[] = [];
+  for (const [, name, labels] of selectors) {
+    if (!scrape.includes(`# TYPE ${name} `)) {
+      missing.push(`${name}: not exported`);
+      continue;
+    }
+    if (typeOnly(name!, labels!)) continue;
+    const wanted = [...labels!.matchAll(/(\w+)(=~?)"([^"]*)"/g)].map(([, k, op, v]) => ({
+      k: k!,
+      re: new RegExp(`^(${op === '=' ? v!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : v})$`),
+    }));
+    const series = scrape.split('\n').filter((l) => l.startsWith(`${name}{`));
+    const matching = series.filter((l) => wanted.every(({ k, re }) => re.test(new RegExp(`${k}="([^"]*)"`).exec(l)?.[1] ?? '')));
+    if (matching.length === 0) missing.push(`${query}: no series in\n${series.join('\n')}`);
+  }
+  return missing;
+}

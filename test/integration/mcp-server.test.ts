@@ -123,8 +123,11 @@ const TOOL_NAMES = [
   'session_show',
   'fact_add',
   'list_agents',
+  'subscribe',
+  'list_subscriptions',
+  'unsubscribe',
 ];
-const READ_ONLY_TOOLS = ['inbox', 'read', 'status', 'board', 'session_show', 'list_agents'];
+const READ_ONLY_TOOLS = ['inbox', 'read', 'status', 'board', 'session_show', 'list_agents', 'list_subscriptions'];
 
 describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
   let planner: Client;
@@ -317,6 +320,33 @@ describe.each(['stdio', 'http'] as const)('Baton over MCP (%s)', (kind) => {
     expect(board).not.toContain(other.id);
     // The planner's own token sees the same.
     expect(((await refused(planner, 'read', { id: other.id })).structuredContent as any).error.code).toBe('handoff_not_found');
+  });
+
+  it("subscribes the session's agent: the secret once, its own list only, unsubscribe; an admin session's subscription is its agent's", async () => {
+    const url = `http://127.0.0.1:9/${kind}/planner`;
+    const created = await call(planner, 'subscribe', { url, states: ['RETURNED'] });
+    expect(created.secret).toMatch(/^bsub_/);
+    expect(created.subscription).toMatchObject({ url, owner: 'planner', status: 'active', filter: { states: ['RETURNED'] } });
+    const mine = (await call(planner, 'list_subscriptions')).subscriptions;
+    expect(mine.map((x: any) => x.id)).toContain(created.subscription.id);
+    expect(JSON.stringify(mine)).not.toContain(created.secret);
+    // Another agent neither sees it nor removes it.
+    const theirs = (await call(engineer, 'list_subscriptions')).subscriptions;
+    expect(theirs.map((x: any) => x.id)).not.toContain(created.subscription.id);
+    const refusal = await refused(engineer, 'unsubscribe', { id: created.subscription.id });
+    expect((refusal.structuredContent as any).error.code).toBe('subscription_not_found');
+    // A URL the address policy refuses is refused with its code.
+    const bad = await refused(planner, 'subscribe', { url: 'http://10.0.0.1/hook' });
+    expect((bad.structuredContent as any).error.code).toBe('subscription_url_refused');
+    // An admin token acting for the planner subscribes for the planner, never for the whole project.
+    const admin = await connect(kind, baton.adminToken, { agent: 'planner' });
+    const viaAdmin = await call(admin, 'subscribe', { url: `${url}/admin` });
+    expect(viaAdmin.subscription.owner).toBe('planner');
+    for (const id of [created.subscription.id, viaAdmin.subscription.id])
+      expect((await call(planner, 'unsubscribe', { id })).removed).toBe(id);
+    const after = (await call(planner, 'list_subscriptions')).subscriptions.map((x: any) => x.id);
+    expect(after).not.toContain(created.subscription.id);
+    expect(after).not.toContain(viaAdmin.subscription.id);
   });
 
   it('refuses a bad token before any tool is listed', async () => {

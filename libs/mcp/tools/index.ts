@@ -14,6 +14,7 @@ import { sendTool } from './send.ts';
 import { sessionNewTool } from './session-new.ts';
 import { sessionShowTool } from './session-show.ts';
 import { statusTool } from './status.ts';
+import { listSubscriptionsTool, subscribeTool, unsubscribeTool } from './subscriptions.ts';
 
 /** Every tool Baton serves over MCP, in the order clients list them. One definition each. */
 export const BATON_TOOLS: readonly ToolDefinition[] = [
@@ -32,4 +33,7 @@ export const BATON_TOOLS: readonly ToolDefinition[] = [
   sessionShowTool,
   factAddTool,
   listAgentsTool,
+  subscribeTool,
+  listSubscriptionsTool,
+  unsubscribeTool,
 ];

@@ -50,10 +50,15 @@ const subscription = (s: SubscriptionRecord) => ({
   createdAt: s.createdAt.toISOString(),
 });
 
-/** An agent token manages its own subscriptions; an admin token every subscription of the project. */
+/**
+ * An agent token manages its own subscriptions; an admin token every subscription of the project,
+ * unless it acts for an agent (`X-Baton-Agent`, as an MCP session of an admin token does): then
+ * that agent's own, as the agent's token would.
+ */
 function ownerOf(request: FastifyRequest): SubscriptionOwner {
   const caller = callerOf(request);
-  return caller.agent ? { admin: false, agentId: caller.agent.id } : { admin: true };
+  const agent = caller.agent ?? (caller.admin ? request.viewAs : undefined);
+  return agent ? { admin: false, agentId: agent.id } : { admin: true };
 }
 
 /** Signed event subscriptions: where Baton POSTs the project's handoff events. */

@@ -84,12 +84,8 @@ export async function listHandoffs(db: Queryable, f: HandoffFilter): Promise<Han
 }
 
 /** How many handoffs match the filter and are visible to its viewer: every page's rows together. */
-export async function countHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
-  const params: unknown[] = [];
-  const where = filterSql(f, params);
-  where.push(visibleSql(f.viewer, params));
-  const { rows } = await prepared<{ n: number }>(db, `SELECT count(*)::int AS n FROM handoffs h WHERE ${where.join(' AND ')}`, params);
-  return rows[0]?.n ?? 0;
+export function countHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
+  return countMatching(db, f, (visible) => visible);
 }
 
 /**
@@ -99,10 +95,19 @@ export async function countHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit
  */
 export async function countHiddenHandoffs(db: Queryable, f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>): Promise<number> {
   if (f.viewer.allOwners) return 0;
+  // IS NOT TRUE: the rule compares with a NULL agent or token id, which yields NULL, not false.
+  return countMatching(db, f, (visible) => `(${visible}) IS NOT TRUE`);
+}
+
+/** Counts the handoffs matching the filter and `visibility` (built from the viewer's visibility rule). */
+async function countMatching(
+  db: Queryable,
+  f: Omit<HandoffFilter, 'limit' | 'beforeSeq'>,
+  visibility: (visibleRule: string) => string,
+): Promise<number> {
   const params: unknown[] = [];
   const where = filterSql(f, params);
-  // IS NOT TRUE: the rule compares with a NULL agent or token id, which yields NULL, not false.
-  where.push(`(${visibleSql(f.viewer, params)}) IS NOT TRUE`);
+  where.push(visibility(visibleSql(f.viewer, params)));
   const { rows } = await prepared<{ n: number }>(db, `SELECT count(*)::int AS n FROM handoffs h WHERE ${where.join(' AND ')}`, params);
   return rows[0]?.n ?? 0;
 }

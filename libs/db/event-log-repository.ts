@@ -79,13 +79,17 @@ export class EventLogRepository {
     return { top: BigInt(row.top), writers: row.writers };
   }
 
-  /** Every event with `after` < id <= `upTo`, of every project, in id order (at most `limit`). */
-  async between(after: bigint, upTo: bigint, limit: number): Promise<LoggedEvent[]> {
-    const { rows } = await this.q<LoggedEvent>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.id > $1 AND e.id <= $2 ORDER BY e.id LIMIT $3`, [
-      after,
-      upTo,
-      limit,
-    ]);
+  /**
+   * Every event with `after` < id <= `upTo`, of every project (or of one handoff, on its own
+   * index), in id order (at most `limit`).
+   */
+  async between(after: bigint, upTo: bigint, limit: number, handoffId: string | null = null): Promise<LoggedEvent[]> {
+    const one = handoffId === null ? '' : ' AND e.handoff_id = $4::uuid';
+    const params: unknown[] = handoffId === null ? [after, upTo, limit] : [after, upTo, limit, handoffId];
+    const { rows } = await this.q<LoggedEvent>(
+      `SELECT ${COLUMNS} FROM ${FROM} WHERE e.id > $1 AND e.id <= $2${one} ORDER BY e.id LIMIT $3`,
+      params,
+    );
     return rows;
   }
 

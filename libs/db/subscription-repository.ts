@@ -16,6 +16,21 @@ export interface SubscriptionFilter {
 
 export type SubscriptionStatusName = 'active' | 'paused';
 
+/** What a subscription POSTs (prisma/schema.prisma `SubscriptionKind`). */
+export type SubscriptionKind = 'webhook' | 'a2a_push';
+
+/** An A2A push-notification config, as the subscription of kind `a2a_push` that delivers it. */
+export interface PushConfig {
+  /** The config's A2A id, unique per task. */
+  readonly configId: string;
+  /** The client's token (X-A2A-Notification-Token); '' when none. */
+  readonly token: string;
+  /** Sent as `Authorization: <scheme> <credentials>`; null when none. */
+  readonly authentication: { readonly scheme: string; readonly credentials: string } | null;
+  /** The A2A version it was registered over: the shape of the body. */
+  readonly wireVersion: string;
+}
+
 /** A subscription as stored, with its owner's handle. `secret` is for the dispatcher: no read of the API shows it. */
 export interface SubscriptionRecord {
   readonly id: string;
@@ -34,6 +49,11 @@ export interface SubscriptionRecord {
   readonly lastError: string | null;
   readonly createdAt: Date;
   readonly deadLetters: number;
+  readonly kind: SubscriptionKind;
+  /** a2a_push: the task (handoff) it is for; null for a webhook. */
+  readonly handoffId: string | null;
+  /** a2a_push: the config; null for a webhook. */
+  readonly push: PushConfig | null;
 }
 
 export interface DeadLetterRecord {
@@ -46,11 +66,31 @@ export interface DeadLetterRecord {
 const COLUMNS = `s.id, s.project_id AS "projectId", s.owner_agent_id AS "ownerAgentId", o.handle AS "ownerHandle", s.url, s.secret,
   s.filter, s.status::text AS status, s.paused_reason AS "pausedReason", s.position, s.attempts, s.failing_since AS "failingSince",
   s.next_attempt_at AS "nextAttemptAt", s.last_error AS "lastError", s.created_at AS "createdAt",
-  (SELECT count(*)::int FROM subscription_dead_letters d WHERE d.subscription_id = s.id) AS "deadLetters"`;
+  (SELECT count(*)::int FROM subscription_dead_letters d WHERE d.subscription_id = s.id) AS "deadLetters",
+  s.kind::text AS kind, s.handoff_id AS "handoffId", s.push_config_id AS "pushConfigId", s.push_token AS "pushToken",
+  s.push_authentication AS "pushAuthentication", s.push_wire_version AS "pushWireVersion"`;
 const FROM = `subscriptions s LEFT JOIN agents o ON o.id = s.owner_agent_id`;
 
-type Row = Omit<SubscriptionRecord, 'position'> & { position: string };
-const record = (r: Row): SubscriptionRecord => ({ ...r, position: BigInt(r.position) });
+type Row = Omit<SubscriptionRecord, 'position' | 'push'> & {
+  position: string;
+  pushConfigId: string | null;
+  pushToken: string | null;
+  pushAuthentication: PushConfig['authentication'];
+  pushWireVersion: string | null;
+};
+const record = ({ pushConfigId, pushToken, pushAuthentication, pushWireVersion, ...r }: Row): SubscriptionRecord => ({
+  ...r,
+  position: BigInt(r.position),
+  push:
+    r.kind === 'a2a_push'
+      ? {
+          configId: pushConfigId ?? r.id,
+          token: pushToken ?? '',
+          authentication: pushAuthentication,
+          wireVersion: pushWireVersion ?? '1.0',
+        }
+      : null,
+});
 
 /**
  * Raw SQL over `subscriptions` and `subscription_dead_letters`. Every write of the dispatcher
@@ -81,6 +121,74 @@ export class SubscriptionRepository {
       [s.id, s.projectId, s.ownerAgentId, s.url, s.secret, JSON.stringify(s.filter), s.position, s.at],
     );
     return (await this.find(s.id))!;
+  }
+
+  /**
+   * Registers an A2A push-notification config for a task: a subscription of kind a2a_push to
+   * that handoff's events, from just before its first event (`fromStart`, a config sent with the
+   * message that made the task) or from now. At most `max` per task; a config id the task has
+   * already keeps the config it names (a repeated message). Answers the config's subscription,
+   * or null when the task has `max` already.
+   */
+  async createPushConfig(s: {
+    id: string;
+    projectId: string;
+    ownerAgentId: string | null;
+    handoffId: string;
+    url: string;
+    secret: string;
+    push: PushConfig;
+    fromStart: boolean;
+    max: number;
+    at: Date;
+  }): Promise<SubscriptionRecord | null> {
+    const { rows } = await this.q<{ id: string }>(
+      `WITH existing AS (SELECT id FROM subscriptions WHERE handoff_id = $4::uuid AND push_config_id = $8::text),
+       inserted AS (
+         INSERT INTO subscriptions (id, project_id, owner_agent_id, kind, handoff_id, url, secret, filter, position, created_at,
+           push_config_id, push_token, push_authentication, push_wire_version)
+         SELECT $1, $2, $3, 'a2a_push', $4::uuid, $5, $6, jsonb_build_object('handoffId', $4::uuid::text),
+           CASE WHEN $12::boolean THEN coalesce((SELECT min(id) - 1 FROM handoff_events WHERE handoff_id = $4::uuid), 0)
+                ELSE coalesce((SELECT max(id) FROM handoff_events), 0) END,
+           $7::timestamptz, $8::text, $9::text, $10::jsonb, $11::text
+         WHERE NOT EXISTS (SELECT 1 FROM existing)
+           AND (SELECT count(*) FROM subscriptions WHERE handoff_id = $4::uuid) < $13::int
+         ON CONFLICT (handoff_id, push_config_id) DO NOTHING
+         RETURNING id)
+       SELECT id FROM inserted UNION ALL SELECT id FROM existing`,
+      [
+        s.id,
+        s.projectId,
+        s.ownerAgentId,
+        s.handoffId,
+        s.url,
+        s.secret,
+        s.at,
+        s.push.configId,
+        s.push.token === '' ? null : s.push.token,
+        s.push.authentication === null ? null : JSON.stringify(s.push.authentication),
+        s.push.wireVersion,
+        s.fromStart,
+        s.max,
+      ],
+    );
+    const id = rows[0]?.id ?? (await this.findPushConfig(s.handoffId, s.push.configId))?.id;
+    return id === undefined ? null : this.find(id);
+  }
+
+  /** A task's push configs (subscriptions of kind a2a_push), oldest first. */
+  async pushConfigs(handoffId: string): Promise<SubscriptionRecord[]> {
+    const { rows } = await this.q<Row>(`SELECT ${COLUMNS} FROM ${FROM} WHERE s.handoff_id = $1 ORDER BY s.created_at, s.id`, [handoffId]);
+    return rows.map(record);
+  }
+
+  /** One push config of a task, by its A2A id. */
+  async findPushConfig(handoffId: string, configId: string): Promise<SubscriptionRecord | null> {
+    const { rows } = await this.q<Row>(`SELECT ${COLUMNS} FROM ${FROM} WHERE s.handoff_id = $1 AND s.push_config_id = $2`, [
+      handoffId,
+      configId,
+    ]);
+    return rows[0] ? record(rows[0]) : null;
   }
 
   async find(id: string): Promise<SubscriptionRecord | null> {

@@ -165,10 +165,15 @@ export const ERROR_CATALOG = {
     retryable: false,
     summary: 'The A2A gateway does not serve this method (the extended card; docs/API.md, "A2A").',
   },
-  push_notifications_unsupported: {
-    status: 400,
+  push_config_not_found: {
+    status: 404,
     retryable: false,
-    summary: 'The A2A gateway does not take push-notification configs yet; its cards say `pushNotifications: false`.',
+    summary: 'The A2A task has no push-notification config with that id that the caller registered (or may see).',
+  },
+  too_many_push_configs: {
+    status: 409,
+    retryable: false,
+    summary: 'The A2A task has LIMITS.pushConfigsPerTask push-notification configs already: delete one first.',
   },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;

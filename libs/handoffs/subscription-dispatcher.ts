@@ -1,9 +1,11 @@
 import type { Clock } from '../domain/clock.ts';
+import { assertNever } from '../domain/errors.ts';
 import { canSee } from '../domain/visibility.ts';
 import { retryDelayMs, verdictOf } from '../domain/subscription-policy.ts';
 import type { EventLogRepository, LogHorizon, LoggedEvent } from '../db/event-log-repository.ts';
 import type { SubscriptionRecord, SubscriptionRepository } from '../db/subscription-repository.ts';
 import type { SignedPoster } from '../adapters/webhook/signed-post.ts';
+import type { HandoffRepository } from '../db/handoff-repository.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { FeedWakeups } from './event-feed.ts';
@@ -33,6 +35,8 @@ export interface SubscriptionDispatcherDeps {
   readonly log: Pick<EventLogRepository, 'horizon' | 'between'>;
   readonly subscriptions: Pick<SubscriptionRepository, 'anyActive' | 'lease' | 'advance' | 'failed' | 'deadLetter' | 'pause' | 'release'>;
   readonly poster: Pick<SignedPoster, 'post'>;
+  /** Reads the task an A2A push notification carries. */
+  readonly handoffs: Pick<HandoffRepository, 'findView'>;
   readonly clock: Clock;
   readonly logger: Logger;
   /** This process's id: the lease holder. */
@@ -42,9 +46,10 @@ export interface SubscriptionDispatcherDeps {
   readonly random?: () => number;
   /** Overrides of SUBSCRIPTION_DEFAULTS (tests shorten the back-off and the pause). */
   readonly tunables?: Partial<typeof SUBSCRIPTION_DEFAULTS>;
-  /** How an event becomes a request (default: `subscriptionRequest`); another kind of target passes its own. */
-  readonly encode?: (s: SubscriptionRecord, e: LoggedEvent) => TargetRequest;
 }
+
+/** How an event becomes a request; null: nothing to send for it (its handoff is gone). */
+type Encoder = (s: SubscriptionRecord, e: LoggedEvent) => Promise<TargetRequest | null>;
 
 /** Whether a subscription wants an event: its project, what its owner may see, and its filter. */
 export function subscriptionMatches(s: SubscriptionRecord, e: LoggedEvent): boolean {
@@ -82,6 +87,19 @@ export function subscriptionRequest(s: SubscriptionRecord, e: LoggedEvent): Targ
 }
 
 /**
+ * An A2A push notification for one event of its task: the task as it is now (libs/a2a, loaded
+ * by the first one, so a worker that never pushes never loads the A2A SDK), under the same
+ * delivery id header as every subscription.
+ */
+async function pushRequest(handoffs: Pick<HandoffRepository, 'findView'>, s: SubscriptionRecord, e: LoggedEvent) {
+  const [{ pushNotification }, h] = await Promise.all([import('../a2a/push-notification.ts'), handoffs.findView(s.projectId, e.handoffId)]);
+  if (h === null || s.push === null) return null;
+  const { body, headers } = pushNotification(s.push, h);
+  const deliveryId = `${s.id}:${e.id}`;
+  return { url: s.url, secret: s.secret, body, headers: { ...headers, [DELIVERY_ID_HEADER]: deliveryId } };
+}
+
+/**
  * Delivers the event log to subscriptions, in every worker process. Postgres is the truth: the
  * events are read from handoff_events through EventLogRepository (`horizon`, `between`) and
  * only up to a safe id, as the event feed does (libs/handoffs/event-feed.ts: an id whose
@@ -96,7 +114,7 @@ export function subscriptionRequest(s: SubscriptionRecord, e: LoggedEvent): Targ
  */
 export class SubscriptionDispatcher {
   private readonly t: typeof SUBSCRIPTION_DEFAULTS;
-  private readonly encode: (s: SubscriptionRecord, e: LoggedEvent) => TargetRequest;
+  private readonly encode: Encoder;
   private horizon: SafeHorizon = EMPTY_HORIZON;
   private running: Promise<void> | null = null;
   private again = false;
@@ -112,7 +130,16 @@ export class SubscriptionDispatcher {
 
   constructor(private readonly deps: SubscriptionDispatcherDeps) {
     this.t = { ...SUBSCRIPTION_DEFAULTS, ...deps.tunables };
-    this.encode = deps.encode ?? subscriptionRequest;
+    this.encode = (s, e) => {
+      switch (s.kind) {
+        case 'webhook':
+          return Promise.resolve(subscriptionRequest(s, e));
+        case 'a2a_push':
+          return pushRequest(deps.handoffs, s, e);
+        default:
+          return assertNever(s.kind, 'subscription kind');
+      }
+    };
   }
 
   /** Looks every checkEveryMs and whenever `wakeups` (the event stream's reader) says the log grew. */
@@ -222,12 +249,14 @@ export class SubscriptionDispatcher {
     let failingSince = s.failingSince;
     try {
       while (pos < safe && !this.stopped) {
-        const page = await this.deps.log.between(pos, safe, this.t.pageSize);
+        // A subscription to one handoff (every A2A push config) reads only its events, on their index.
+        const page = await this.deps.log.between(pos, safe, this.t.pageSize, s.filter.handoffId ?? null);
         const end = page.length === this.t.pageSize ? page[page.length - 1]!.id : safe;
         for (const e of page) {
           if (this.stopped) return;
           if (!subscriptionMatches(s, e)) continue;
-          const req = this.encode(s, e);
+          const req = await this.encode(s, e);
+          if (req === null) continue;
           const nowMs = this.deps.clock.now().getTime();
           const answer = await this.deps.poster.post({ ...req, nowMs });
           const verdict = verdictOf(answer, nowMs);

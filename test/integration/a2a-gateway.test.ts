@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { a2aClient, userMessage } from '../support/a2a-clients.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -13,39 +13,10 @@ let plannerToken: string;
 let otherToken: string;
 let inboxToken: string;
 
-/** A fetch that sends a Baton token, as an A2A client's authentication does. */
-const withToken =
-  (token: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-
-async function clientFor(token: string, agent: string, polling = true): Promise<Client> {
-  const f = withToken(token);
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: f })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }),
-      clientConfig: { polling },
-    }),
-  );
-  // The trailing slash: the card path is resolved relative to the base URL.
-  return factory.createFromUrl(`${url}/a2a/agents/${agent}/`);
-}
+const clientFor = (token: string, agent: string, polling = true) => a2aClient(url, token, agent, polling);
 
 const text = (t: string, messageId = randomUUID(), contextId = '') => ({
-  message: {
-    messageId,
-    contextId,
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text' as const, value: t }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  },
+  message: userMessage(t, { messageId, contextId }),
   configuration: undefined,
   metadata: undefined,
   tenant: '',
@@ -93,7 +64,7 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
       protocolVersion: '1.0',
     });
     // The listening API follows the event log, so it streams.
-    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
     expect(card.securitySchemes['baton']?.scheme).toMatchObject({ $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer' } });
 
     const sent = asTask(await client.sendMessage(text('Write the release notes')));
@@ -166,7 +137,7 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     }
   });
 
-  it('refuses a request without A2A-Version, a bad token and push configs, each as a JSON-RPC error with its Baton code', async () => {
+  it('refuses a request without A2A-Version, a bad token and a push config of an unknown task, each as a JSON-RPC error with its Baton code', async () => {
     const post = (headers: Record<string, string>, method = 'GetTask') =>
       fetch(`${url}/a2a/agents/engineer`, {
         method: 'POST',
@@ -183,8 +154,9 @@ describe('the A2A gateway, with the SDK client over JSON-RPC', () => {
     expect(await codeOf(badToken)).toMatch(/unauthenticated|invalid_token/);
     const push = await post({ authorization: `Bearer ${plannerToken}`, 'a2a-version': '1.0' }, 'GetTaskPushNotificationConfig');
     const pushBody = (await push.json()) as { error: { code: number; data: Array<{ metadata: { batonCode: string } }> } };
-    expect(pushBody.error.code).toBe(-32003);
-    expect(pushBody.error.data[0]?.metadata.batonCode).toBe('push_notifications_unsupported');
+    // A push config of a task the caller cannot read: task not found, as GetTask answers.
+    expect(pushBody.error.code).toBe(-32001);
+    expect(pushBody.error.data[0]?.metadata.batonCode).toBe('handoff_not_found');
   });
 
   it('runs the example client of the README (examples/a2a-client/client.mjs) to a completed task', async () => {

@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { LIMITS } from '../../libs/domain/limits.ts';
 import { runCli } from '../../services/cli/program.ts';
+import { a2aClient, userMessage, withToken } from '../support/a2a-clients.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -17,37 +18,10 @@ let plannerToken: string;
 let engineerToken: string;
 let otherToken: string;
 
-const withToken =
-  (token: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-
-async function clientFor(token: string, agent: string): Promise<Client> {
-  const f = withToken(token);
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: f })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }),
-      clientConfig: { polling: true },
-    }),
-  );
-  return factory.createFromUrl(`${url}/a2a/agents/${agent}/`);
-}
+const clientFor = (token: string, agent: string) => a2aClient(url, token, agent);
 
 const send = (t: string, opts: { messageId?: string; taskId?: string; metadata?: Record<string, unknown> } = {}) => ({
-  message: {
-    messageId: opts.messageId ?? randomUUID(),
-    contextId: '',
-    taskId: opts.taskId ?? '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text' as const, value: t }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    metadata: opts.metadata,
-    extensions: [],
-    referenceTaskIds: [],
-  },
+  message: userMessage(t, opts),
   configuration: undefined,
   metadata: undefined,
   tenant: '',

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSubscriptions } from '../../workers/timers/start-subscriptions.ts';
+import { startTestSubscriptions } from '../support/test-subscriptions.ts';
 import { createBatonMetrics } from '../../libs/metrics/baton-metrics.ts';
 import { eventually } from '../support/eventually.ts';
 import { waitForState } from '../support/wait-for-state.ts';
@@ -14,7 +14,7 @@ import { Receiver } from '../support/subscription-receiver.ts';
  */
 
 let baton: TestBaton;
-let running: ReturnType<typeof startSubscriptions>;
+let running: ReturnType<typeof startTestSubscriptions>;
 const metrics = createBatonMetrics();
 const tokens: Record<string, string> = {};
 
@@ -49,17 +49,12 @@ beforeAll(async () => {
   tokens['s'] = await baton.tokenFor('s');
   tokens['x'] = await baton.tokenFor('x');
   baton.startWorker({ concurrency: 8 });
-  running = startSubscriptions({
-    repos: baton.repos,
-    redis: baton.redis,
-    redisPrefix: baton.prefix,
-    clock: { now: () => new Date() },
-    logger: baton.logger,
-    workerId: 'test-worker',
-    addresses: 'no-private',
-    counters: metrics.subscriptions,
-    tunables: { checkEveryMs: 200, backoffBaseMs: 20, backoffMaxMs: 100, maxAttempts: 4, pauseAfterMs: 60_000, requestTimeoutMs: 2_000 },
-  });
+  running = startTestSubscriptions(
+    baton,
+    'test-worker',
+    { checkEveryMs: 200, backoffBaseMs: 20, backoffMaxMs: 100, maxAttempts: 4, pauseAfterMs: 60_000, requestTimeoutMs: 2_000 },
+    metrics.subscriptions,
+  );
 });
 
 afterAll(async () => {
@@ -152,17 +147,12 @@ describe('signed event subscriptions', () => {
 
   it('pauses a subscription that fails past the limit, shows it paused, and resumes it from where it stopped', async () => {
     await running.stop();
-    running = startSubscriptions({
-      repos: baton.repos,
-      redis: baton.redis,
-      redisPrefix: baton.prefix,
-      clock: { now: () => new Date() },
-      logger: baton.logger,
-      workerId: 'test-worker-2',
-      addresses: 'no-private',
-      counters: metrics.subscriptions,
-      tunables: { checkEveryMs: 100, backoffBaseMs: 20, backoffMaxMs: 50, maxAttempts: 1_000, pauseAfterMs: 300, requestTimeoutMs: 2_000 },
-    });
+    running = startTestSubscriptions(
+      baton,
+      'test-worker-2',
+      { checkEveryMs: 100, backoffBaseMs: 20, backoffMaxMs: 50, maxAttempts: 1_000, pauseAfterMs: 300, requestTimeoutMs: 2_000 },
+      metrics.subscriptions,
+    );
     const receiver = new Receiver();
     await receiver.start();
     receiver.answer = () => 503;

@@ -16,7 +16,7 @@ import { SUBSCRIPTION_DEFAULTS } from '../../libs/config/component-defaults.ts';
  * row makes one of them its deliverer at a time.
  */
 export function startSubscriptions(opts: {
-  repos: Pick<Repositories, 'eventLog' | 'subscriptions'>;
+  repos: Pick<Repositories, 'eventLog' | 'subscriptions' | 'handoffs'>;
   redis: RedisClient;
   redisPrefix: string;
   clock: Clock;
@@ -31,6 +31,7 @@ export function startSubscriptions(opts: {
   const dispatcher = new SubscriptionDispatcher({
     log: opts.repos.eventLog,
     subscriptions: opts.repos.subscriptions,
+    handoffs: opts.repos.handoffs,
     poster,
     clock: opts.clock,
     logger: opts.logger,

@@ -48,6 +48,8 @@ export const SubscriptionJson = Type.Object({
   /** The agent that owns it; null: an admin's (every handoff of the project). */
   owner: Type.Union([Type.String(), Type.Null()]),
   filter: SubscriptionFilterSchema,
+  /** webhook: Baton's event envelope; a2a_push: an A2A push-notification config of the task `filter.handoffId`. */
+  kind: Type.Enum(['webhook', 'a2a_push']),
   status: Type.Enum(['active', 'paused']),
   pausedReason: Type.Union([Type.String(), Type.Null()]),
   /** The last event id delivered or given up on. */

@@ -9,6 +9,7 @@ interface SubscriptionJson {
   url: string;
   owner: string | null;
   filter: { handoffId?: string; agents?: string[]; states?: string[]; events?: string[] };
+  kind: 'webhook' | 'a2a_push';
   status: 'active' | 'paused';
   pausedReason: string | null;
   position: string;
@@ -22,6 +23,7 @@ interface SubscriptionJson {
 
 const COLUMNS: readonly Column<SubscriptionJson>[] = [
   { header: 'ID', value: (s) => s.id },
+  { header: 'KIND', value: (s) => s.kind },
   { header: 'STATUS', value: (s) => s.status },
   { header: 'OWNER', value: (s) => s.owner ?? '(admin)', max: 24 },
   { header: 'POSITION', value: (s) => s.position, align: 'right' },
@@ -52,6 +54,7 @@ function describe(s: SubscriptionJson): string[] {
   ].filter((x) => x !== '');
   return [
     `subscription ${s.id}: ${s.status}${s.pausedReason ? ` (${s.pausedReason})` : ''}`,
+    `  kind      ${s.kind === 'a2a_push' ? 'a2a_push (an A2A push-notification config of the task)' : 'webhook'}`,
     `  url       ${s.url}`,
     `  owner     ${s.owner ?? '(admin: every handoff of the project)'}`,
     `  filter    ${filter.length > 0 ? filter.join('; ') : 'every event'}`,

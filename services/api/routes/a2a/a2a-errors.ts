@@ -1,7 +1,6 @@
 import {
   A2AError,
   A2A_ERROR_CODE,
-  JsonRpcPushNotificationNotSupportedError,
   JsonRpcRequestMalformedError,
   JsonRpcTaskNotCancelableError,
   JsonRpcTaskNotFoundError,
@@ -28,7 +27,7 @@ const SEMANTIC: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = {
   handoff_not_found: JsonRpcTaskNotFoundError,
   invalid_transition: JsonRpcTaskNotCancelableError,
   protocol_version_unsupported: JsonRpcVersionNotSupportedError,
-  push_notifications_unsupported: JsonRpcPushNotificationNotSupportedError,
+  push_config_not_found: JsonRpcTaskNotFoundError,
   protocol_method_unsupported: JsonRpcUnsupportedOperationError,
   task_not_continuable: JsonRpcUnsupportedOperationError,
 };

@@ -13,7 +13,7 @@ export function agentUrl(request: FastifyRequest, handle: string): string {
 function commonCard(streaming: boolean): Omit<AgentCard, 'name' | 'description' | 'supportedInterfaces' | 'version' | 'skills'> {
   return {
     provider: undefined,
-    capabilities: { streaming, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       baton: {
         scheme: {
@@ -37,7 +37,8 @@ function commonCard(streaming: boolean): Omit<AgentCard, 'name' | 'description' 
  * An agent's A2A card (protocol 1.0): one JSON-RPC endpoint, declared for 1.0 and 0.3, Baton's bearer tokens as its only
  * security scheme, its description and skills as registered (else one skill, `handoff`, from its
  * display name and provider), streaming
- * when the API follows the event log, and no push notifications (not served yet).
+ * when the API follows the event log, and push notifications (delivered by the workers' subscription
+ * dispatcher: libs/handoffs/subscription-dispatcher.ts).
  */
 export function agentCardOf(request: FastifyRequest, agent: AgentRecord, project: string, streaming: boolean): AgentCard {
   const given = agentCardOfSettings(agent.providerSettings);

@@ -24,13 +24,9 @@ import { taskOf } from '../../../../libs/a2a/present-task.ts';
 import type { A2aCall } from './a2a-call.ts';
 import { continueTask } from './continue-task.ts';
 import { listTasksOf } from './list-tasks.ts';
+import { checkConfig, deleteConfig, getConfig, listConfigs, registerConfig } from './push-configs.ts';
 
 const unsupported = (what: string) => new BatonError('protocol_method_unsupported', `${what} is not served by Baton's A2A gateway yet`);
-const noPush = () =>
-  new BatonError(
-    'push_notifications_unsupported',
-    'push notifications are not served by this A2A agent (capabilities.pushNotifications is false)',
-  );
 
 /**
  * The A2A request handler of one call, over Baton's own use cases: a message is a handoff
@@ -52,10 +48,28 @@ export class BatonRequestHandler implements A2ARequestHandler {
    * A handoff from the caller's agent to this one, answered once it is recorded (the task is
    * then `submitted`, or further along for a repeated message id): follow it with GetTask.
    * The message id is the idempotency key; the context id, when given, is a Baton session of
-   * the project.
-   * @throws BatonError validation_failed, identity_mismatch, session_not_found, idempotency_conflict (and sendHandoff's)
+   * the project. A push-notification config in `configuration` is registered on the task (its
+   * every transition, for a new task; the same config id again keeps the one there).
+   * @throws BatonError validation_failed, identity_mismatch, session_not_found, idempotency_conflict (and sendHandoff's),
+   *   subscription_url_refused, too_many_push_configs
    */
-  async sendMessage(params: SendMessageRequest): Promise<Task> {
+  async sendMessage(params: SendMessageRequest, context?: ServerCallContext): Promise<Task> {
+    const push = params.configuration?.taskPushNotificationConfig;
+    if (push) checkConfig(this.call, push);
+    const task = await this.send(params);
+    // The message id names the config when the client gave none: a repeated message registers it once.
+    if (push)
+      await registerConfig(
+        this.call,
+        task.id,
+        { ...push, id: push.id || `message:${params.message!.messageId}` },
+        context,
+        params.message!.taskId === '',
+      );
+    return task;
+  }
+
+  private async send(params: SendMessageRequest): Promise<Task> {
     const m = params.message;
     if (!m) throw new BatonError('validation_failed', 'params/message is required');
     if (this.call.sender === null)
@@ -118,17 +132,31 @@ export class BatonRequestHandler implements A2ARequestHandler {
     return taskOf(h);
   }
 
-  createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(noPush());
+  /**
+   * A push-notification config on a task the caller may read: its later transitions are POSTed
+   * (push-configs.ts). @throws BatonError handoff_not_found, subscription_url_refused, field_too_long, too_many_push_configs
+   */
+  async createTaskPushNotificationConfig(p: TaskPushNotificationConfig, context?: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    await this.getTask({ tenant: '', id: p.taskId });
+    return registerConfig(this.call, p.taskId, p, context, false);
   }
-  getTaskPushNotificationConfig(_p: GetTaskPushNotificationConfigRequest, _c: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    return Promise.reject(noPush());
+
+  /** @throws BatonError handoff_not_found, push_config_not_found */
+  async getTaskPushNotificationConfig(p: GetTaskPushNotificationConfigRequest): Promise<TaskPushNotificationConfig> {
+    await this.getTask({ tenant: '', id: p.taskId });
+    return getConfig(this.call, p);
   }
-  listTaskPushNotificationConfigs(_p: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
-    return Promise.reject(noPush());
+
+  /** @throws BatonError handoff_not_found */
+  async listTaskPushNotificationConfigs(p: ListTaskPushNotificationConfigsRequest): Promise<ListTaskPushNotificationConfigsResponse> {
+    await this.getTask({ tenant: '', id: p.taskId });
+    return listConfigs(this.call, p);
   }
-  deleteTaskPushNotificationConfig(_p: DeleteTaskPushNotificationConfigRequest): Promise<void> {
-    return Promise.reject(noPush());
+
+  /** @throws BatonError handoff_not_found, push_config_not_found */
+  async deleteTaskPushNotificationConfig(p: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    await this.getTask({ tenant: '', id: p.taskId });
+    await deleteConfig(this.call, p);
   }
 
   // eslint-disable-next-line require-yield -- refused before anything is streamed

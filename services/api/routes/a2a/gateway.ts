@@ -55,17 +55,17 @@ function guarded(
     getAgentCard: () => h.getAgentCard(),
     getAuthenticatedExtendedAgentCard: () => g(() => h.getAuthenticatedExtendedAgentCard()),
     // Blocking unless the client asks otherwise (A2A's default), when the API follows the event log.
-    sendMessage: (p) =>
+    sendMessage: (p, c) =>
       g(async () => {
-        const t = await h.sendMessage(p);
+        const t = await h.sendMessage(p, c);
         return wait && p.configuration?.returnImmediately !== true ? wait(t.id) : t;
       }),
     sendMessageStream: () => h.sendMessageStream(),
     getTask: (p) => g(() => h.getTask(p)),
     listTasks: (p) => g(() => h.listTasks(p)),
     cancelTask: (p) => g(() => h.cancelTask(p), true),
-    createTaskPushNotificationConfig: () => g(() => h.createTaskPushNotificationConfig()),
-    getTaskPushNotificationConfig: (p, c) => g(() => h.getTaskPushNotificationConfig(p, c)),
+    createTaskPushNotificationConfig: (p, c) => g(() => h.createTaskPushNotificationConfig(p, c)),
+    getTaskPushNotificationConfig: (p) => g(() => h.getTaskPushNotificationConfig(p)),
     listTaskPushNotificationConfigs: (p) => g(() => h.listTaskPushNotificationConfigs(p)),
     deleteTaskPushNotificationConfig: (p) => g(() => h.deleteTaskPushNotificationConfig(p)),
     resubscribe: () => h.resubscribe(),
@@ -168,11 +168,11 @@ async function streamedTaskId(
   if (legacy) {
     const target = await legacyStreamTarget(body, context, card);
     return target.kind === 'send'
-      ? (await handler.sendMessage(target.params)).id
+      ? (await handler.sendMessage(target.params, context)).id
       : (await handler.getTask({ tenant: '', id: target.id })).id;
   }
   const params = (typeof body['params'] === 'object' && body['params'] !== null ? body['params'] : {}) as Record<string, unknown>;
   return body['method'] === 'SendStreamingMessage'
-    ? (await handler.sendMessage(SendMessageRequest.fromJSON(params))).id
+    ? (await handler.sendMessage(SendMessageRequest.fromJSON(params), context)).id
     : (await handler.getTask({ tenant: '', id: SubscribeToTaskRequest.fromJSON(params).id })).id;
 }

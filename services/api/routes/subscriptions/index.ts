@@ -39,6 +39,7 @@ const subscription = (s: SubscriptionRecord) => ({
     ...(s.filter.states ? { states: [...s.filter.states] } : {}),
     ...(s.filter.events ? { events: [...s.filter.events] } : {}),
   },
+  kind: s.kind,
   status: s.status,
   pausedReason: s.pausedReason,
   position: s.position.toString(),

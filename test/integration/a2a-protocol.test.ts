@@ -99,6 +99,12 @@ describe('A2A protocol methods beyond a single message', () => {
 
     const submitted = await planner.listTasks(list({ status: TaskState.TASK_STATE_SUBMITTED, pageSize: 50 }));
     expect(submitted.tasks.map((t) => t.id)).toEqual(expect.arrayContaining(sent));
+    // The filter is in the query: with the newest task canceled, the first page of two under it
+    // still holds two submitted tasks (the next two), not one.
+    await planner.cancelTask({ tenant: '', id: sent[2]!, metadata: undefined });
+    const firstSubmitted = await planner.listTasks(list({ status: TaskState.TASK_STATE_SUBMITTED, pageSize: 2 }));
+    expect(firstSubmitted.tasks.map((t) => t.id)).toEqual([sent[1], sent[0]]);
+    expect(firstSubmitted.totalSize).toBe(submitted.tasks.length - 1);
     const completed = await planner.listTasks(list({ status: TaskState.TASK_STATE_COMPLETED, pageSize: 50 }));
     expect(completed.tasks.map((t) => t.id)).not.toEqual(expect.arrayContaining([sent[0]]));
     expect((await planner.listTasks(list({ contextId: sent[0]!, historyLength: 0 }))).tasks.map((t) => [t.id, t.history.length])).toEqual([
@@ -146,6 +152,34 @@ describe('A2A protocol methods beyond a single message', () => {
     const accepted = asTask(await client.sendMessage(send('Good', { taskId: id, metadata: { baton: { resolution: 'accepted' } } })));
     expect(accepted.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect((await baton.get(`/v1/handoffs/${id}?all_owners=true`)).body).toMatchObject({ work: { state: 'closed' } });
+  });
+
+  it("refuses a continuation by the task's recipient (not its sender) with not_sender (-32600), and sends no turn", async () => {
+    const auth = { authorization: `Bearer ${plannerToken}` };
+    const work = await baton.post('/v1/handoffs', { to: 'engineer', title: 'Notes', message: 'Write them' }, auth);
+    expect(work.status).toBe(201);
+    const id = work.body.id as string;
+    await taskIn(await clientFor(plannerToken, 'engineer'), id, TaskState.TASK_STATE_INPUT_REQUIRED, 'work returned');
+    // The engineer may read the task (it is the recipient), but only the planner may answer it.
+    const engineer = await clientFor(engineerToken, 'engineer');
+    expect(await refusedWith(engineer.sendMessage(send('I approve myself', { taskId: id })))).toBe('not_sender');
+    const raw = await fetch(`${url}/a2a/agents/engineer`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${engineerToken}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 5,
+        method: 'SendMessage',
+        params: { message: { messageId: randomUUID(), taskId: id, role: 'ROLE_USER', parts: [{ text: 'Again' }] } },
+      }),
+    });
+    // A method's refusal is a JSON-RPC answer (HTTP 200, as the SDK's handler answers): invalid request.
+    expect(raw.status).toBe(200);
+    expect(((await raw.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    const attempts = await baton.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM delivery_attempts WHERE handoff_id = $1', [
+      id,
+    ]);
+    expect(attempts.rows[0]?.n).toBe(1);
   });
 
   it('refuses a message continuing a completed task with task_not_continuable (A2A unsupported operation)', async () => {

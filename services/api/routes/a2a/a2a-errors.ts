@@ -34,7 +34,7 @@ const SEMANTIC: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = {
 
 /**
  * On CancelTask only: A2A's task not cancelable (-32002) is about cancelling, so a non-sender is
- * refused with it there, and elsewhere (a message continuing a task) as the 403 it is (-32600).
+ * refused with it there, and elsewhere (a message continuing a task) as the refused request it is (-32600).
  */
 const ON_CANCEL: Partial<Record<ErrorCode, new (o: Options) => A2AError>> = { not_sender: JsonRpcTaskNotCancelableError };
 

@@ -227,7 +227,10 @@ export class SubscriptionRepository {
 
   /**
    * Leases up to `limit` active subscriptions that are due (no back-off pending), behind `top`,
-   * and not leased by another worker now: one deliverer per subscription across workers.
+   * and not leased by another worker now: one deliverer per subscription across workers. A
+   * subscription to one task (an A2A push config) is due only when its handoff has an event
+   * after its position (one probe of the (handoff_id, id) index), so finished tasks' configs
+   * cost no write per pass however long the log grows.
    */
   async lease(holder: string, now: Date, until: Date, top: bigint, limit: number): Promise<SubscriptionRecord[]> {
     const { rows } = await this.q<{ id: string }>(
@@ -235,6 +238,8 @@ export class SubscriptionRepository {
        WHERE id IN (SELECT id FROM subscriptions
          WHERE status = 'active' AND position < $4 AND (next_attempt_at IS NULL OR next_attempt_at <= $2)
            AND (lease_until IS NULL OR lease_until < $2 OR lease_holder = $1)
+           AND (handoff_id IS NULL
+             OR position < coalesce((SELECT max(e.id) FROM handoff_events e WHERE e.handoff_id = subscriptions.handoff_id), 0))
          ORDER BY next_attempt_at NULLS FIRST, id LIMIT $5 FOR UPDATE SKIP LOCKED)
        RETURNING id`,
       [holder, now, until, top, limit],

@@ -136,6 +136,13 @@ describe('A2A push notifications', () => {
     const ids = pushes.map((p) => p.headers['baton-delivery-id']);
     expect(new Set(ids).size).toBe(ids.length);
 
+    // Done with its task's events, the config is not due however the log grows: no lease, no write per pass.
+    await baton.post('/v1/handoffs', { to: 'inbox', message: 'the log grows' }, { authorization: `Bearer ${plannerToken}` });
+    await running.dispatcher.idle();
+    const due = await baton.repos.subscriptions.lease('probe', new Date(), new Date(Date.now() + 60_000), 2n ** 62n, 100);
+    for (const s of due) await baton.repos.subscriptions.release(s.id, 'probe');
+    expect(due.map((s) => s.handoffId)).not.toContain(sent.id);
+
     // The config sent with the message is on the task, under the message's id.
     const listed = await planner.listTaskPushNotificationConfig({ tenant: '', taskId: sent.id, pageSize: 0, pageToken: '' });
     expect(listed.configs).toEqual([expect.objectContaining({ taskId: sent.id, url: receiver.url, token: 'tok-1' })]);

@@ -94,6 +94,11 @@ export interface BatonConfig {
   /** The CLI's bearer token; when unset the CLI reads the profile file. */
   readonly token: string | undefined;
   /**
+   * An admin token generated beforehand (`baton token generate`), which `baton db migrate`
+   * registers once (a Kubernetes Secret holds it; it is never logged).
+   */
+  readonly adminToken: string | undefined;
+  /**
    * The deadline of every call the CLI and `baton mcp` make to the API (and of an event
    * stream's wait for its headers): past it the answer counts as lost.
    */
@@ -156,6 +161,7 @@ export const CONFIG_VARIABLES = [
   'BATON_PROJECT',
   'BATON_AGENT',
   'BATON_TOKEN',
+  'BATON_ADMIN_TOKEN',
   'BATON_CLIENT_TIMEOUT_MS',
   'BATON_HOME',
   'BATON_PROFILE',
@@ -348,6 +354,7 @@ export function loadConfig(env: Env = process.env): BatonConfig {
     agent: optional(env, 'BATON_AGENT'),
     home,
     token: optional(env, 'BATON_TOKEN'),
+    adminToken: optional(env, 'BATON_ADMIN_TOKEN'),
     clientTimeoutMs: int(env, 'BATON_CLIENT_TIMEOUT_MS'),
     profilePath: str(env, 'BATON_PROFILE', join(home, 'profile.json')),
     rateLimit: {

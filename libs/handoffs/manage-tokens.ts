@@ -13,7 +13,7 @@ const TOKEN_RE = /^baton_[A-Za-z0-9_-]{43}$/;
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** A fresh secret: 32 random bytes, shown once, stored only as its sha256. */
-function newSecret(): string {
+export function newSecret(): string {
   return `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
@@ -82,7 +82,14 @@ export async function authenticateSecretHash(deps: AuthDeps, secretHash: string)
  */
 export async function createToken(
   deps: Pick<CoreDeps, 'agents' | 'tokens' | 'clock' | 'logger'>,
-  input: { admin: boolean; project?: string | undefined; agent?: string | undefined; name?: string | undefined },
+  input: {
+    admin: boolean;
+    project?: string | undefined;
+    agent?: string | undefined;
+    name?: string | undefined;
+    /** The secret to register (one of Baton's shape, checked by the caller); absent: a fresh one. */
+    secret?: string | undefined;
+  },
 ): Promise<{ token: string; record: TokenRecord }> {
   let projectId: string | null = null;
   let agentId: string | null = null;
@@ -98,7 +105,7 @@ export async function createToken(
     // and its handle registered again, the token stays refused.
     agentGeneration = agent.generation;
   }
-  const token = newSecret();
+  const token = input.secret ?? newSecret();
   const at = deps.clock.now();
   const record = await deps.tokens.create({
     id: newId(at.getTime()),
@@ -138,4 +145,27 @@ export async function revokeToken(deps: RevokeDeps, id: string): Promise<void> {
 export async function bootstrapAdmin(deps: Pick<CoreDeps, 'agents' | 'tokens' | 'clock' | 'logger'>): Promise<string | null> {
   if (await deps.tokens.anyAdmin()) return null;
   return (await createToken(deps, { admin: true, name: 'admin (baton init)' })).token;
+}
+
+/**
+ * Registers `secret` (BATON_ADMIN_TOKEN: a token generated beforehand, kept in a Secret) as an
+ * admin token, once: `present` when it is one already. The secret is never logged or shown.
+ * @throws BatonError validation_failed (not of Baton's shape), invalid_token (it was revoked, or
+ *   is another kind of token: set a new one)
+ */
+export async function registerAdminToken(
+  deps: Pick<CoreDeps, 'agents' | 'tokens' | 'clock' | 'logger'>,
+  secret: string,
+): Promise<'registered' | 'present'> {
+  if (!TOKEN_RE.test(secret))
+    throw new BatonError('validation_failed', 'BATON_ADMIN_TOKEN must be baton_ and 43 more characters: `baton token generate` prints one');
+  const t = await deps.tokens.findBySecretHash(hashToken(secret));
+  if (t !== null && (t.revokedAt !== null || !t.isAdmin))
+    throw new BatonError(
+      'invalid_token',
+      `BATON_ADMIN_TOKEN is ${t.revokedAt !== null ? 'a revoked' : 'an agent'} token: generate a new one (baton token generate)`,
+    );
+  if (t !== null) return 'present';
+  await createToken(deps, { admin: true, name: 'admin (BATON_ADMIN_TOKEN)', secret });
+  return 'registered';
 }

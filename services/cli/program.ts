@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../../libs/config/config-error.ts';
 import { ApiError, ApiUnreachable } from '../../libs/api-client/api-client.ts';
+import { ERROR_CATALOG, isErrorCode } from '../../libs/domain/errors.ts';
 import { UsageError, createCliContext, readProcessStdin } from './cli-context.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerBenchCommand } from './commands/bench.ts';
@@ -135,6 +136,9 @@ export async function runCli(
     if (err instanceof UsageError) return fail(CLI_ERROR.usage, 'error: ', err.message, EXIT.usage);
     if (err instanceof ConfigError) return fail(CLI_ERROR.config, 'configuration error: ', err.message, EXIT.usage);
     if (err instanceof ApiError) return fail(err.code, `error: ${err.code}: `, err.message, EXIT.failed);
+    // A use case run in the CLI itself (init, db migrate) refuses as the API would: its code and message.
+    const local = batonRefusal(err);
+    if (local) return fail(local.code, `error: ${local.code}: `, local.message, EXIT.failed);
     if (err instanceof Error && err.name === 'StartupError') return fail(CLI_ERROR.startup, 'cannot start: ', err.message, EXIT.failed);
     if (err instanceof Error && err.name === 'DemoSetupError')
       return fail(CLI_ERROR.startup, 'cannot start the demo: ', err.message, EXIT.failed);
@@ -147,4 +151,11 @@ export async function runCli(
       EXIT.failed,
     );
   }
+}
+
+/** A BatonError thrown in this process (matched on its name and code, not its class) with a 4xx code: shown as the API shows it. */
+function batonRefusal(err: unknown): { code: string; message: string } | null {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  if (e?.name !== 'BatonError' || !isErrorCode(e.code) || ERROR_CATALOG[e.code].status >= 500) return null;
+  return { code: e.code, message: String(e.message) };
 }

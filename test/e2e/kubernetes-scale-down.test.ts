@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DemoAgentHost } from '../../libs/adapters/demo/demo-agent-host.ts';
@@ -8,6 +8,7 @@ import { freePort } from '../../libs/processes/embedded-infra.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
 import { loadManifests, scaledObjectQueries, unmatchedSelectors, workload, workloadEnv } from '../support/kubernetes-manifests.ts';
+import { newSecret } from '../../libs/handoffs/manage-tokens.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
 import { runBaton, spawnBaton, SPAWNED_FIRST_TURN_MS, type BatonProcess } from '../support/spawn-baton.ts';
 import { createTestDatabase } from '../support/test-database.ts';
@@ -27,7 +28,9 @@ let served: Awaited<ReturnType<typeof serveDemoHost>>;
 let apiUrl: string;
 let token: string;
 const prefix = `k8s-${randomBytes(4).toString('hex')}`;
-const secrets = () => ({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+/** The admin token as the operator generated it (`baton token generate`) into the baton-admin-token Secret. */
+const adminSecret = newSecret();
+const secrets = () => ({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, BATON_TOKEN: adminSecret });
 
 /** A manifest's environment with what this host must give instead (its pod's network, disk and Redis prefix). */
 function podEnv(name: string, local: Record<string, string>): Record<string, string> {
@@ -85,9 +88,12 @@ beforeAll(async () => {
   served = await serveDemoHost(sessions);
   // The migrations Job, twice (a second rollout): the same command and environment.
   const job = workload('baton-migrate', manifests).spec.template.spec.containers[0];
-  for (let i = 0; i < 2; i++) {
+  // It registers the Secret's admin token (BATON_ADMIN_TOKEN) once, and never prints it.
+  for (const said of ['registered', 'already registered']) {
     const r = await runBaton(job.command.slice(2), workloadEnv('baton-migrate', secrets(), manifests));
     expect(r.code, r.output).toBe(0);
+    expect(r.output).toContain(`admin token from BATON_ADMIN_TOKEN: ${said}`);
+    expect(r.output).not.toContain(adminSecret);
   }
   const port = await freePort();
   const home = scratchDir('baton-k8s-api-');
@@ -98,8 +104,9 @@ beforeAll(async () => {
   running.push(api);
   await api.waitFor(/Baton API on/, SPAWNED_FIRST_TURN_MS);
   apiUrl = `http://127.0.0.1:${port}`;
-  // The API's first start wrote the admin token into its BATON_HOME and logged only the path.
-  token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
+  // The Secret's token is the admin's: the API minted none of its own, and no log shows it.
+  token = adminSecret;
+  expect(existsSync(join(home, 'admin.token'))).toBe(false);
   expect(api.output()).not.toContain(token);
 }, 2 * SPAWNED_FIRST_TURN_MS);
 

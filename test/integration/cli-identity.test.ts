@@ -136,6 +136,43 @@ describe('baton init', () => {
   });
 });
 
+describe('BATON_ADMIN_TOKEN (a token kept in a Secret, registered by baton db migrate)', () => {
+  it('token generate prints a fresh secret offline; db migrate registers it once, never prints it; a revoked or malformed one fails', async () => {
+    const generated = (await ok({ BATON_HOME: tempDir('gen') }, 'token', 'generate')).trim();
+    expect(generated).toMatch(/^baton_[A-Za-z0-9_-]{43}$/);
+    expect((await ok({ BATON_HOME: tempDir('gen') }, 'token', 'generate')).trim()).not.toBe(generated);
+    secrets.push(generated);
+    // Not a token yet.
+    expect((await cli(withToken(generated), 'whoami')).code).toBe(1);
+
+    const env = { DATABASE_URL: baton.databaseUrl, BATON_HOME: tempDir('migrate'), BATON_ADMIN_TOKEN: generated };
+    const first = await cli(env, 'db', 'migrate');
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toContain('admin token from BATON_ADMIN_TOKEN: registered');
+    expect(first.out + first.err).not.toContain(generated);
+    expect(await ok(withToken(generated), 'whoami')).toMatch(/^admin in project default/);
+    // Twice (every rollout runs the Job): nothing new.
+    expect(JSON.parse(await ok(env, 'db', 'migrate', '--json'))).toEqual({ applied: [], adminToken: 'present' });
+    const admins = await baton.db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM agent_tokens WHERE name = 'admin (BATON_ADMIN_TOKEN)'",
+    );
+    expect(admins.rows[0]?.n).toBe(1);
+
+    const malformed = await cli({ ...env, BATON_ADMIN_TOKEN: 'hunter2' }, 'db', 'migrate');
+    expect(malformed.code).toBe(1);
+    expect(malformed.err).toContain('validation_failed');
+    expect(malformed.err).toContain('baton token generate');
+
+    // A revoked one is never brought back by the next rollout.
+    const id = (JSON.parse(await ok(withToken(generated), 'whoami', '--json')) as { tokenId: string }).tokenId;
+    await ok(adminEnv, 'token', 'revoke', id);
+    const revoked = await cli(env, 'db', 'migrate');
+    expect(revoked.code).toBe(1);
+    expect(revoked.err).toContain('invalid_token');
+    expect((await cli(withToken(generated), 'whoami')).code).toBe(1);
+  });
+});
+
 describe('where the CLI finds its token', () => {
   it('BATON_PROFILE, refused when others can read it, and BATON_TOKEN wins over it', async () => {
     const alice = await createToken('alice');

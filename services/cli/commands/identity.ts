@@ -97,6 +97,13 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
 
   const token = program.command('token').description('bearer tokens: one per agent and project, shown once, stored as a hash');
   token
+    .command('generate')
+    .description('print a new random token secret, offline (for BATON_ADMIN_TOKEN: `baton db migrate` registers it as an admin token)')
+    .action(async () => {
+      const { newSecret } = await import('../../../libs/handoffs/manage-tokens.ts');
+      ctx.out(newSecret());
+    });
+  token
     .command('create')
     .description('create a token for an agent (prints it once); --admin for another admin token')
     .option('--agent <id>', 'the agent the token acts as')

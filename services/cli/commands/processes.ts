@@ -16,6 +16,24 @@ const serverSide = async () => ({
   ...(await import('../tune-heap.ts')),
 });
 
+/** Registers BATON_ADMIN_TOKEN (manage-tokens.ts `registerAdminToken`) over a connection of its own. */
+async function registerAdminTokenOf(url: string, secret: string): Promise<'registered' | 'present'> {
+  const [{ openDatabase }, { createRepositories }, { createLogger }, { systemClock }, { registerAdminToken }] = await Promise.all([
+    import('../../../libs/db/open-database.ts'),
+    import('../../../libs/db/repositories.ts'),
+    import('../../../libs/logging/create-logger.ts'),
+    import('../../../libs/domain/clock.ts'),
+    import('../../../libs/handoffs/manage-tokens.ts'),
+  ]);
+  const logger = createLogger({ level: 'warn', name: 'baton-migrate' });
+  const db = openDatabase({ url, poolSize: 1, logger, applicationName: `baton-migrate-${process.pid}` });
+  try {
+    return await registerAdminToken({ ...createRepositories(db), clock: systemClock, logger }, secret);
+  } finally {
+    await db.close();
+  }
+}
+
 /**
  * `baton db migrate`, `serve`, `api`, `worker`, `demo-host`: the long-running processes. The API
  * server is started through `startApi` (services/api, handed in by the entry point).
@@ -33,8 +51,10 @@ export function registerProcessCommands(program: Command, ctx: CliContext, start
     .command('db')
     .description('database tasks')
     .command('migrate')
-    .description('apply the SQL migrations in prisma/migrations (safe to run twice, and concurrently)')
-    .option('--json', 'print JSON: { applied: [names] }')
+    .description(
+      'apply the SQL migrations in prisma/migrations (safe to run twice, and concurrently); with BATON_ADMIN_TOKEN set, register it as an admin token once',
+    )
+    .option('--json', 'print JSON: { applied: [names], adminToken?: "registered" | "present" }')
     .action(async (opts: { json?: boolean }) => {
       const config = ctx.config();
       if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
@@ -43,8 +63,11 @@ export function registerProcessCommands(program: Command, ctx: CliContext, start
       const applied = await migrate(url).catch((err: unknown) => {
         throw isPostgresFailure(err) ? postgresStartupError(err, url) : err;
       });
-      if (opts.json) return ctx.json({ applied });
+      const adminToken = config.adminToken === undefined ? undefined : await registerAdminTokenOf(url, config.adminToken);
+      if (opts.json) return ctx.json({ applied, ...(adminToken ? { adminToken } : {}) });
       ctx.out(applied.length === 0 ? 'database is up to date' : `applied ${applied.join(', ')}`);
+      // Never the token itself: this runs in a Job whose output lands in logs.
+      if (adminToken) ctx.out(`admin token from BATON_ADMIN_TOKEN: ${adminToken === 'registered' ? 'registered' : 'already registered'}`);
     });
 
   const run = (name: string, description: string, roles: { api: boolean; worker: boolean }) =>

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DemoAgentHost } from '../../libs/adapters/demo/demo-agent-host.ts';
 import { serveDemoHost } from '../../libs/adapters/demo/demo-host-server.ts';
 import { freePort } from '../../libs/processes/embedded-infra.ts';
-import { TEST_REDIS_URL } from '../support/env.ts';
 import { eventually } from '../support/eventually.ts';
+import { clusterUrl } from '../support/redis-targets.ts';
 import { loadManifests, scaledObjectQueries, unmatchedSelectors, workload, workloadEnv } from '../support/kubernetes-manifests.ts';
 import { newSecret } from '../../libs/handoffs/manage-tokens.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
@@ -30,7 +30,8 @@ let token: string;
 const prefix = `k8s-${randomBytes(4).toString('hex')}`;
 /** The admin token as the operator generated it (`baton token generate`) into the baton-admin-token Secret. */
 const adminSecret = newSecret();
-const secrets = () => ({ DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, BATON_TOKEN: adminSecret });
+// REDIS_URL is a redis+cluster:// URL, as the Secret's example: the suite's 3-primary cluster on loopback.
+const secrets = () => ({ DATABASE_URL: db.url, REDIS_URL: clusterUrl(), BATON_TOKEN: adminSecret });
 
 /** A manifest's environment with what this host must give instead (its pod's network, disk and Redis prefix). */
 function podEnv(name: string, local: Record<string, string>): Record<string, string> {

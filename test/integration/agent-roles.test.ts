@@ -5,6 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { captureCli } from '../support/capture-cli.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
+import { eventually } from '../support/eventually.ts';
 
 /** Agents declare roles (issue 34): over the API, the CLI and the MCP `list_agents` tool. */
 
@@ -66,6 +67,12 @@ describe('agent roles', () => {
     const agentToken = await baton.tokenFor('rev1');
     expect((await patch('rev1', { roles: [] }, agentToken)).status).toBe(403);
     expect((await patch('rev1', { roles: [] })).body.roles).toEqual([]);
+    // A role change is a change to an agent: the audit log names the token that made it.
+    const admin = (await baton.get('/v1/whoami')).body.tokenId;
+    await eventually(async () => {
+      const items = (await baton.get('/v1/audit?limit=50')).body.items as Array<{ tokenId: string; method: string; route: string }>;
+      expect(items.some((r) => r.tokenId === admin && r.method === 'PATCH' && r.route === '/v1/agents/:id')).toBe(true);
+    });
   });
 
   it('baton agent add --role, update --role / --clear-roles, and list and show print them', async () => {

@@ -7,7 +7,7 @@ import type { AgentRecord, ProjectRecord, ProviderName } from './records.ts';
 /** What registration writes: the agent's own fields and the time. */
 export type AgentInput = Pick<
   AgentRecord,
-  'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool' | 'deployment'
+  'id' | 'projectId' | 'handle' | 'displayName' | 'provider' | 'providerSettings' | 'deliveryTarget' | 'pool' | 'deployment' | 'roles'
 > & { at: Date };
 
 type AgentRow = {
@@ -21,6 +21,7 @@ type AgentRow = {
   generation: number;
   pool: string;
   deployment: string;
+  roles: string[];
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -42,6 +43,7 @@ function toRecord(row: AgentRow): AgentRecord {
     generation: row.generation,
     pool: row.pool,
     deployment: row.deployment,
+    roles: row.roles,
     removedAt: row.removedAt,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -49,6 +51,11 @@ function toRecord(row: AgentRow): AgentRecord {
 }
 
 const DEFAULT_WORKSPACE = 'default';
+
+/** The columns of an AgentRow, as a RETURNING list over the alias `a`. */
+const AGENT_COLUMNS = Prisma.sql`a.id, a.project_id AS "projectId", a.handle, a.display_name AS "displayName", a.provider::text AS provider,
+        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation, a.pool, a.deployment, a.roles,
+        a.removed_at AS "removedAt", a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
 
 /**
  * How a removal settles the agent's handoffs that no turn can reach any more, planned by the
@@ -153,17 +160,29 @@ export class AgentRepository {
    */
   async insertOrRevive(a: AgentInput): Promise<AgentRecord | null> {
     const rows = await this.prisma.$queryRaw<AgentRow[]>`
-      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, pool, deployment, created_at, updated_at)
+      INSERT INTO agents AS a (id, project_id, handle, display_name, provider, provider_settings, delivery_target, pool, deployment, roles, created_at, updated_at)
       VALUES (${a.id}::uuid, ${a.projectId}::uuid, ${a.handle}, ${a.displayName}, ${a.provider}::provider,
-              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.pool}, ${a.deployment}, ${a.at}, ${a.at})
+              ${JSON.stringify(a.providerSettings)}::jsonb, ${a.deliveryTarget}, ${a.pool}, ${a.deployment}, ${a.roles}::text[], ${a.at}, ${a.at})
       ON CONFLICT (project_id, handle) DO UPDATE SET
         display_name = EXCLUDED.display_name, provider = EXCLUDED.provider,
         provider_settings = EXCLUDED.provider_settings, delivery_target = EXCLUDED.delivery_target, pool = EXCLUDED.pool,
-        deployment = EXCLUDED.deployment, generation = a.generation + 1, removed_at = NULL, updated_at = EXCLUDED.updated_at
+        deployment = EXCLUDED.deployment, roles = EXCLUDED.roles, generation = a.generation + 1, removed_at = NULL, updated_at = EXCLUDED.updated_at
       WHERE a.removed_at IS NOT NULL
-      RETURNING a.id, a.project_id AS "projectId", a.handle, a.display_name AS "displayName", a.provider::text AS provider,
-        a.provider_settings AS "providerSettings", a.delivery_target AS "deliveryTarget", a.generation, a.pool, a.deployment,
-        a.removed_at AS "removedAt", a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
+      RETURNING ${AGENT_COLUMNS}`;
+    const row = rows[0];
+    return row ? toRecord(row) : null;
+  }
+
+  /**
+   * Replaces the roles of the active agent with the handle (already checked by checkRoles) and
+   * bumps its updated_at; its generation stays (roles change where work may be routed, not
+   * where turns are delivered). Null when no active agent has the handle; nothing changes then.
+   */
+  async setRoles(projectId: string, handle: string, roles: readonly string[], at: Date): Promise<AgentRecord | null> {
+    const rows = await this.prisma.$queryRaw<AgentRow[]>`
+      UPDATE agents AS a SET roles = ${[...roles]}::text[], updated_at = ${at}
+      WHERE a.project_id = ${projectId}::uuid AND a.handle = ${handle} AND a.removed_at IS NULL
+      RETURNING ${AGENT_COLUMNS}`;
     const row = rows[0];
     return row ? toRecord(row) : null;
   }

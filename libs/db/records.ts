@@ -29,6 +29,8 @@ export interface AgentRecord {
    * only its workers deliver, follow and observe the agent's turns.
    */
   deployment: string;
+  /** The roles it declares, lower-case and sorted (libs/domain/agent-roles.ts). */
+  roles: string[];
   removedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;

@@ -1,4 +1,5 @@
 import { CARD_SETTINGS_KEY, checkAgentCard } from '../domain/agent-card.ts';
+import { checkRoles } from '../domain/agent-roles.ts';
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { AgentRecord, ProviderName } from '../db/records.ts';
@@ -25,6 +26,8 @@ export interface RegisterAgentInput {
   pool?: string | undefined;
   /** What its A2A card says of it (libs/domain/agent-card.ts); kept in its settings. */
   card?: { description?: unknown; skills?: unknown } | undefined;
+  /** The roles it declares (libs/domain/agent-roles.ts); none when absent. */
+  roles?: readonly unknown[] | undefined;
 }
 
 /**
@@ -33,7 +36,7 @@ export interface RegisterAgentInput {
  * the old one are never redirected to it. The agent belongs to the registering process's
  * deployment (`deps.deployment`), also when it is registered again: only that deployment's
  * workers deliver to it.
- * @throws BatonError unknown_provider, invalid_settings, invalid_agent_card, project_not_found, agent_exists
+ * @throws BatonError unknown_provider, invalid_settings, invalid_agent_card, invalid_role, project_not_found, agent_exists
  */
 export async function registerAgent(
   deps: Pick<CoreDeps, 'agents' | 'deployment' | 'clock' | 'logger'>,
@@ -41,6 +44,7 @@ export async function registerAgent(
 ): Promise<AgentRecord> {
   validateProviderSettings(input.provider, input.providerSettings ?? {});
   const card = input.card ? checkAgentCard(input.card) : {};
+  const roles = checkRoles(input.roles ?? []);
   const providerSettings =
     Object.keys(card).length > 0 ? { ...input.providerSettings, [CARD_SETTINGS_KEY]: card } : (input.providerSettings ?? {});
   const project = await resolveProject(deps, input.project);
@@ -56,10 +60,41 @@ export async function registerAgent(
     deliveryTarget,
     pool: input.pool === undefined || input.pool === 'default' ? '' : input.pool.toLowerCase(),
     deployment: deps.deployment,
+    roles,
     at: deps.clock.now(),
   });
   if (!agent) throw new BatonError('agent_exists', `agent ${JSON.stringify(handle)} already exists in project ${project.slug}`);
   deps.logger.info({ agentId: agent.id, handle, provider: agent.provider, deployment: agent.deployment }, 'agent registered');
+  return agent;
+}
+
+/** What an update may change; an absent field stays as it is. */
+export interface UpdateAgentInput {
+  /** Replaces the roles it declares (libs/domain/agent-roles.ts); `[]` clears them. */
+  roles?: readonly unknown[] | undefined;
+}
+
+/**
+ * Changes an active agent's declarations. Only its roles can change this way (provider, target
+ * and pool are changed by registering it again after a removal). Its generation, tokens and
+ * handoffs are untouched.
+ * @throws BatonError invalid_role, project_not_found, agent_not_found
+ */
+export async function updateAgent(
+  deps: Pick<CoreDeps, 'agents' | 'clock' | 'logger'>,
+  projectSlug: string,
+  handle: string,
+  input: UpdateAgentInput,
+): Promise<AgentRecord> {
+  const roles = input.roles === undefined ? undefined : checkRoles(input.roles);
+  const project = await resolveProject(deps, projectSlug);
+  const name = handle.toLowerCase();
+  const agent =
+    roles === undefined
+      ? await deps.agents.findActive(project.id, name)
+      : await deps.agents.setRoles(project.id, name, roles, deps.clock.now());
+  if (!agent) throw new BatonError('agent_not_found', `no agent ${JSON.stringify(handle)} in project ${project.slug}`);
+  if (roles !== undefined) deps.logger.info({ agentId: agent.id, handle: name, roles }, 'agent roles set');
   return agent;
 }
 

@@ -18,6 +18,7 @@ export function presentAgent(a: AgentRecord) {
     target: a.deliveryTarget,
     pool: poolName(a.pool),
     deployment: a.deployment,
+    roles: a.roles,
     generation: a.generation,
     createdAt: a.createdAt.toISOString(),
     updatedAt: a.updatedAt.toISOString(),

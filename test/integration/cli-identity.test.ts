@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../services/cli/program.ts';
+import { captureCli } from '../support/capture-cli.ts';
 import { runBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 
@@ -31,10 +31,7 @@ const modeOf = (path: string) => statSync(path).mode & 0o777;
 
 /** Runs the CLI in this process with exactly `env` and captures what it prints. */
 async function cli(env: Record<string, string>, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, env, { out: (s) => void (out += s), err: (s) => void (err += s) });
-  return { code, out, err };
+  return captureCli(env, argv);
 }
 
 /** Runs the CLI and fails the test unless it exits 0; returns stdout. */

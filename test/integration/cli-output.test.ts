@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../services/cli/program.ts';
+import { captureCli } from '../support/capture-cli.ts';
 import { runBaton, spawnBaton } from '../support/spawn-baton.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -10,10 +10,7 @@ let baton: TestBaton;
 let env: Record<string, string>;
 
 async function cli(envOf: Record<string, string>, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, envOf, { out: (s) => void (out += s), err: (s) => void (err += s) });
-  return { code, out, err };
+  return captureCli(envOf, argv);
 }
 
 beforeAll(async () => {
@@ -184,7 +181,7 @@ describe('tables, names and times (issue 31, item 8)', () => {
     const list = await cli(env, 'list');
     expect(list.out.split('\n')[0]).toMatch(/^ID +STATE +FROM +TO +SENT +TITLE$/);
     const agents = await cli(env, 'agent', 'list');
-    expect(agents.out.split('\n')[0]).toMatch(/^ID +PROVIDER +NAME +TARGET +POOL +ADDED$/);
+    expect(agents.out.split('\n')[0]).toMatch(/^ID +PROVIDER +NAME +TARGET +POOL +ROLES +ADDED$/);
     expect(cellOf(agents.out, 'doer ', 'PROVIDER')).toBe('demo');
     const tokens = await cli(env, 'token', 'list');
     expect(tokens.out.split('\n')[0]).toMatch(/^ID +FOR +NAME +CREATED +LAST USED +REVOKED$/);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/cli/program.ts';
+import { captureCli } from '../support/capture-cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { runBaton } from '../support/spawn-baton.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
@@ -11,10 +12,7 @@ let env: Record<string, string>;
 
 /** Runs the CLI in this process and captures what it prints. */
 async function cli(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, env, { out: (s) => void (out += s), err: (s) => void (err += s) });
-  return { code, out, err };
+  return captureCli(env, argv);
 }
 
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 import { EventStreamPublisher } from '../../libs/queue/event-stream.ts';
 import { eventually } from '../support/eventually.ts';
-import { runCli } from '../../services/cli/program.ts';
+import { captureCli } from '../support/capture-cli.ts';
 import { openEvents } from '../support/sse-follower.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { scratchDir } from '../support/scratch-dir.ts';
@@ -44,10 +44,7 @@ async function roundTrip(): Promise<string> {
 }
 
 async function cli(env: Record<string, string>, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, env, { out: (s) => void (out += s), err: (s) => void (err += s) });
-  return { code, out, err };
+  return captureCli(env, argv);
 }
 
 beforeAll(async () => {

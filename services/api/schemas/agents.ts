@@ -4,7 +4,10 @@ import { LIMITS } from '../../../libs/domain/limits.ts';
 import { PROVIDER_NAMES } from '../../../libs/db/records.ts';
 import { Handle, HandoffJson, NullableTimestamp, Timestamp } from './common.ts';
 
-/** The agents area (routes/agents): register, list, remove, and an agent's inbox. */
+/** The agents area (routes/agents): register, list, update, remove, and an agent's inbox. */
+
+/** Role names; checked by the use case (libs/domain/agent-roles.ts: 400 invalid_role), not by the schema. */
+const Roles = Type.Array(Type.String());
 
 export const ProviderSchema = Type.Enum(PROVIDER_NAMES);
 
@@ -17,6 +20,8 @@ export const RegisterAgentBody = Type.Object(
     target: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: LIMITS.deliveryTarget }), Type.Null()])),
     /** Worker pool (host affinity); "default" or absent: the unnamed pool. */
     pool: Type.Optional(Type.String({ pattern: POOL_PATTERN })),
+    /** The roles it declares (`reviewer`, `oncall`); stored lower-case, sorted, without duplicates. */
+    roles: Type.Optional(Roles),
     /** What the agent's A2A card says of it (lengths: LIMITS agentDescription, skill*; refused as invalid_agent_card). */
     description: Type.Optional(Type.String()),
     skills: Type.Optional(
@@ -35,6 +40,15 @@ export const RegisterAgentBody = Type.Object(
 );
 export type RegisterAgentBody = Static<typeof RegisterAgentBody>;
 
+/** `PATCH /v1/agents/:id`: an absent field stays as it is. */
+export const UpdateAgentBody = Type.Object(
+  {
+    /** Replaces the roles; `[]` clears them. */
+    roles: Type.Optional(Roles),
+  },
+  { additionalProperties: false },
+);
+
 export const AgentJson = Type.Object({
   id: Type.String(),
   displayName: Type.String(),
@@ -45,6 +59,8 @@ export const AgentJson = Type.Object({
   pool: Type.String(),
   /** The deployment (Redis prefix) that registered the agent: only its workers deliver to it. */
   deployment: Type.String(),
+  /** The roles it declares, lower-case and sorted. */
+  roles: Type.Array(Type.String()),
   generation: Type.Integer(),
   createdAt: Timestamp,
   updatedAt: Timestamp,

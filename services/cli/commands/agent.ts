@@ -22,6 +22,7 @@ interface AgentJson {
   pool: string;
   settings: Record<string, unknown>;
   deployment?: string;
+  roles?: string[];
   generation?: number;
   createdAt: string;
   updatedAt?: string;
@@ -33,6 +34,7 @@ const AGENT_COLUMNS: readonly Column<AgentJson>[] = [
   { header: 'NAME', value: (a) => a.displayName, max: 30 },
   { header: 'TARGET', value: (a) => a.target ?? '', max: 40 },
   { header: 'POOL', value: (a) => a.pool },
+  { header: 'ROLES', value: (a) => (a.roles ?? []).join(','), max: 30 },
   { header: 'ADDED', value: (a) => relativeTime(a.createdAt) },
 ];
 
@@ -44,6 +46,7 @@ function agentDetail(a: AgentJson): string {
     `  provider    ${a.provider}`,
     `  target      ${a.target ?? '(the id)'}`,
     `  pool        ${a.pool}`,
+    `  roles       ${a.roles && a.roles.length > 0 ? a.roles.join(', ') : '(none)'}`,
   ];
   if (a.deployment !== undefined) lines.push(`  deployment  ${a.deployment}`);
   if (a.generation !== undefined) lines.push(`  generation  ${a.generation}`);
@@ -51,6 +54,11 @@ function agentDetail(a: AgentJson): string {
   if (a.updatedAt !== undefined && a.updatedAt !== a.createdAt) lines.push(`  changed     ${timeText(a.updatedAt)}`);
   lines.push(`  settings    ${Object.keys(a.settings).length > 0 ? JSON.stringify(a.settings) : '(none)'}`);
   return lines.join('\n');
+}
+
+/** ", roles a, b" when the agent declares any. */
+function rolesText(a: AgentJson): string {
+  return a.roles && a.roles.length > 0 ? `, roles ${a.roles.join(', ')}` : '';
 }
 
 /** One `--skill` value: a JSON object (the API checks its fields: invalid_agent_card). */
@@ -65,9 +73,13 @@ function skillOption(value: string): unknown {
   return skill;
 }
 
-/** `baton agent add|list|show|remove` */
+/** `--role NAME`, repeatable: the names in the order given (the API checks them: invalid_role). */
+const collectRole = (v: string, all: string[]): string[] => [...all, v];
+const ROLE_HELP = 'a role it declares, e.g. reviewer (repeatable; letters, digits, - and _; case-insensitive)';
+
+/** `baton agent add|list|show|update|remove` */
 export function registerAgentCommands(program: Command, ctx: CliContext): void {
-  const agent = program.command('agent').description('register, list, show and remove agents');
+  const agent = program.command('agent').description('register, list, show, update and remove agents');
   const providerOption = new Option('--provider <provider>', 'the provider (settings of each: libs/adapters/README.md)').default('demo');
   let providers: string[] = [];
   agent.hook('preSubcommand', async () => {
@@ -84,6 +96,7 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
     .option('--target <target>', 'session or endpoint turns are delivered to (default: the id)')
     .option('--settings <json>', 'provider settings as a JSON object, e.g. {"thinkMs":500}; secrets in it are never shown again')
     .option('--pool <pool>', 'worker pool (host affinity): only workers started with it in BATON_WORKER_POOLS deliver to this agent')
+    .option('--role <name>', ROLE_HELP, collectRole, [] as string[])
     .option('--description <text>', "what the agent's A2A card says of it")
     .option(
       '--skill <json>',
@@ -101,6 +114,7 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
           target?: string;
           settings?: string;
           pool?: string;
+          role: string[];
           description?: string;
           skill: unknown[];
           json?: boolean;
@@ -127,13 +141,14 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
           ...(opts.target ? { target: opts.target } : {}),
           ...(settings ? { settings } : {}),
           ...(opts.pool ? { pool: opts.pool } : {}),
+          ...(opts.role.length > 0 ? { roles: opts.role } : {}),
           ...(opts.description !== undefined ? { description: opts.description } : {}),
           ...(opts.skill.length > 0 ? { skills: opts.skill } : {}),
         });
         if (opts.json) ctx.json(body);
         else
           ctx.out(
-            `added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''}${body.pool !== 'default' ? `, pool ${body.pool}` : ''})`,
+            `added ${body.id} (${body.provider}${body.target ? `, delivers to ${body.target}` : ''}${body.pool !== 'default' ? `, pool ${body.pool}` : ''}${rolesText(body)})`,
           );
       },
     );
@@ -158,6 +173,24 @@ export function registerAgentCommands(program: Command, ctx: CliContext): void {
       const a = await ctx.client(cmd).get<AgentJson>(`/v1/agents/${encodeURIComponent(id)}`);
       if (opts.json) return ctx.json(a);
       ctx.out(agentDetail(a));
+    });
+
+  agent
+    .command('update')
+    .description('change what an agent declares: its roles (--role replaces them all, --clear-roles removes them)')
+    .argument('<id>', 'agent id')
+    .option('--role <name>', `${ROLE_HELP}; the agent's roles become exactly these`, collectRole, [] as string[])
+    .option('--clear-roles', 'remove every role')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { role: string[]; clearRoles?: boolean; json?: boolean }, cmd: Command) => {
+      if (opts.clearRoles && opts.role.length > 0) throw new UsageError('--role and --clear-roles cannot be used together');
+      if (!opts.clearRoles && opts.role.length === 0)
+        throw new UsageError('nothing to update: give --role NAME (repeatable) or --clear-roles');
+      const { body } = await ctx
+        .client(cmd)
+        .request<AgentJson>('PATCH', `/v1/agents/${encodeURIComponent(id)}`, { roles: opts.clearRoles ? [] : opts.role });
+      if (opts.json) return ctx.json(body);
+      ctx.out(`updated ${body.id}: ${body.roles && body.roles.length > 0 ? `roles ${body.roles.join(', ')}` : 'no roles'}`);
     });
 
   agent

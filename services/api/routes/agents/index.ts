@@ -2,12 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { BatonError } from '../../../../libs/domain/errors.ts';
 import { LIMITS } from '../../../../libs/domain/limits.ts';
-import { getAgent, listAgents, registerAgent, removeAgent } from '../../../../libs/handoffs/manage-agents.ts';
+import { getAgent, listAgents, registerAgent, removeAgent, updateAgent } from '../../../../libs/handoffs/manage-agents.ts';
 import { presentAgent, presentHandoff, presentNotification } from '../../present.ts';
 import { getInbox } from '../../../../libs/handoffs/query-handoffs.ts';
 import { callerOf, ownBox, projectOf, requireAdmin, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AgentParams, AllOwnersQuery, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
-import { AgentJson, InboxJson, RegisterAgentBody } from '../../schemas/agents.ts';
+import { AgentJson, InboxJson, RegisterAgentBody, UpdateAgentBody } from '../../schemas/agents.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
 
 const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) => {
@@ -19,7 +19,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     { schema: { headers: ProjectHeader, body: RegisterAgentBody, response: { 201: AgentJson, '4xx': ErrorBody } } },
     async (request, reply) => {
       requireAdmin(request);
-      const { id, displayName, provider, settings, target, pool, description, skills } = request.body;
+      const { id, displayName, provider, settings, target, pool, roles, description, skills } = request.body;
       if (settings && Buffer.byteLength(JSON.stringify(settings)) > LIMITS.providerSettingsBytes) {
         throw new BatonError('field_too_long', `settings must be at most ${LIMITS.providerSettingsBytes} bytes of JSON`);
       }
@@ -31,6 +31,7 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
         providerSettings: settings,
         deliveryTarget: target,
         pool,
+        roles,
         card: { description, skills },
       });
       return reply.status(201).send(presentAgent(agent));
@@ -47,6 +48,15 @@ const agentRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts) =
     '/agents/:id',
     { schema: { headers: ProjectHeader, params: AgentParams, response: { 200: AgentJson, '4xx': ErrorBody } } },
     async (request) => presentAgent(await getAgent(core, projectOf(request, defaultProject), request.params.id)),
+  );
+
+  app.patch(
+    '/agents/:id',
+    { schema: { headers: ProjectHeader, params: AgentParams, body: UpdateAgentBody, response: { 200: AgentJson, '4xx': ErrorBody } } },
+    async (request) => {
+      requireAdmin(request);
+      return presentAgent(await updateAgent(core, projectOf(request, defaultProject), request.params.id, request.body));
+    },
   );
 
   app.get(

@@ -81,6 +81,27 @@ describe('deploy/kubernetes: every object is valid', () => {
   });
 });
 
+describe('deploy/kubernetes: overlays/managed-addresses', () => {
+  it("narrows the workers' Postgres and Redis egress to address blocks and keeps the rest of the base policy", () => {
+    const dir = join(MANIFEST_DIR, 'overlays/managed-addresses');
+    const k = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8'));
+    expect(k.resources).toEqual(['../../base']);
+    expect(k.patches.map((p: any) => p.path).sort()).toEqual(manifestFiles(dir).filter((f) => f !== 'kustomization.yaml'));
+    const base = objects.find((m) => m.file === 'base/networkpolicy.yaml' && m.object.metadata.name === 'baton-workers')!.object;
+    const patch = objects.find((m) => m.file === 'overlays/managed-addresses/workers-egress.yaml')!.object;
+    // Same selection, ingress and DNS rule; the same ports out, each now only to an address block.
+    expect(patch.spec.podSelector).toEqual(base.spec.podSelector);
+    expect(patch.spec.ingress).toEqual(base.spec.ingress);
+    expect(patch.spec.egress[0]).toEqual(base.spec.egress[0]);
+    const ports = (rules: any[]) => rules.flatMap((r) => r.ports.map((p: any) => p.port)).sort();
+    expect(ports(patch.spec.egress.slice(1))).toEqual(ports(base.spec.egress.slice(1)));
+    for (const rule of patch.spec.egress.slice(1)) {
+      expect(rule.to).toHaveLength(1);
+      expect(rule.to[0].ipBlock.cidr).toMatch(/^\d+\.\d+\.\d+\.\d+\/\d+$/);
+    }
+  });
+});
+
 describe('deploy/kubernetes: wiring', () => {
   it('every env name and ConfigMap key is one libs/config reads (or one an agent program inherits)', () => {
     const known = new Set<string>([...CONFIG_VARIABLES, ...PROGRAM_ENV_NAMES]);

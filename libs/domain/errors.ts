@@ -57,7 +57,8 @@ export const ERROR_CATALOG = {
   invalid_role: {
     status: 400,
     retryable: false,
-    summary: "An agent's `roles` entry is not a role name (letters, digits, `-`, `_`, at most 32 characters), or it names more roles than `agentRoles` allows.",
+    summary:
+      "An agent's `roles` entry is not a role name (letters, digits, `-`, `_`, at most 32 characters), or it names more roles than `agentRoles` allows.",
   },
   idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used for a different handoff.' },
   not_recipient: { status: 403, retryable: false, summary: 'Only the recipient of the handoff may do this.' },

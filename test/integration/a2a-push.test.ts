@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -209,6 +211,16 @@ describe('A2A push notifications', () => {
     expect(await refusedWith(planner.createTaskPushNotificationConfig(config({ taskId: randomUUID(), id: 'x' })))).toMatchObject({
       batonCode: 'handoff_not_found',
     });
+  });
+
+  it('runs the example client of the README with --push to a completed task, told by push notifications alone', async () => {
+    const script = new URL('../../examples/a2a-client/client.mjs', import.meta.url).pathname;
+    const { stdout } = await promisify(execFile)(process.execPath, [script, '--push', 'engineer', 'Say hello by push'], {
+      env: { ...process.env, BATON_URL: url, BATON_TOKEN: plannerToken },
+      timeout: 30_000,
+    });
+    expect(stdout).toMatch(/^push: task \S+: TASK_STATE_COMPLETED$/m);
+    expect(stdout).toMatch(/^result: /m);
   });
 
   it('a config set over 0.3 (tasks/pushNotificationConfig/set) is pushed as the bare 0.3 task', async () => {

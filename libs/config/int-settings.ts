@@ -39,6 +39,7 @@ export const INT_SETTINGS = Object.freeze({
   BATON_UNCERTAIN_SCANS: { default: DEFAULT_DELIVERY_WINDOWS.absenceScans, min: 2, max: 100 },
   BATON_UNCERTAIN_SCAN_WINDOW_MS: { default: DEFAULT_DELIVERY_WINDOWS.absenceWindowMs, min: 100, max: 30 * 24 * HOUR_MS },
   BATON_UNREACHABLE_GIVE_UP_MS: { default: DEFAULT_DELIVERY_WINDOWS.unreachableGiveUpMs, min: 0, max: WEEK_MS },
+  BATON_ROLE_REROUTE_AFTER_MS: { default: DEFAULT_DELIVERY_WINDOWS.roleRerouteAfterMs, min: 100, max: WEEK_MS },
   BATON_CLIENT_TIMEOUT_MS: { default: 30_000, min: 100, max: HOUR_MS },
   BATON_RATE_LIMIT_PER_SEC: { default: 100, min: 0, max: 1_000_000 },
   BATON_RATE_LIMIT_BURST: { default: 200, min: 1, max: 10_000_000 },

@@ -72,7 +72,14 @@ export interface RemovalSettlement {
   work: { from: readonly WorkState[]; to: WorkState; event: string } | null;
 }
 
-/** The removal's CTEs that settle the handoffs (`gone` is the removed agent). */
+/**
+ * A handoff bound to the removed agent by its role that no turn reached: routed again (its
+ * role, unbound, WAITING: `rerouted`) instead of settled. `h` is the handoff.
+ */
+const REROUTABLE_ON_REMOVAL = Prisma.raw(`h.recipient_role IS NOT NULL AND h.delivery_state IN ('WAITING', 'BUSY', 'HELD', 'OWNER_REJECTED')
+          AND NOT EXISTS (SELECT 1 FROM delivery_attempts t WHERE t.handoff_id = h.id AND t.accepted_at IS NOT NULL)`);
+
+/** The removal's CTEs that settle the handoffs, or route them again (`gone` is the removed agent). */
 function settlementSql(s: RemovalSettlement, at: Date): Prisma.Sql {
   const workFrom = s.work?.from ?? [];
   const workTo = s.work?.to ?? null;
@@ -89,7 +96,21 @@ function settlementSql(s: RemovalSettlement, at: Date): Prisma.Sql {
         WHERE h.recipient_id = gone.id AND b.id = h.id AND b.revision = h.revision
           AND h.delivery_state = ANY(${s.from}::delivery_state[])
           AND (h.attempt_count = 0 OR NOT h.delivery_state = ANY(${s.liveTurnStates}::delivery_state[]))
+          AND NOT (${REROUTABLE_ON_REMOVAL})
         RETURNING h.id, b.delivery_state AS from_state, b.work_state AS work_from, h.work_state AS work_to, h.revision
+      ), rerouted AS (
+        UPDATE handoffs h SET recipient_id = NULL, recipient_generation = NULL, provider = NULL, pool = '', delivery_target = NULL,
+          routed_at = NULL, delivery_state = 'WAITING', not_before = NULL, refusals = 0, revision = h.revision + 1, updated_at = ${at},
+          delivery_detail = 'waiting for an agent with role ' || h.recipient_role
+        FROM gone, handoffs b
+        WHERE h.recipient_id = gone.id AND b.id = h.id AND b.revision = h.revision AND ${REROUTABLE_ON_REMOVAL}
+        RETURNING h.id, b.delivery_state AS from_state, h.revision, h.recipient_role
+      ), rerouted_events AS (
+        INSERT INTO handoff_events (handoff_id, from_state, to_state, event, actor_kind, actor_id, token_id, reason, detail, revision, created_at)
+        SELECT id, from_state, 'WAITING'::delivery_state, 'rerouted', ${e.actorKind}::actor_kind, ${e.actorId}, ${e.tokenId}::uuid,
+          ${`${e.reason}; no turn was written: routed again`}, jsonb_build_object('role', recipient_role, 'why', 'removed'), revision, ${at}::timestamptz
+        FROM rerouted
+        RETURNING id
       ), settled_events AS (
         INSERT INTO handoff_events (handoff_id, from_state, to_state, work_from_state, work_to_state, event, actor_kind, actor_id, token_id, reason, revision, created_at)
         SELECT id, from_state, ${s.to}::delivery_state, NULL::work_state, NULL::work_state, ${e.event}, ${e.actorKind}::actor_kind, ${e.actorId}, ${e.tokenId}::uuid, ${e.reason}, revision, ${at}::timestamptz FROM settled
@@ -244,7 +265,7 @@ export class AgentRepository {
       ), revoked AS (
         UPDATE agent_tokens t SET revoked_at = ${at} FROM gone WHERE t.agent_id = gone.id AND t.revoked_at IS NULL
       )${settle ? settlementSql(settle, at) : Prisma.empty}
-      SELECT id, ${settle ? Prisma.sql`ARRAY(SELECT s.id::text FROM settled_events s ORDER BY s.id)` : Prisma.sql`ARRAY[]::text[]`} AS "eventIds" FROM gone`;
+      SELECT id, ${settle ? Prisma.sql`ARRAY(SELECT s.id::text FROM (SELECT id FROM settled_events UNION ALL SELECT id FROM rerouted_events) s ORDER BY s.id)` : Prisma.sql`ARRAY[]::text[]`} AS "eventIds" FROM gone`;
     const row = rows[0];
     return row ? { eventIds: row.eventIds } : null;
   }

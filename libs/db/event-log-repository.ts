@@ -26,6 +26,7 @@ export interface LoggedEvent {
   /** The visibility fields (libs/domain/visibility.ts `Visible`). */
   readonly senderId: string;
   readonly recipientId: string | null;
+  readonly recipientRole: string | null;
   readonly createdByTokenId: string | null;
   readonly senderHandle: string;
   readonly recipientHandle: string | null;
@@ -54,7 +55,7 @@ export interface LogHorizon {
 
 const COLUMNS = `e.id, e.handoff_id AS "handoffId", e.event, e.from_state AS "fromState", e.to_state AS "toState",
   e.work_from_state AS "workFromState", e.work_to_state AS "workToState", e.actor_kind AS "actorKind", e.actor_id AS "actorId",
-  e.reason, e.created_at AS "createdAt", h.title, h.project_id AS "projectId", h.sender_id AS "senderId", h.recipient_id AS "recipientId",
+  e.reason, e.created_at AS "createdAt", h.title, h.project_id AS "projectId", h.sender_id AS "senderId", h.recipient_id AS "recipientId", h.recipient_role AS "recipientRole",
   h.created_by_token_id AS "createdByTokenId", s.handle AS "senderHandle", r.handle AS "recipientHandle", h.work_state AS "workStateNow"`;
 const FROM = `handoff_events e JOIN handoffs h ON h.id = e.handoff_id JOIN agents s ON s.id = h.sender_id LEFT JOIN agents r ON r.id = h.recipient_id`;
 

@@ -43,6 +43,10 @@ export interface HandoffRecord {
   senderId: string;
   recipientId: string | null;
   recipientGeneration: number | null;
+  /** The role it was sent to (`@role:<name>`); with `recipientId` null it is not bound to an agent yet. */
+  recipientRole: string | null;
+  /** When the current role binding was made (null while unbound, and for handoffs not sent to a role). */
+  routedAt: Date | null;
   provider: ProviderName | null;
   /** The recipient's worker pool at enrollment ('' = unnamed): where its dispatch jobs go. */
   pool: string;

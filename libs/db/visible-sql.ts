@@ -10,5 +10,5 @@ export function visibleSql(v: Viewer, params: unknown[], alias = 'h'): string {
   params.push(v.agentId, v.tokenId);
   const agent = `$${params.length - 1}::uuid`;
   const token = `$${params.length}::uuid`;
-  return `(${alias}.recipient_id IS NULL OR ${alias}.sender_id = ${agent} OR ${alias}.recipient_id = ${agent} OR ${alias}.created_by_token_id = ${token})`;
+  return `((${alias}.recipient_id IS NULL AND ${alias}.recipient_role IS NULL) OR ${alias}.sender_id = ${agent} OR ${alias}.recipient_id = ${agent} OR ${alias}.created_by_token_id = ${token})`;
 }

@@ -185,7 +185,7 @@ export class WorkRepository {
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
        WHERE h.project_id = $1 AND (
          (h.recipient_id = $2 AND (h.work_state IN (${TO_DO_WORK_SQL}) OR (h.work_state IS NULL AND h.settled_at IS NULL)))
-         OR (h.recipient_id IS NULL AND (h.work_state IN (${CLAIMABLE_WORK_SQL}) OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
+         OR (h.recipient_id IS NULL AND h.recipient_role IS NULL AND (h.work_state IN (${CLAIMABLE_WORK_SQL}) OR (h.work_state = 'claimed' AND h.claimed_by_id = $2))))
          AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,
       params,
@@ -209,7 +209,7 @@ export class WorkRepository {
     const { rows } = await this.q<HandoffView>(
       `SELECT ${VIEW_COLUMNS} FROM ${VIEW_FROM}
        WHERE h.project_id = $1 AND h.work_state IN (${ACTIVE_WORK_SQL})
-         AND ($2::uuid IS NULL OR h.sender_id = $2 OR h.recipient_id = $2 OR h.claimed_by_id = $2 OR h.recipient_id IS NULL)
+         AND ($2::uuid IS NULL OR h.sender_id = $2 OR h.recipient_id = $2 OR h.claimed_by_id = $2 OR (h.recipient_id IS NULL AND h.recipient_role IS NULL))
          AND ${visibleSql(viewer, params)}
        ORDER BY h.seq LIMIT $3`,
       params,

@@ -69,6 +69,12 @@ export interface DeliveryWindows {
   readonly absenceScans: number;
   /** ...spread over at least this long. */
   readonly absenceWindowMs: number;
+  /**
+   * A handoff sent to a role whose bound agent has not had a turn written for it this long after
+   * the binding (still WAITING, BUSY, HELD or OWNER_REJECTED there) is routed again
+   * (`rerouted`): the reconciler unbinds it and another capable agent may take it.
+   */
+  readonly roleRerouteAfterMs: number;
 }
 
 export const DEFAULT_DELIVERY_WINDOWS: DeliveryWindows = Object.freeze({
@@ -78,6 +84,7 @@ export const DEFAULT_DELIVERY_WINDOWS: DeliveryWindows = Object.freeze({
   unreachableGiveUpMs: 60 * 60_000,
   absenceScans: 3,
   absenceWindowMs: 60 * 60_000,
+  roleRerouteAfterMs: 5 * 60_000,
 });
 
 /** The wait between two complete history scans: the scans are spread evenly over the window. */

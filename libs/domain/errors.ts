@@ -42,6 +42,11 @@ export const ERROR_CATALOG = {
   handoff_not_found: { status: 404, retryable: false, summary: 'No handoff with that id is visible to the caller.' },
   unknown_sender: { status: 422, retryable: false, summary: 'The sender is not an active agent of the project.' },
   unknown_recipient: { status: 422, retryable: false, summary: 'The recipient is not an active agent of the project.' },
+  no_agent_with_role: {
+    status: 422,
+    retryable: false,
+    summary: 'A handoff was sent to a role (`@role:<name>`) that no active agent of the project declares (its sender aside).',
+  },
   unknown_provider: { status: 422, retryable: false, summary: 'Baton has no adapter for that provider (yet).' },
   invalid_settings: {
     status: 400,

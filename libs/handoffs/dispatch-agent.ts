@@ -1,6 +1,7 @@
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { deliver, resumeTurn } from './deliver-turn.ts';
+import { bindRoleWork } from './route-by-role.ts';
 import type { Step } from './turn-step.ts';
 import { AttemptReservations, type WriteLock } from './attempt-reservations.ts';
 import { isDatabaseUnavailable } from '../db/classify-error.ts';
@@ -83,6 +84,8 @@ export async function dispatchAgent(
       try {
         const item = carried !== undefined ? carried : await reservations.readHead();
         carried = undefined;
+        // An empty queue: an idle member of a role binds one waiting role handoff, then reads its head again.
+        if (!item && !stopStarting.aborted && (await bindRoleWork(deps, job.agentId))) continue;
         if (!item) break;
         step = item.live ? await resumeTurn(deps, item, stopWatching, runLock) : await deliver(deps, item, stopWatching, runLock);
       } catch (err) {

@@ -16,6 +16,7 @@ import type { AttemptHistoryRepository } from '../db/attempt-history-repository.
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
 import type { SubscriptionRepository } from '../db/subscription-repository.ts';
+import type { RoleRouting } from '../db/role-routing.ts';
 import type { SubscriptionAddressPolicy } from '../domain/subscription-policy.ts';
 
 /** Who is acting. `id` is an agent handle, a worker id, or a person; `tokenId` the token that proved it (none for Baton's own moves). */
@@ -90,6 +91,8 @@ export interface CoreDeps {
   readonly attemptHistory: AttemptHistoryRepository;
   /** Signed event subscriptions (manage-subscriptions.ts). */
   readonly subscriptions: SubscriptionRepository;
+  /** Routing by role (route-by-role.ts): binding, rerouting, idle members. */
+  readonly routing: RoleRouting;
   /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
   readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;

@@ -9,14 +9,31 @@ import { SYSTEM_ACTOR, type Actor, type CoreDeps, type TransitionDeps } from './
 import { applyTransition } from './apply-transition.ts';
 import { connectionHold, settingsFrom } from '../domain/runtime-settings.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
+import { checkRoles } from '../domain/agent-roles.ts';
+import type { RoleMember } from '../db/handoff-sql/enroll.ts';
 
 /** `to` value that addresses the project: unowned work any of its agents may claim. */
 export const TO_PROJECT = '@project';
 
+/** How a `to` value names a role: `@role:reviewer` (routed to one capable agent at dispatch time: route-by-role.ts). */
+export const TO_ROLE_PREFIX = '@role:';
+
+/**
+ * The role a `to` value addresses (`@role:<name>`, checked and lower-cased), or null when it names
+ * an agent or the project.
+ * @throws BatonError invalid_role
+ */
+export function roleOf(to: string | null): string | null {
+  if (to === null || !to.toLowerCase().startsWith(TO_ROLE_PREFIX)) return null;
+  const [role] = checkRoles([to.slice(TO_ROLE_PREFIX.length)]);
+  if (role === undefined) throw new BatonError('invalid_role', `${JSON.stringify(to)} names no role`);
+  return role;
+}
+
 export interface SendHandoffInput {
   project: string;
   from: string;
-  /** An agent id, or TO_PROJECT (or null) for unowned work. */
+  /** An agent id, TO_PROJECT (or null) for unowned work, or `@role:<name>` for one agent of that role. */
   to: string | null;
   sessionId?: string | null | undefined;
   message: string;
@@ -69,11 +86,12 @@ export function contentHash(input: SendHandoffInput): string {
  *   no new delivery), also when two such sends race; with different content it is a conflict.
  * - Without a key, identical to a handoff still in progress (same sender, recipient and
  *   content): recorded as DUPLICATE of it and not delivered, also when two such sends race.
- * @throws BatonError project_not_found, unknown_sender, unknown_recipient, idempotency_conflict, database_unavailable
+ * @throws BatonError project_not_found, unknown_sender, unknown_recipient, invalid_role, no_agent_with_role, idempotency_conflict, database_unavailable
  */
 export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Promise<SendHandoffResult> {
   const from = input.from.toLowerCase();
-  const to = input.to === null || input.to === TO_PROJECT ? null : input.to.toLowerCase();
+  const role = roleOf(input.to);
+  const to = input.to === null || input.to === TO_PROJECT || role !== null ? null : input.to.toLowerCase();
   const project = input.project.toLowerCase();
   const key = input.idempotencyKey ?? null;
   const hash = contentHash(input);
@@ -88,6 +106,7 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
         projectSlug: project,
         fromHandle: from,
         toHandle: to,
+        toRole: role,
         sessionId: input.sessionId ?? null,
         title: input.title ?? null,
         message: input.message,
@@ -104,12 +123,14 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
         deliveryState: planTransition(null, event, actor.kind),
         deliveryDetail: duplicateOf
           ? `same content as ${duplicateOf.id}, which is still ${duplicateOf.deliveryState}; not delivered`
-          : null,
+          : role !== null
+            ? `waiting for an agent with role ${role}`
+            : null,
         // Work (a title, or anything addressed to the project) is returned and closed; a plain
         // message to an agent is only delivered (and may be acknowledged).
         // A duplicate is not delivered, so its work starts settled (the original carries it).
         workState:
-          input.title || to === null
+          input.title || (to === null && role === null)
             ? duplicateOf
               ? (workMoveWhenDeliverySettles('DUPLICATE')?.to ?? INITIAL_WORK_STATE)
               : INITIAL_WORK_STATE
@@ -147,6 +168,15 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
     if (!o.projectId) throw new BatonError('project_not_found', `project ${JSON.stringify(project)} does not exist`);
     if (!o.senderId) throw new BatonError('unknown_sender', `no agent ${JSON.stringify(from)} in project ${project}`);
     if (to !== null && !o.recipientId) throw new BatonError('unknown_recipient', `no agent ${JSON.stringify(to)} in project ${project}`);
+    if (role !== null && o.roleMembers?.length === 0) {
+      throw new BatonError(
+        'no_agent_with_role',
+        `no active agent of project ${project} but ${from} declares the role ${JSON.stringify(role)}`,
+        {
+          role,
+        },
+      );
+    }
     if (!o.sessionFound) throw new BatonError('session_not_found', `no session ${JSON.stringify(input.sessionId)} in project ${project}`);
     if (o.handoff) {
       // Who may send to whom is checked on send: a blocked (or, in a restricted project, not
@@ -157,13 +187,19 @@ export async function sendHandoff(deps: SendDeps, input: SendHandoffInput): Prom
       if (hold !== null) return { handoff: view(await holdOnSend(deps, o.handoff, hold)), created: true };
       // Recorded is what the sender is told; the wake-up goes to Redis without holding the
       // answer back (a lost one is re-queued from Postgres by the reconciler).
-      void queueAfterCommit(deps, o.handoff, o.recipientDeployment);
+      if (role !== null) void wakeIdleMembers(deps, o.handoff, o.roleMembers ?? []);
+      else void queueAfterCommit(deps, o.handoff, o.recipientDeployment);
       return { handoff: view(o.handoff), created: true };
     }
     if (key !== null) {
       const existing = await deps.handoffs.findByIdempotencyKey(o.senderId, key);
       if (!existing) continue;
-      if (existing.contentHash !== hash || existing.recipientId !== (o.recipientId ?? null)) {
+      // A role handoff may be bound since: its role, not its recipient, is what was sent to.
+      const sameTo =
+        role !== null
+          ? existing.recipientRole === role
+          : existing.recipientRole === null && existing.recipientId === (o.recipientId ?? null);
+      if (existing.contentHash !== hash || !sameTo) {
         throw new BatonError(
           'idempotency_conflict',
           `idempotency key ${JSON.stringify(key)} was already used by ${from} for handoff ${existing.id} with different content`,
@@ -198,6 +234,33 @@ async function holdOnSend(deps: TransitionDeps, h: HandoffRecord, hold: string):
   } catch (err) {
     if (!hasErrorCode(err, 'stale_revision')) throw err;
     return (await deps.handoffs.findById(h.id)) ?? h;
+  }
+}
+
+/**
+ * After a send to a role: wakes every idle push member of this deployment, whose dispatch run,
+ * finding its own queue empty, binds the handoff (route-by-role.ts); the first to ask wins it.
+ * Busy members bind when their queues empty, pull members through the reconciler, and a lost
+ * wake-up is made good by the reconciler's `routes` step.
+ */
+async function wakeIdleMembers(
+  deps: Pick<CoreDeps, 'deployment' | 'scheduler' | 'logger'>,
+  h: HandoffRecord,
+  members: RoleMember[],
+): Promise<void> {
+  if (h.deliveryState !== 'WAITING') return;
+  const idle = members.filter((m) => m.idle && m.provider !== 'manual' && m.deployment === deps.deployment);
+  try {
+    await Promise.all(
+      idle.map((m) =>
+        deps.scheduler.enqueue(
+          { ...routeOf({ recipientId: m.id, provider: m.provider, pool: m.pool }), cause: 'sent', handoffId: h.id },
+          JOB_IDS.sent(h.id),
+        ),
+      ),
+    );
+  } catch (err) {
+    deps.logger.warn({ err, handoffId: h.id }, 'enqueue after commit failed; the reconciler will route it');
   }
 }
 

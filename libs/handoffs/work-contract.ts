@@ -71,6 +71,9 @@ export async function acceptHandoff(
   if (h.workState === null) throw new BatonError('not_work', `handoff ${h.id} is a plain message: read it, or acknowledge it`);
   if (h.recipientId !== null && h.recipientId !== agent.id)
     throw new BatonError('not_recipient', `${agent.handle} is not the recipient of handoff ${h.id}`);
+  if (h.recipientId === null && h.recipientRole !== null) {
+    throw new BatonError('not_recipient', `handoff ${h.id} was sent to the role ${h.recipientRole} and is not bound to an agent yet`);
+  }
   if (h.deliveryState === 'DUPLICATE') {
     throw new BatonError(
       'invalid_transition',

@@ -43,7 +43,8 @@ export const WorkOut = z.looseObject({
 export const HandoffOut = z.looseObject({
   id: z.string(),
   from: z.string(),
-  to: nullableString.describe('the recipient; null for unowned work sent to @project'),
+  to: nullableString.describe('the recipient; null for unowned work sent to @project, and for a role handoff not bound yet'),
+  toRole: nullableString.optional().describe('the role it was sent to (@role:<name>), bound to one of its agents at dispatch time'),
   title: nullableString,
   message: z.string(),
   focus: nullableString,

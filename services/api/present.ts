@@ -31,6 +31,8 @@ export function presentHandoff(h: HandoffView) {
     seq: h.seq.toString(),
     from: h.senderHandle,
     to: h.recipientHandle,
+    toRole: h.recipientRole,
+    routedAt: iso(h.routedAt),
     title: h.title,
     message: h.message,
     focus: h.focus,

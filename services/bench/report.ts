@@ -112,6 +112,23 @@ export function renderReport(r: BenchResult): string {
       `overlaps ${b.overlappingTurns}, out of order ${b.agentsOutOfOrder}, not once ${b.handoffsNotWrittenOnce}`,
     ]);
   }
+  const rr = r.roleRouting;
+  if (rr) {
+    rows.push([
+      `role routing: ${rr.handoffs} to a role of ${rr.turnMs.length} (turns ${rr.turnMs[0]}-${rr.turnMs[rr.turnMs.length - 1]} ms)`,
+      `${rr.role.seconds} s total`,
+      '',
+      '',
+      `load ${rr.role.load.join('/')} (fair ${rr.fairShare.map((f) => Math.round(f)).join('/')})`,
+    ]);
+    rows.push([
+      `role routing: the same round-robin at send time`,
+      `${rr.roundRobin.seconds} s total`,
+      '',
+      '',
+      `load ${rr.roundRobin.load.join('/')}`,
+    ]);
+  }
   if (r.recovery) {
     rows.push(['recovery: SIGKILL mid-write -> UNCERTAIN', `${r.recovery.killToUncertainSec} s`, '', '', '']);
     rows.push([`recovery: Redis wipe (${r.recovery.openAtWipe} open) -> all final`, `${r.recovery.wipeToFinalSec} s`, '', '', '']);

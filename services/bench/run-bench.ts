@@ -12,6 +12,7 @@ import { measureDispatchLatency } from './scenarios/dispatch-latency.ts';
 import { measureLongTurns } from './scenarios/long-turns.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
+import { measureRoleRouting } from './scenarios/role-routing.ts';
 import { evaluateGuarantees, evaluateTargets } from './targets.ts';
 
 export interface BenchOptions {
@@ -23,6 +24,9 @@ export interface BenchOptions {
   /** Run only these scenarios (`--only long-turns`); all of them when absent. */
   only?: readonly BenchScenario[];
 }
+
+/** The role-routing scenario's ten agents: turns of 20 ms to 200 ms (uneven: the slowest is ten times the fastest). */
+const ROLE_TURN_MS = Array.from({ length: 10 }, (_, i) => 20 + 20 * i);
 
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
 export function benchSizes(quick: boolean) {
@@ -40,6 +44,7 @@ export function benchSizes(quick: boolean) {
         busyPerAgent: 10,
         wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
+        roleRouting: { handoffs: 100, turnMs: ROLE_TURN_MS },
       }
     : {
         ceilingSeconds: 5,
@@ -56,6 +61,7 @@ export function benchSizes(quick: boolean) {
         // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
+        roleRouting: { handoffs: 500, turnMs: ROLE_TURN_MS },
       };
 }
 
@@ -74,7 +80,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     (want('dispatch-latency') ? 1 : 0) +
     (want('busy-agents') ? 2 : 0) +
     (want('recovery') ? 2 : 0) +
-    (want('long-turns') ? 3 : 0);
+    (want('long-turns') ? 3 : 0) +
+    (want('role-routing') ? 3 : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -130,6 +137,11 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       progress.show(`long turns: ${sizes.longTurns.turns} turns of ${sizes.longTurns.turnMs / 1000} s`);
       longTurns = await measureLongTurns(env, sizes.longTurns, !opts.quick, (label) => progress.step(label));
     }
+    let roleRouting;
+    if (want('role-routing')) {
+      progress.show(`role routing: ${sizes.roleRouting.handoffs} handoffs to a role of ${sizes.roleRouting.turnMs.length}`);
+      roleRouting = await measureRoleRouting(env, sizes.roleRouting, !opts.quick, (label) => progress.step(label));
+    }
     const partial = {
       version: 1 as const,
       mode: opts.quick ? ('quick' as const) : ('full' as const),
@@ -151,6 +163,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(busyAgents ? { busyAgents } : {}),
       ...(recovery ? { recovery } : {}),
       ...(longTurns ? { longTurns } : {}),
+      ...(roleRouting ? { roleRouting } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {

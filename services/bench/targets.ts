@@ -1,3 +1,4 @@
+import { ROLE_SHARE_GAP_BOUND } from './scenarios/role-routing.ts';
 import type { BenchResult, Guarantee, Target } from './bench-result.ts';
 import type { BenchScenario } from './bench-scenarios.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
@@ -294,6 +295,21 @@ export function evaluateGuarantees(m: Measurements): Guarantee[] {
       'all 0',
       `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`,
       b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0,
+    );
+  }
+  const rr = m.roleRouting;
+  if (rr) {
+    add(
+      `role routing: ${rr.handoffs} to a role of ${rr.turnMs.length} finish before round-robin at send time`,
+      'sooner',
+      `${rr.role.seconds} s vs ${rr.roundRobin.seconds} s`,
+      rr.role.seconds < rr.roundRobin.seconds,
+    );
+    add(
+      'role routing: each agent within the bound of its speed-proportional share, no overlap, one write each',
+      `<= ${ROLE_SHARE_GAP_BOUND * 100}% of all, 0, 0`,
+      `${round(rr.maxShareGap * 100, 1)}%, ${rr.overlappingTurns}, ${rr.handoffsNotWrittenOnce}`,
+      rr.maxShareGap <= ROLE_SHARE_GAP_BOUND && rr.overlappingTurns === 0 && rr.handoffsNotWrittenOnce === 0,
     );
   }
   const l = m.longTurns;

@@ -11,6 +11,8 @@ export interface HandoffJson {
   id: string;
   from: string;
   to: string | null;
+  /** The role it was sent to (`@role:<name>`); `to` stays null until it is bound. */
+  toRole?: string | null;
   title: string | null;
   message: string;
   state: string;
@@ -78,22 +80,26 @@ export function relativeTime(iso: string, now: number = Date.now()): string {
 export const timeText = (iso: string, now?: number) => `${localTime(iso)} (${relativeTime(iso, now)})`;
 
 /** What a row of handoffs shows: a listed handoff, or one as a session lists it (no message). */
-export type HandoffRow = Pick<HandoffJson, 'id' | 'from' | 'to' | 'title' | 'state' | 'workState' | 'createdAt'> & { message?: string };
+export type HandoffRow = Pick<HandoffJson, 'id' | 'from' | 'to' | 'toRole' | 'title' | 'state' | 'workState' | 'createdAt'> & {
+  message?: string;
+};
 
+/** Whom it is to: the agent, a role not bound yet (`@role:<name>`), or the project. */
+const toOf = (h: HandoffRow, project: string) => h.to ?? (h.toRole ? `@role:${h.toRole}` : project);
 const stateOf = (h: HandoffRow) => (h.workState ? `${h.state}/${h.workState}` : h.state);
 const labelOf = (h: HandoffRow) => h.title ?? h.message?.split('\n')[0] ?? '';
 
 /** One handoff on one line, after a verb: `sent: <id>  STATE  from -> to  title`. */
 export function handoffLine(h: HandoffJson): string {
   const label = labelOf(h);
-  return `${h.id}  ${stateOf(h).padEnd(20)} ${h.from} -> ${h.to ?? '(project)'}  ${label.length > 60 ? `${label.slice(0, 57)}...` : label}`;
+  return `${h.id}  ${stateOf(h).padEnd(20)} ${h.from} -> ${toOf(h, '(project)')}  ${label.length > 60 ? `${label.slice(0, 57)}...` : label}`;
 }
 
 const HANDOFF_COLUMNS: readonly Column<HandoffRow>[] = [
   { header: 'ID', value: (h) => h.id },
   { header: 'STATE', value: stateOf },
   { header: 'FROM', value: (h) => h.from, max: 24 },
-  { header: 'TO', value: (h) => h.to ?? '(project)', max: 24 },
+  { header: 'TO', value: (h) => toOf(h, '(project)'), max: 24 },
   { header: 'SENT', value: (h) => relativeTime(h.createdAt) },
   { header: 'TITLE', value: labelOf, max: 60 },
 ];
@@ -120,7 +126,10 @@ export function outcomeLines(h: HandoffJson): string[] {
 }
 
 export function handoffDetail(h: HandoffJson): string {
-  const lines = [`handoff ${h.id}`, `  from ${h.from} to ${h.to ?? '(anyone in the project)'}, sent ${timeText(h.createdAt)}`];
+  const lines = [
+    `handoff ${h.id}`,
+    `  from ${h.from} to ${toOf(h, '(anyone in the project)')}${h.to && h.toRole ? ` (role ${h.toRole})` : ''}, sent ${timeText(h.createdAt)}`,
+  ];
   lines.push(...outcomeLines(h));
   if (h.title) lines.push(`  title    ${h.title}`);
   lines.push(`  message  ${h.message.length > 200 ? `${h.message.slice(0, 197)}...` : h.message}`);

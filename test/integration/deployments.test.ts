@@ -208,6 +208,7 @@ describe('a worker of another Redis prefix on the same database', () => {
         unreachableGiveUpMs: 1_000,
         absenceScans: 2,
         absenceWindowMs: 100,
+        roleRerouteAfterMs: 60_000,
       },
     });
     let bPasses = 0;

@@ -65,6 +65,7 @@ describe('loadConfig', () => {
       absenceScans: 3,
       absenceWindowMs: 3_600_000,
       unreachableGiveUpMs: 3_600_000,
+      roleRerouteAfterMs: 300_000,
     });
     expect(Object.isFrozen(c.dbTimeouts) && Object.isFrozen(c.deliveryWindows)).toBe(true);
   });
@@ -79,6 +80,7 @@ describe('loadConfig', () => {
       BATON_UNCERTAIN_SCANS: '5',
       BATON_UNCERTAIN_SCAN_WINDOW_MS: '7200000',
       BATON_UNREACHABLE_GIVE_UP_MS: '0',
+      BATON_ROLE_REROUTE_AFTER_MS: '2500',
     });
     expect(c.dbTimeouts).toEqual({ queryMs: 1_500, connectMs: 800 });
     expect(c.deliveryWindows).toEqual({
@@ -88,6 +90,7 @@ describe('loadConfig', () => {
       absenceScans: 5,
       absenceWindowMs: 7_200_000,
       unreachableGiveUpMs: 0,
+      roleRerouteAfterMs: 2_500,
     });
   });
 

@@ -41,7 +41,7 @@ interface StepRuns extends FailureRun {
   running: Promise<void> | null;
 }
 
-const noActions = (): ReconcileReport => ({ liftedHolds: 0, reminders: 0, uncertain: 0, expiredClaims: 0, queuedAgents: 0 });
+const noActions = (): ReconcileReport => ({ liftedHolds: 0, reminders: 0, uncertain: 0, expiredClaims: 0, queuedAgents: 0, routed: 0 });
 
 /**
  * Runs the reconciler every `intervalMs`, in one process at a time across the deployment's

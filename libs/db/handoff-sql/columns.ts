@@ -54,6 +54,7 @@ export const HANDOFF_FIELDS = fieldsOf<HandoffRecord>()([
   ['returnedAt', 'createdByTokenId'],
   ['resultSummary', 'result'],
   ['createdAt', 'updatedAt', 'settledAt'],
+  ['recipientRole', 'routedAt'],
 ]);
 
 export const ATTEMPT_FIELDS = fieldsOf<AttemptRecord>()([

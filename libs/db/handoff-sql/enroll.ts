@@ -1,8 +1,8 @@
-import { LIVE_TURN_STATES, type DeliveryState } from '../../domain/delivery-states.ts';
+import { LIVE_TURN_STATES, OPEN_STATES, type DeliveryState } from '../../domain/delivery-states.ts';
 import type { WorkState } from '../../domain/work-states.ts';
 import { prepared, type Queryable } from '../prepared.ts';
 import type { HandoffRecord, ProviderName } from '../records.ts';
-import { handoffColumns } from './columns.ts';
+import { handoffColumns, stateList } from './columns.ts';
 import type { EventWrite } from './transition-write.ts';
 
 /**
@@ -29,8 +29,10 @@ export interface Enrollment extends Pick<
 > {
   projectSlug: string;
   fromHandle: string;
-  /** null: unowned work addressed to the project (any of its agents may claim it). */
+  /** null: unowned work addressed to the project (any of its agents may claim it), or a role (`toRole`). */
   toHandle: string | null;
+  /** A role (`@role:<name>`, checked and lower-case): stored unbound, routed at dispatch time; null otherwise. */
+  toRole: string | null;
   /** The tracked session the handoff belongs to (must be in the same project). */
   sessionId: string | null;
   /** true: set in_progress_key (an original without an idempotency key), so an identical send conflicts. */
@@ -64,6 +66,21 @@ export interface EnrollOutcome {
   handoff: HandoffRecord | null;
   /** The event rows the insert appended (none when nothing was inserted), in id order. */
   eventIds: string[];
+  /**
+   * For a send to a role: its active members in the project (the sender aside), each with
+   * whether it is idle (no handoff to it in an open state), whatever was inserted. Empty: no
+   * agent declares the role. null for any other send.
+   */
+  roleMembers: RoleMember[] | null;
+}
+
+/** An active agent of the role a handoff was sent to (EnrollOutcome.roleMembers). */
+export interface RoleMember {
+  id: string;
+  provider: ProviderName;
+  pool: string;
+  deployment: string;
+  idle: boolean;
 }
 
 /**
@@ -78,12 +95,12 @@ export const ENROLL_SQL = `WITH x AS (
        due_at timestamptz, idempotency_key text, content_hash text, duplicate_of uuid, state delivery_state, detail text,
        guard boolean, work_state work_state, created_at timestamptz, event text, actor_kind actor_kind, actor_id text,
        token_id uuid, reason text, event_detail jsonb, busy_if_live boolean, busy_state delivery_state, busy_event text,
-       busy_actor_kind actor_kind, busy_actor_id text, busy_reason text)
+       busy_actor_kind actor_kind, busy_actor_id text, busy_reason text, role text)
    ), f AS (
      SELECT x.*, p.id AS project_id, s.id AS sender_id, r.id AS recipient_id, r.generation, r.provider, r.delivery_target, r.pool,
        r.deployment, (x.session IS NULL OR EXISTS (SELECT 1 FROM sessions ss WHERE ss.id = x.session AND ss.project_id = p.id)) AS session_ok,
-       CASE WHEN x.guard THEN s.id::text || ':' || coalesce(r.id::text || ':' || r.generation, 'project') || ':' || x.content_hash END AS key,
-       b.busy IS NOT NULL AS busy
+       CASE WHEN x.guard THEN s.id::text || ':' || coalesce(r.id::text || ':' || r.generation, 'role:' || x.role, 'project') || ':' || x.content_hash END AS key,
+       b.busy IS NOT NULL AS busy, m.members
      FROM x
      LEFT JOIN LATERAL (
        SELECT pr.id FROM projects pr JOIN workspaces w ON w.id = pr.workspace_id WHERE w.slug = 'default' AND pr.slug = x.project LIMIT 1
@@ -94,15 +111,20 @@ export const ENROLL_SQL = `WITH x AS (
        FROM agents a WHERE a.project_id = p.id AND a.handle = x.recipient AND a.removed_at IS NULL LIMIT 1
      ) r ON true
      LEFT JOIN LATERAL (
+       SELECT jsonb_agg(jsonb_build_object('id', a.id, 'provider', a.provider, 'pool', a.pool, 'deployment', a.deployment,
+         'idle', NOT EXISTS (SELECT 1 FROM handoffs o WHERE o.recipient_id = a.id AND o.delivery_state IN (${stateList(OPEN_STATES)})))) AS members
+       FROM agents a WHERE x.role IS NOT NULL AND a.project_id = p.id AND x.role = ANY(a.roles) AND a.removed_at IS NULL AND a.id <> s.id
+     ) m ON true
+     LEFT JOIN LATERAL (
        SELECT true AS busy FROM handoffs y
        WHERE x.busy_if_live AND y.recipient_id = r.id AND y.delivery_state = ANY($2::delivery_state[]) AND y.attempt_count > 0 LIMIT 1
      ) b ON true
    ), h AS (
-     INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_generation, provider, pool, delivery_target, session_id,
+     INSERT INTO handoffs (id, project_id, sender_id, recipient_id, recipient_role, recipient_generation, provider, pool, delivery_target, session_id,
        title, message, focus, done_when, context_summary, open_questions, next_steps, due_at, idempotency_key,
        content_hash, in_progress_key, duplicate_of_id, delivery_state, delivery_detail, work_state, revision, created_at, updated_at, settled_at,
        created_by_token_id)
-     SELECT f.id, f.project_id, f.sender_id, f.recipient_id, f.generation, f.provider, coalesce(f.pool, ''), f.delivery_target, f.session,
+     SELECT f.id, f.project_id, f.sender_id, f.recipient_id, f.role, f.generation, f.provider, coalesce(f.pool, ''), f.delivery_target, f.session,
        f.title, f.message, f.focus, f.done_when, f.context_summary,
        ARRAY(SELECT jsonb_array_elements_text(f.open_questions)), ARRAY(SELECT jsonb_array_elements_text(f.next_steps)),
        f.due_at, f.idempotency_key, f.content_hash, f.key, f.duplicate_of, CASE WHEN f.busy THEN f.busy_state ELSE f.state END, f.detail,
@@ -110,6 +132,7 @@ export const ENROLL_SQL = `WITH x AS (
        CASE WHEN f.state = 'DUPLICATE' THEN f.created_at END, f.token_id
      FROM f
      WHERE f.project_id IS NOT NULL AND f.sender_id IS NOT NULL AND f.session_ok AND (f.recipient IS NULL OR f.recipient_id IS NOT NULL)
+       AND (f.role IS NULL OR f.members IS NOT NULL)
      ORDER BY f.n
      ON CONFLICT DO NOTHING
      RETURNING *
@@ -129,7 +152,7 @@ export const ENROLL_SQL = `WITH x AS (
      f.session_ok AS "foundSession", f.key AS "foundKey",
      (SELECT c.rule FROM connections c WHERE c.from_id = f.sender_id AND c.to_id = f.recipient_id) AS "foundRule",
      (SELECT st.value FROM settings st WHERE st.key = 'connections') AS "foundConnections",
-     evs.ids AS "foundEvents", ${handoffColumns('h')}
+     evs.ids AS "foundEvents", CASE WHEN f.role IS NOT NULL THEN coalesce(f.members, '[]') END AS "foundMembers", ${handoffColumns('h')}
    FROM f LEFT JOIN h ON h.id = f.id LEFT JOIN evs ON evs.handoff_id = f.id
    ORDER BY f.n`;
 
@@ -155,6 +178,7 @@ export async function enrollMany(db: Queryable, items: Array<{ e: Enrollment; ev
     foundRule: 'allow' | 'block' | null;
     foundConnections: unknown;
     foundEvents: string[] | null;
+    foundMembers: RoleMember[] | null;
   };
   const input = items.map(({ e, event }, n) => ({
     n,
@@ -191,6 +215,7 @@ export async function enrollMany(db: Queryable, items: Array<{ e: Enrollment; ev
     busy_actor_kind: e.busyIfLive?.event.actorKind ?? 'system',
     busy_actor_id: e.busyIfLive?.event.actorId ?? null,
     busy_reason: e.busyIfLive?.event.reason ?? null,
+    role: e.toRole,
   }));
   const { rows } = await prepared<Row>(db, ENROLL_SQL, [JSON.stringify(input), LIVE_TURN_STATES]);
   if (rows.length !== items.length) throw new Error(`enrollment returned ${rows.length} rows for ${items.length} handoffs`);
@@ -208,6 +233,7 @@ export async function enrollMany(db: Queryable, items: Array<{ e: Enrollment; ev
       foundRule,
       foundConnections,
       foundEvents,
+      foundMembers,
       ...h
     } = row;
     return {
@@ -223,6 +249,7 @@ export async function enrollMany(db: Queryable, items: Array<{ e: Enrollment; ev
       connectionsSetting: foundConnections,
       handoff: h.id ? h : null,
       eventIds: foundEvents ?? [],
+      roleMembers: foundMembers,
     };
   });
 }

@@ -7,8 +7,9 @@ import { Handle, HandoffOut, SessionId, Text } from '../schemas.ts';
 import { actor, type ToolContext } from '../tool-context.ts';
 
 /**
- * `send`: a handoff from this session's agent to another agent, or to `@project` (work any
- * agent of the project may claim). Every call carries an idempotency key, `mcp-<uuid>` unless
+ * `send`: a handoff from this session's agent to another agent, to `@project` (work any
+ * agent of the project may claim), or to `@role:<name>` (one agent of that role, chosen when it
+ * is dispatched). Every call carries an idempotency key, `mcp-<uuid>` unless
  * given, and is repeated with the same key after a 503 database_unavailable or a lost answer,
  * as `baton send` does, so it is stored at most once. A title makes it work to be returned.
  */
@@ -16,10 +17,20 @@ export const sendTool = defineTool({
   name: 'send',
   title: 'Send a handoff',
   description:
-    'Hand work or a message to another agent (or to "@project": work any agent of the project may claim). ' +
+    'Hand work or a message to another agent (or to "@project": work any agent of the project may claim; ' +
+    'or to "@role:<name>": one agent declaring that role, the idle one first, chosen when it is dispatched). ' +
     'With a title it is work: the recipient accepts it, returns it with a result, and you close it. You are always the sender.',
   input: z.strictObject({
-    to: z.union([Handle, z.literal('@project')]).describe('the receiving agent id, or "@project"'),
+    to: z
+      .union([
+        Handle,
+        z.literal('@project'),
+        z
+          .string()
+          .regex(/^@role:[A-Za-z0-9][A-Za-z0-9_-]*$/)
+          .max(LIMITS.role + 6),
+      ])
+      .describe('the receiving agent id, "@project", or "@role:<name>"'),
     message: Text(LIMITS.message, 'what to do (or say)'),
     title: Text(LIMITS.title, 'a title makes it work that the recipient returns').optional(),
     focus: Text(LIMITS.focus, 'what to focus on').optional(),
@@ -47,7 +58,7 @@ export const sendTool = defineTool({
   }),
   annotations: { ...CHANGE, idempotentHint: false },
   headline: (r) =>
-    `${r.created ? 'sent' : 'already sent (same idempotency key)'}: handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? '@project'} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}`,
+    `${r.created ? 'sent' : 'already sent (same idempotency key)'}: handoff ${r.handoff.id} ${r.handoff.from} -> ${r.handoff.to ?? (r.handoff.toRole ? `@role:${r.handoff.toRole}` : '@project')} ${r.handoff.deliveryState}${r.handoff.workState ? `/${r.handoff.workState}` : ''}`,
   async run(args, ctx: ToolContext) {
     const idempotencyKey = args.idempotencyKey ?? `mcp-${randomUUID()}`;
     let retried = false;

@@ -47,6 +47,10 @@ export const HandoffJson = Type.Object({
   seq: Type.String(),
   from: Type.String(),
   to: Type.Union([Type.String(), Type.Null()]),
+  /** The role it was sent to (`@role:<name>`); `to` is null until it is bound to an agent. */
+  toRole: Type.Union([Type.String(), Type.Null()]),
+  /** When the current role binding was made (null while unbound, and for handoffs not sent to a role). */
+  routedAt: NullableTimestamp,
   title: Type.Union([Type.String(), Type.Null()]),
   message: Type.String(),
   focus: Type.Union([Type.String(), Type.Null()]),

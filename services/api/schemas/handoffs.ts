@@ -4,8 +4,20 @@ import { AllOwners, DeliveryStateSchema, Handle, HandoffJson, Hidden, NullableTe
 
 /** The handoffs area (routes/handoffs): send, list, read, acknowledge and release. */
 
-/** An agent id, or "@project" for unowned work any agent of the project may claim. */
-export const Recipient = Type.Union([Handle, Type.Literal('@project')]);
+/**
+ * An agent id, "@project" for unowned work any agent of the project may claim, or
+ * "@role:<name>" for one agent of that role, chosen at dispatch time (the name is checked by the
+ * use case: 400 invalid_role; a role nobody declares: 422 no_agent_with_role).
+ */
+export const Recipient = Type.Union([
+  Handle,
+  Type.Literal('@project'),
+  Type.String({
+    pattern: '^@role:',
+    maxLength: LIMITS.role + 6,
+    description: '@role:<name>: one agent of that role, bound at dispatch time',
+  }),
+]);
 
 export const SendHandoffBody = Type.Object(
   {

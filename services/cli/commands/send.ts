@@ -18,8 +18,11 @@ export function registerSendCommand(program: Command, ctx: CliContext): void {
   program
     .command('send')
     .description('hand work or a message from one agent to another')
-    .argument('<from-or-to>', 'sending agent (optional: the token says who you are), then the receiving agent or @project')
-    .argument('[to-or-message]', 'the receiving agent (or @project, for work any agent of the project may claim), or the message')
+    .argument('<from-or-to>', 'sending agent (optional: the token says who you are), then the receiving agent, @project or @role:<name>')
+    .argument(
+      '[to-or-message]',
+      'the receiving agent (or @project: work any agent of the project may claim; or @role:<name>: one agent of that role), or the message',
+    )
     .option('--as <agent>', "sending agent (default BATON_AGENT, else the token's agent)")
     .option('--session <id>', 'the tracked session this handoff belongs to (its facts go in the context packet)')
     .argument('[message]', 'what to do (or say); "-" reads it from stdin, as does leaving it out while something is piped in')

@@ -9,6 +9,7 @@ import type { DispatchLatencyResult } from './scenarios/dispatch-latency.ts';
 import type { LongTurnsResult } from './scenarios/long-turns.ts';
 import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
+import type { StartupResult } from './scenarios/startup.ts';
 
 export interface BenchResult {
   version: 1;
@@ -25,6 +26,8 @@ export interface BenchResult {
   busyAgents?: BusyAgentsResult;
   recovery?: RecoveryResult;
   longTurns?: LongTurnsResult;
+  /** Time to ready of fresh API and worker processes. */
+  startup?: StartupResult;
   /** Issue 16's targets (services/bench/targets.ts), each met, NO or n/a (met null). */
   targets: Target[];
   /** Guarantees checked beside the targets: ordering, exactly-once, recovery. */

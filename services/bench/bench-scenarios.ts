@@ -1,5 +1,14 @@
 /** The scenarios, in the order they run. */
-export const BENCH_SCENARIOS = ['ceilings', 'send', 'delivery', 'dispatch-latency', 'busy-agents', 'recovery', 'long-turns'] as const;
+export const BENCH_SCENARIOS = [
+  'ceilings',
+  'send',
+  'delivery',
+  'dispatch-latency',
+  'busy-agents',
+  'recovery',
+  'long-turns',
+  'startup',
+] as const;
 export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
 
 /** Parses a comma-separated `--only` list; throws naming the valid scenarios on an unknown one. */

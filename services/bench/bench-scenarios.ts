@@ -8,6 +8,7 @@ export const BENCH_SCENARIOS = [
   'recovery',
   'long-turns',
   'role-routing',
+  'startup',
 ] as const;
 export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
 

@@ -63,3 +63,30 @@ export async function connectionsTo(pid: number, port: number): Promise<number> 
 }
 
 export { Progress } from '../../libs/terminal/progress-bar.ts';
+
+const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
+
+export interface ProcStat {
+  ppid: number;
+  /** utime + stime, ms. */
+  ownMs: number;
+  /** cutime + cstime, ms: children that exited and were reaped (Postgres backends that closed). */
+  reapedMs: number;
+}
+
+export async function procStat(pid: number): Promise<ProcStat | null> {
+  try {
+    const text = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)": state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14].
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), ownMs: (Number(f[11]) + Number(f[12])) * TICK_MS, reapedMs: (Number(f[13]) + Number(f[14])) * TICK_MS };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time of a process, ms, or null when it is gone. */
+export async function cpuOf(pid: number | null | undefined): Promise<number | null> {
+  if (!pid || pid < 0) return null;
+  return (await procStat(pid))?.ownMs ?? null;
+}

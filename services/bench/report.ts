@@ -134,6 +134,20 @@ export function renderReport(r: BenchResult): string {
     rows.push([`recovery: Redis wipe (${r.recovery.openAtWipe} open) -> all final`, `${r.recovery.wipeToFinalSec} s`, '', '', '']);
     rows.push(['recovery: Redis wipe -> longest stall in delivery', `${r.recovery.stallAfterWipeSec} s`, '', '', '']);
   }
+  const s = r.startup;
+  if (s) {
+    for (const [label, t] of [
+      ['API', s.api],
+      ['worker', s.worker],
+    ] as const)
+      rows.push([
+        `start: ${label} spawn -> ready (median of ${t.starts}; max)`,
+        `${t.readyP50Sec} s`,
+        '',
+        '',
+        `max ${t.readyMaxSec} s; CPU to ready ${t.cpuP50Ms ?? 'n/a'} ms`,
+      ]);
+  }
   const sections = [
     `Baton benchmark (${r.mode}${r.only ? `, only ${r.only.join(', ')}` : ''}), ${r.startedAt}, ${r.seconds} s; ${r.machine.cpus} cores, Node ${r.machine.node}, Postgres ${r.machine.postgres}${r.machine.embeddedPostgres ? ' (embedded)' : ''}, Redis ${r.machine.redis}${r.machine.embeddedRedis ? ' (private)' : ''}`,
   ];
@@ -144,7 +158,7 @@ export function renderReport(r: BenchResult): string {
   if (r.targets.length > 0)
     sections.push(
       '',
-      table([['target (issue 16)', 'goal', 'measured', 'met'], ...r.targets.map((t) => [t.name, t.goal, t.measured, met(t.met)])]),
+      table([['target (issues 16, 36)', 'goal', 'measured', 'met'], ...r.targets.map((t) => [t.name, t.goal, t.measured, met(t.met)])]),
     );
   if (r.guarantees.length > 0)
     sections.push(

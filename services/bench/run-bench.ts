@@ -13,6 +13,7 @@ import { measureLongTurns } from './scenarios/long-turns.ts';
 import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
 import { measureRoleRouting } from './scenarios/role-routing.ts';
+import { measureStartup } from './scenarios/startup.ts';
 import { evaluateGuarantees, evaluateTargets } from './targets.ts';
 
 export interface BenchOptions {
@@ -39,12 +40,13 @@ export function benchSizes(quick: boolean) {
         agentCounts: [10, 100],
         handoffs: 200,
         warmUp: 50,
-        latencyHandoffs: 100,
+        latency: { agents: 100, perSecond: 200, handoffs: 200 },
         busyAgents: 10,
         busyPerAgent: 10,
         wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
         roleRouting: { handoffs: 100, turnMs: ROLE_TURN_MS },
+        starts: 1,
       }
     : {
         ceilingSeconds: 5,
@@ -54,7 +56,8 @@ export function benchSizes(quick: boolean) {
         agentCounts: [10, 1_000, 10_000],
         handoffs: 10_000,
         warmUp: 1_000,
-        latencyHandoffs: 1_000,
+        // Issue 36: dispatch at a steady 200/s to 1,000 idle agents (10 s of sends).
+        latency: { agents: 1_000, perSecond: 200, handoffs: 2_000 },
         busyAgents: 100,
         busyPerAgent: 50,
         wipeHandoffs: 3_000,
@@ -62,6 +65,7 @@ export function benchSizes(quick: boolean) {
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
         roleRouting: { handoffs: 500, turnMs: ROLE_TURN_MS },
+        starts: 5,
       };
 }
 
@@ -81,7 +85,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     (want('busy-agents') ? 2 : 0) +
     (want('recovery') ? 2 : 0) +
     (want('long-turns') ? 3 : 0) +
-    (want('role-routing') ? 3 : 0);
+    (want('role-routing') ? 3 : 0) +
+    (want('startup') ? 2 : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -114,13 +119,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     }
     let dispatchLatency;
     if (want('dispatch-latency')) {
-      progress.show('dispatch latency at a steady 50/s');
-      dispatchLatency = await measureDispatchLatency(
-        env,
-        { agents: 100, perSecond: 50, handoffs: sizes.latencyHandoffs },
-        !opts.quick,
-        (label) => progress.step(label),
-      );
+      progress.show(`dispatch latency at a steady ${sizes.latency.perSecond}/s`);
+      dispatchLatency = await measureDispatchLatency(env, sizes.latency, !opts.quick, (label) => progress.step(label));
     }
     let busyAgents;
     if (want('busy-agents')) {
@@ -141,6 +141,11 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     if (want('role-routing')) {
       progress.show(`role routing: ${sizes.roleRouting.handoffs} handoffs to a role of ${sizes.roleRouting.turnMs.length}`);
       roleRouting = await measureRoleRouting(env, sizes.roleRouting, !opts.quick, (label) => progress.step(label));
+    }
+    let startup;
+    if (want('startup')) {
+      progress.show('time to ready: API and worker starts');
+      startup = await measureStartup(env, sizes.starts, (label) => progress.step(label));
     }
     const partial = {
       version: 1 as const,
@@ -164,6 +169,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(recovery ? { recovery } : {}),
       ...(longTurns ? { longTurns } : {}),
       ...(roleRouting ? { roleRouting } : {}),
+      ...(startup ? { startup } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {

@@ -19,7 +19,7 @@ const BASELINE_RUN = '2026-11-29T15:20';
 export const FEW_AGENTS = 10;
 export const MANY_AGENTS = 10_000;
 
-type Unit = 'ms' | '/s' | '%' | 'bytes' | 'MiB' | 'count';
+type Unit = 'ms' | 's' | '/s' | '%' | 'bytes' | 'MiB' | 'count' | 'x';
 
 /** A reading for one target: the value (null: unavailable) and the scale it was taken at, for the row's name. */
 export interface Reading {
@@ -99,7 +99,25 @@ const e2eRuns = (m: Measurements) =>
       .join(', ') || '-'
   } agents)`;
 
-/** Issue 16's targets, in the order the issue lists them. */
+/** The scale issue 36 states the light-load dispatch targets at (services/bench/run-bench.ts, full sizes). */
+export const LIGHT_LOAD = { perSecond: 200, agents: 1_000 } as const;
+
+const lightLoad = (m: Measurements): string => {
+  const l = m.dispatchLatency;
+  const issue = `${LIGHT_LOAD.perSecond}/s to ${LIGHT_LOAD.agents} idle agents`;
+  const measured = l ? `${l.perSecond}/s to ${l.agents} idle agents` : issue;
+  return measured === issue ? `(${issue})` : `(${measured}; full run: ${issue})`;
+};
+
+/** The warm-up's CPU per handoff over the steady run's, in the same fresh processes (null: no warm-up measured). */
+function warmUpRatio(d: DeliveryRun): number | null {
+  if (!d.warmUp) return null;
+  const warm = allProcessesCpuMs({ ...d, perHandoff: d.warmUp.perHandoff });
+  const steady = allProcessesCpuMs(d);
+  return warm === null || steady === null || steady <= 0 ? null : warm / steady;
+}
+
+/** Issue 16's targets, in the order the issue lists them, then issue 36's. */
 export const TARGETS: readonly TargetSpec[] = [
   {
     id: 'cpu-few',
@@ -220,12 +238,65 @@ export const TARGETS: readonly TargetSpec[] = [
     unit: 'MiB',
     read: (m) => ({ value: peak(byAgents(m).flatMap((d) => d.cost.workerRssMiB)), scale: e2eRuns(m) }),
   },
+  // Issue 36: fast when quiet, fast from the first handoff.
+  {
+    id: 'dispatch-light-p50',
+    name: 'Dispatch p50, commit -> adapter call, steady',
+    needs: ['dispatch-latency'],
+    comparison: '<=',
+    goal: 5,
+    unit: 'ms',
+    read: (m) => ({ value: m.dispatchLatency?.dispatchP50Ms ?? null, scale: lightLoad(m) }),
+  },
+  {
+    id: 'dispatch-light-p99',
+    name: 'Dispatch p99, commit -> adapter call, steady',
+    needs: ['dispatch-latency'],
+    comparison: '<=',
+    goal: 20,
+    unit: 'ms',
+    read: (m) => ({ value: m.dispatchLatency?.dispatchP99Ms ?? null, scale: lightLoad(m) }),
+  },
+  {
+    id: 'ready-api',
+    name: 'API spawn -> ready',
+    needs: ['startup'],
+    comparison: '<=',
+    goal: 0.5,
+    unit: 's',
+    read: (m) => ({ value: m.startup?.api.readyP50Sec ?? null, scale: `(median of ${m.startup?.api.starts ?? '-'} starts)` }),
+  },
+  {
+    id: 'ready-worker',
+    name: 'Worker spawn -> ready',
+    needs: ['startup'],
+    comparison: '<=',
+    goal: 0.5,
+    unit: 's',
+    read: (m) => ({ value: m.startup?.worker.readyP50Sec ?? null, scale: `(median of ${m.startup?.worker.starts ?? '-'} starts)` }),
+  },
+  {
+    id: 'warm-up-ratio',
+    name: 'CPU per handoff, warm-up of fresh processes vs steady',
+    needs: ['delivery'],
+    comparison: '<=',
+    goal: 1.5,
+    unit: 'x',
+    goalNote: 'first handoffs over the rest',
+    read: (m) => {
+      const run = fewRun(m);
+      const ratio = run ? warmUpRatio(run) : null;
+      return { value: ratio, scale: `${scaleLabel(FEW_AGENTS, run)}${run?.warmUp ? `, first ${run.warmUp.handoffs}` : ''}` };
+    },
+  },
 ];
 
 function format(value: number, unit: Unit): string {
   switch (unit) {
     case 'ms':
       return `${value} ms`;
+    case 's':
+      return `${value} s`;
     case '/s':
       return `${value}/s`;
     case '%':
@@ -236,6 +307,8 @@ function format(value: number, unit: Unit): string {
       return `${value} MiB`;
     case 'count':
       return String(value);
+    case 'x':
+      return `${round(value, 2)}x`;
     default: {
       const never: never = unit;
       throw new Error(`unknown unit ${String(never)}`);

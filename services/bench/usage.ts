@@ -1,38 +1,11 @@
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchEnvironment } from './bench-environment.ts';
-import { round } from './measure.ts';
+import { cpuOf, procStat, round } from './measure.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 
 /** Marks the bench's own queries, so statement counts leave them out (the text is kept by pg_stat_statements). */
 export const BENCH_SQL = '/* baton-bench */';
-
-const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
-
-interface ProcStat {
-  ppid: number;
-  /** utime + stime, ms. */
-  ownMs: number;
-  /** cutime + cstime, ms: children that exited and were reaped (Postgres backends that closed). */
-  reapedMs: number;
-}
-
-async function procStat(pid: number): Promise<ProcStat | null> {
-  try {
-    const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after "(comm)": state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14].
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { ppid: Number(f[1]), ownMs: (Number(f[11]) + Number(f[12])) * TICK_MS, reapedMs: (Number(f[13]) + Number(f[14])) * TICK_MS };
-  } catch {
-    return null;
-  }
-}
-
-/** CPU time of a process, ms, or null when it is gone. */
-async function cpuOf(pid: number | null | undefined): Promise<number | null> {
-  if (!pid || pid < 0) return null;
-  return (await procStat(pid))?.ownMs ?? null;
-}
 
 /**
  * CPU time of a server and everything it forked, ms: its own, its live children's, and the

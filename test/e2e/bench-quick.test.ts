@@ -63,7 +63,7 @@ describe('baton bench --quick --json', () => {
       expect(d.cost.redisBytesPerQueuedHandoff === null || isNumber(d.cost.redisBytesPerQueuedHandoff)).toBe(true);
       expect(isNumber(d.cost.queuedAtPeak)).toBe(true);
     }
-    expect(r.dispatchLatency).toMatchObject({ agents: 100, perSecond: 50, handoffs: 100, errors: 0 });
+    expect(r.dispatchLatency).toMatchObject({ agents: 100, perSecond: 200, handoffs: 200, errors: 0 });
     for (const f of ['dispatchP50Ms', 'dispatchP99Ms', 'acceptedP50Ms', 'returnedP99Ms'])
       expect(isNumber(r.dispatchLatency[f]), `dispatchLatency.${f}`).toBe(true);
     expect(r.busyAgents).toMatchObject({ overlappingTurns: 0, agentsOutOfOrder: 0, handoffsNotWrittenOnce: 0 });
@@ -123,7 +123,7 @@ describe('baton bench --quick --json', () => {
         met: expect.any(Boolean),
       });
     // The human table goes to stderr beside the JSON.
-    expect(output).toContain('target (issue 16)');
+    expect(output).toContain('target (issues 16, 36)');
     expect(output).toContain('guarantee');
   }, 400_000);
 });

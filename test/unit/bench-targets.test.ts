@@ -59,7 +59,7 @@ function run(
 
 /** A full run with every target exactly at its goal: the boundary, which counts as met. */
 function atGoals(): Measurements {
-  return {
+  const m: Measurements = {
     version: 1,
     mode: 'full',
     startedAt: '2026-12-01T10:00:00.000Z',
@@ -94,7 +94,27 @@ function atGoals(): Measurements {
       handoffsNotWrittenOnce: 0,
     },
     recovery: { killToUncertainSec: 3, openAtWipe: 200, wipeToFinalSec: 9, stallAfterWipeSec: 0.2 },
+    dispatchLatency: {
+      agents: 1000,
+      perSecond: 200,
+      handoffs: 2000,
+      errors: 0,
+      dispatchP50Ms: 5,
+      dispatchP99Ms: 20,
+      acceptedP50Ms: 6,
+      acceptedP99Ms: 25,
+      returnedP50Ms: 8,
+      returnedP99Ms: 30,
+    },
+    startup: {
+      api: { starts: 5, readyP50Sec: 0.5, readyMaxSec: 0.7, cpuP50Ms: 400 },
+      worker: { starts: 5, readyP50Sec: 0.5, readyMaxSec: 0.7, cpuP50Ms: 400 },
+    },
   };
+  // The warm-up of the 10-agent run at 1.5x its steady 2.5 ms.
+  const ten = m.delivery!.find((d) => d.agents === 10)!;
+  ten.warmUp = { handoffs: 1_000, perHandoff: { ...ten.perHandoff, cpuMs: { ...ten.perHandoff.cpuMs, total: 3.75 } } };
+  return m;
 }
 
 const runOf = (m: Measurements, agents: number) => m.delivery!.find((d) => d.agents === agents)!;
@@ -119,6 +139,11 @@ describe('issue 16 targets as data', () => {
       'redis-bytes-many',
       'api-rss',
       'worker-rss',
+      'dispatch-light-p50',
+      'dispatch-light-p99',
+      'ready-api',
+      'ready-worker',
+      'warm-up-ratio',
     ]);
     expect(BASELINE_RETURNED_PER_SEC_10_AGENTS).toBe(247);
     expect(TARGETS.find((t) => t.id === 'returned-rate-few')).toMatchObject({ comparison: '>=', goal: 741 });
@@ -140,6 +165,11 @@ describe('issue 16 targets as data', () => {
       ['Redis memory per queued handoff (10000 agents)', '<= 1024 bytes', '1024 bytes'],
       ['API peak RSS (e2e runs of 10, 1000, 10000 agents)', '<= 200 MiB', '200 MiB'],
       ['Worker peak RSS, each worker (e2e runs of 10, 1000, 10000 agents)', '<= 200 MiB', '200 MiB'],
+      ['Dispatch p50, commit -> adapter call, steady (200/s to 1000 idle agents)', '<= 5 ms', '5 ms'],
+      ['Dispatch p99, commit -> adapter call, steady (200/s to 1000 idle agents)', '<= 20 ms', '20 ms'],
+      ['API spawn -> ready (median of 5 starts)', '<= 0.5 s', '0.5 s'],
+      ['Worker spawn -> ready (median of 5 starts)', '<= 0.5 s', '0.5 s'],
+      ['CPU per handoff, warm-up of fresh processes vs steady (10 agents), first 1000', '<= 1.5x (first handoffs over the rest)', '1.5x'],
     ]);
   });
 
@@ -235,6 +265,41 @@ describe('issue 16 targets as data', () => {
       unavailable: (m) => void (runOf(m, 10).cost.workerRssMiB = [150, null]),
       why: 'a worker was gone before its peak was read',
     },
+    {
+      id: 'dispatch-light-p50',
+      worse: (m) => void (m.dispatchLatency!.dispatchP50Ms = 5.01),
+      measuredWorse: '5.01 ms',
+      unavailable: (m) => void delete m.dispatchLatency,
+      why: 'no steady-rate run',
+    },
+    {
+      id: 'dispatch-light-p99',
+      worse: (m) => void (m.dispatchLatency!.dispatchP99Ms = 20.01),
+      measuredWorse: '20.01 ms',
+      unavailable: (m) => void delete m.dispatchLatency,
+      why: 'no steady-rate run',
+    },
+    {
+      id: 'ready-api',
+      worse: (m) => void (m.startup!.api.readyP50Sec = 0.501),
+      measuredWorse: '0.501 s',
+      unavailable: (m) => void delete m.startup,
+      why: 'no starts timed',
+    },
+    {
+      id: 'ready-worker',
+      worse: (m) => void (m.startup!.worker.readyP50Sec = 0.501),
+      measuredWorse: '0.501 s',
+      unavailable: (m) => void delete m.startup,
+      why: 'no starts timed',
+    },
+    {
+      id: 'warm-up-ratio',
+      worse: (m) => void (runOf(m, 10).warmUp!.perHandoff.cpuMs.total = 3.8),
+      measuredWorse: '1.52x',
+      unavailable: (m) => void (runOf(m, 10).warmUp = null),
+      why: 'no warm-up measured',
+    },
   ];
 
   it('has a NO and an n/a case for every target', () => {
@@ -310,8 +375,9 @@ describe('bench report: targets and guarantees', () => {
     const m = atGoals();
     runOf(m, 10).perHandoff.postgresStatements = null;
     m.send!.thirtyTwoClients.p99Ms = 98.45;
+    runOf(m, 10).warmUp = null;
     const text = renderReport({ ...m, targets: evaluateTargets(m), guarantees: evaluateGuarantees(m) });
-    expect(text).toMatch(/target \(issue 16\)\s+goal\s+measured\s+met/);
+    expect(text).toMatch(/target \(issues 16, 36\)\s+goal\s+measured\s+met/);
     expect(text).toMatch(/CPU per handoff, all processes \(10 agents\)\s+<= 2\.5 ms\s+2\.5 ms\s+yes/);
     expect(text).toMatch(/Postgres statements per handoff \(10 agents\)\s+<= 3\s+n\/a\s+n\/a/);
     expect(text).toMatch(/Send p99 \(32 clients\)\s+<= 40 ms\s+98\.45 ms\s+NO/);

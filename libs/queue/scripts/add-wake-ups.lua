@@ -13,6 +13,9 @@
   Returns 1 when this call marked the queue scheduled (the caller adds one wake job: nobody was going to
   take these agents), 0 when the queue was already scheduled (a wake job is queued or draining, and
   takes them before it finishes: take-wake-ups.lua clears the flag only on finding the set empty).
+  A flag of 'L' says the drainer found the set empty and only lingers (it looks again within its
+  linger poll): this call then marks the queue scheduled ('1') and returns 1 too, so the caller's
+  job takes these agents at once instead of after the poll. Only the first wake-up of a linger adds a job.
 ]]
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
@@ -29,6 +32,10 @@ while i <= n do
   i = last + 1
 end
 if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then
+  return 1
+end
+if redis.call('GET', KEYS[2]) == 'L' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
   return 1
 end
 return 0

@@ -7,7 +7,9 @@
   ARGV[1]  at most this many agents
   ARGV[2]  how long the scheduled flag lives, milliseconds
   ARGV[3]  '1': on finding the set empty, clear the flag (the drainer is about to finish);
-           '0': keep it set (the drainer looks again soon: its runs are ending)
+           '0': keep it set, as 'L' (the drainer lingers and looks again soon: its runs are ending);
+           a producer that finds 'L' adds a wake job all the same (add-wake-ups.lua), so a
+           wake-up never waits for the linger's poll
 
   Finding the set empty with ARGV[3] = '1' clears the flag in the same atomic step, so a
   producer adding an agent after this call sets it again and adds a wake job (add-wake-ups.lua):
@@ -22,7 +24,7 @@ if #popped == 0 then
   if ARGV[3] == '1' then
     redis.call('DEL', KEYS[2])
   else
-    redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+    redis.call('SET', KEYS[2], 'L', 'PX', ARGV[2])
   end
   return {}
 end

@@ -16,7 +16,7 @@ export function registerBenchCommand(program: Command, ctx: CliContext, bench: B
     .option('--no-progress', 'no progress bar')
     .option(
       '--only <scenarios>',
-      'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns, role-routing)',
+      'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns, role-routing, startup)',
     )
     .action(async (opts: { quick?: boolean; json?: boolean; progress: boolean; only?: string }) => {
       const { result, report } = await bench(

@@ -3,8 +3,10 @@ import type { BatonConfig } from '../../libs/config/load-config.ts';
 import { BenchEnvironment, DEFAULT_TUNING } from './bench-environment.ts';
 import { Progress, round } from './measure.ts';
 import type { BenchResult } from './bench-result.ts';
-import { parseScenarios, type BenchScenario } from './bench-scenarios.ts';
+import { parseScenarios, parseWorkerCounts, type BenchScenario } from './bench-scenarios.ts';
+import { renderHtmlReport } from './html-report.ts';
 import { renderReport } from './report.ts';
+import { measureCapacity } from './scenarios/capacity.ts';
 import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
@@ -22,6 +24,8 @@ export interface BenchOptions {
   tty: boolean;
   /** Run only these scenarios (`--only long-turns`); all of them when absent. */
   only?: readonly BenchScenario[];
+  /** Worker process counts of the capacity runs (`--workers 1,2,4`); the sizes' default when absent. */
+  workers?: readonly number[];
 }
 
 /** Sizes: `--quick` is a CI smoke run (well under a minute); full is the real measurement. */
@@ -40,6 +44,7 @@ export function benchSizes(quick: boolean) {
         busyPerAgent: 10,
         wipeHandoffs: 150,
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
+        capacity: { workers: [1, 2], agents: 100, handoffs: 300, warmUp: 50 },
       }
     : {
         ceilingSeconds: 5,
@@ -56,6 +61,7 @@ export function benchSizes(quick: boolean) {
         // 1,000 turns do not fit the default 2 workers x 4 shards x 64 = 512 slots (and the shards
         // fill unevenly): these workers run with BATON_WORKER_CONCURRENCY=256 (2,048 slots).
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
+        capacity: { workers: [1, 2, 4], agents: 1_000, handoffs: 5_000, warmUp: 1_000 },
       };
 }
 
@@ -74,7 +80,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     (want('dispatch-latency') ? 1 : 0) +
     (want('busy-agents') ? 2 : 0) +
     (want('recovery') ? 2 : 0) +
-    (want('long-turns') ? 3 : 0);
+    (want('long-turns') ? 3 : 0) +
+    (want('capacity') ? (opts.workers ?? sizes.capacity.workers).length : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -130,6 +137,12 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       progress.show(`long turns: ${sizes.longTurns.turns} turns of ${sizes.longTurns.turnMs / 1000} s`);
       longTurns = await measureLongTurns(env, sizes.longTurns, !opts.quick, (label) => progress.step(label));
     }
+    let capacity;
+    if (want('capacity')) {
+      const workers = opts.workers ?? sizes.capacity.workers;
+      progress.show(`capacity: ${workers.join(', ')} worker processes`);
+      capacity = await measureCapacity(env, { ...sizes.capacity, workers }, (label) => progress.step(label));
+    }
     const partial = {
       version: 1 as const,
       mode: opts.quick ? ('quick' as const) : ('full' as const),
@@ -151,6 +164,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(busyAgents ? { busyAgents } : {}),
       ...(recovery ? { recovery } : {}),
       ...(longTurns ? { longTurns } : {}),
+      ...(capacity ? { capacity } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {
@@ -162,4 +176,4 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
 }
 
 // The CLI's `bench` command loads this one module lazily, and reads these from it too.
-export { parseScenarios, renderReport };
+export { parseScenarios, parseWorkerCounts, renderHtmlReport, renderReport };

@@ -2,6 +2,7 @@ import type { BenchResult, Guarantee, Target } from './bench-result.ts';
 import type { BenchScenario } from './bench-scenarios.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import { round } from './measure.ts';
+import { offMid } from './capacity-model.ts';
 
 /** What a bench run measured, before its targets and guarantees are evaluated. */
 export type Measurements = Omit<BenchResult, 'targets' | 'guarantees'>;
@@ -25,6 +26,8 @@ export interface Reading {
   value: number | null;
   /** Appended to the target's name, e.g. "(10 agents)" or "(100 agents; full run: 10000)". */
   scale: string;
+  /** Printed after the measured value: what it was read from (a capacity run's figures beside their bands). */
+  detail?: string;
 }
 
 /** A target as data: evaluateTarget compares `read(m).value` with `goal` using `comparison`. */
@@ -98,7 +101,37 @@ const e2eRuns = (m: Measurements) =>
       .join(', ') || '-'
   } agents)`;
 
-/** Issue 16's targets, in the order the issue lists them. */
+/**
+ * Issue 36, section 4: a capacity run's throughput and Postgres cores within the model's band,
+ * one row per worker count the run measured (`--workers`, default 1, 2, 4). The value is how
+ * far the farther of the two lies from its band's middle (the band is +-25%).
+ */
+export function capacityBand(workers: number): TargetSpec {
+  return {
+    id: `capacity-band-${workers}-workers`,
+    name: `Capacity model: throughput and Postgres load within the predicted band`,
+    needs: ['capacity'],
+    comparison: '<=',
+    goal: 25,
+    unit: '%',
+    goalNote: 'off the prediction',
+    read: (m) => {
+      const run = m.capacity?.runs.find((r) => r.workers === workers);
+      const scale = `(${workers} worker${workers === 1 ? '' : 's'})`;
+      if (!run || run.postgres.cores === null) return { value: null, scale };
+      const p = run.prediction;
+      const off = Math.max(offMid(run.returnedPerSec, p.handoffsPerSec), offMid(run.postgres.cores, p.postgres.cores));
+      const r0 = (n: number) => Math.round(n);
+      return {
+        value: round(off * 100, 1),
+        scale,
+        detail: `${run.returnedPerSec}/s in ${r0(p.handoffsPerSec.low)}-${r0(p.handoffsPerSec.high)}/s, Postgres ${run.postgres.cores} cores in ${round(p.postgres.cores.low, 2)}-${round(p.postgres.cores.high, 2)}`,
+      };
+    },
+  };
+}
+
+/** Issue 16's targets, in the order the issue lists them, then issue 36's. */
 export const TARGETS: readonly TargetSpec[] = [
   {
     id: 'cpu-few',
@@ -250,21 +283,25 @@ export function meets(comparison: TargetSpec['comparison'], value: number, goal:
 /** One target on one run's measurements; undefined when `--only` skipped a scenario it needs. */
 export function evaluateTarget(spec: TargetSpec, m: Measurements): Target | undefined {
   if (m.only && spec.needs.some((s) => !m.only!.includes(s))) return undefined;
-  const { value, scale } = spec.read(m);
+  const { value, scale, detail } = spec.read(m);
   const usable = value !== null && Number.isFinite(value);
   return {
     id: spec.id,
     name: `${spec.name} ${scale}`,
     goal: `${spec.comparison} ${format(spec.goal, spec.unit)}${spec.goalNote ? ` (${spec.goalNote})` : ''}`,
-    measured: usable ? format(value, spec.unit) : 'n/a',
+    measured: usable ? `${format(value, spec.unit)}${detail ? ` (${detail})` : ''}` : 'n/a',
     value: usable ? value : null,
     met: usable ? meets(spec.comparison, value, spec.goal) : null,
   };
 }
 
-/** Issue 16's targets on a result: every row of TARGETS, except those of scenarios `--only` skipped. */
+/**
+ * The targets on a result: every row of `specs` (issue 16's), except those of scenarios `--only`
+ * skipped, then one capacity row per worker count the capacity runs measured.
+ */
 export function evaluateTargets(m: Measurements, specs: readonly TargetSpec[] = TARGETS): Target[] {
-  return specs.map((s) => evaluateTarget(s, m)).filter((t): t is Target => t !== undefined);
+  const capacity = (m.capacity?.runs ?? []).map((r) => capacityBand(r.workers));
+  return [...specs, ...capacity].map((s) => evaluateTarget(s, m)).filter((t): t is Target => t !== undefined);
 }
 
 /** The guarantees the bench checks beside the targets (those of the scenarios that ran). */

@@ -262,7 +262,7 @@ export function fleetCapacity(costs: FleetCosts, spec: FleetSpec): FleetCapacity
     { limit: 'Postgres CPU', turns: turnPgMs > 0 ? pgBudgetMs / turnPgMs : Infinity },
     { limit: 'Redis CPU (busiest primary)', turns: turnRedisMs > 0 ? redisBudgetMs / (turnRedisMs * turnShare) : Infinity },
     // Workers are added until Postgres has no connection left for another one.
-    { limit: 'worker slots, memory and CPU (as many workers as Postgres connections allow)', turns: perWorkerTurns * connectionsWorkers },
+    { limit: 'worker slots (as many workers as Postgres connections allow)', turns: perWorkerTurns * connectionsWorkers },
   ];
   const fewestTurns = turnBounds.reduce((a, b) => (b.turns < a.turns ? b : a));
   const memory = spec.redis.memoryBytes * spec.redis.primaries;

@@ -14,17 +14,25 @@ export const LAUNCHERS: Launchers = {
     return startConfiguredApi(parts);
   },
 
-  // `baton bench`: an unknown `--only` scenario is a usage error, found before anything starts.
-  async bench(config, { only, ...request }, write) {
-    const { runBench, renderReport, parseScenarios } = await import('../services/bench/run-bench.ts');
+  // `baton bench`: an unknown `--only` scenario or a bad `--workers` is a usage error, found before anything starts.
+  async bench(config, { only, workers, html, ...request }, write) {
+    const { runBench, renderReport, renderHtmlReport, parseScenarios, parseWorkerCounts } = await import('../services/bench/run-bench.ts');
     let scenarios: ReturnType<typeof parseScenarios> | undefined;
+    let counts: number[] | undefined;
     try {
       scenarios = only !== undefined ? parseScenarios(only) : undefined;
+      counts = workers !== undefined ? parseWorkerCounts(workers) : undefined;
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const result = await runBench(config, { ...request, ...(scenarios ? { only: scenarios } : {}) }, write);
-    return { result, report: renderReport(result) };
+    if (counts && scenarios && !scenarios.includes('capacity'))
+      throw new UsageError('--workers sets the capacity runs: add capacity to --only');
+    const result = await runBench(
+      config,
+      { ...request, ...(scenarios ? { only: scenarios } : {}), ...(counts ? { workers: counts } : {}) },
+      write,
+    );
+    return { result, report: renderReport(result), ...(html ? { html: renderHtmlReport(result) } : {}) };
   },
 
   // `baton chaos`: the sizes not given take the defaults of the run's length (full or --short).

@@ -13,6 +13,8 @@ import { JsonClient } from './http-load.ts';
 import { cpuOf } from './measure.ts';
 
 export interface ProcessTuning {
+  /** Worker processes a scenario runs (`--workers` sets it for the capacity runs). */
+  workers: number;
   workerConcurrency: number;
   queueShards: number;
   dbPoolSize: number;
@@ -20,7 +22,7 @@ export interface ProcessTuning {
   jobLockMs?: number;
 }
 
-export const DEFAULT_TUNING: ProcessTuning = { workerConcurrency: 64, queueShards: 4, dbPoolSize: 10 };
+export const DEFAULT_TUNING: ProcessTuning = { workers: 2, workerConcurrency: 64, queueShards: 4, dbPoolSize: 10 };
 
 /**
  * Everything a benchmark run needs, on the same embedded-or-configured Postgres and Redis as
@@ -221,7 +223,7 @@ export class BenchEnvironment {
   }
 
   /**
-   * The API and two workers for a scenario. `fresh` restarts them, so peaks (RSS) and
+   * The API and the workers (two, or `tuning.workers`) for a scenario. `fresh` restarts them, so peaks (RSS) and
    * connection counts belong to this scenario alone (the full run); otherwise running ones are
    * reused (the quick run, where process start-up would dominate). `tuning` overrides the
    * bench's settings for this scenario through the same environment variables an operator
@@ -232,7 +234,7 @@ export class BenchEnvironment {
     const retune = JSON.stringify(wanted) !== JSON.stringify(this.running);
     if (fresh || retune) await this.releaseProcesses(true);
     this.running = wanted;
-    const missing = Math.max(0, 2 - this.workers.length);
+    const missing = Math.max(0, this.running.workers - this.workers.length);
     if (!this.api || !this.client) {
       const [client] = await Promise.all([this.startApi(), this.startWorkers(missing)]);
       this.client = client;

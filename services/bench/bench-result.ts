@@ -3,6 +3,7 @@
  * targets and guarantees, run-bench.ts fills it.
  */
 import type { BusyAgentsResult } from './scenarios/busy-agents.ts';
+import type { CapacityResult } from './scenarios/capacity.ts';
 import type { Ceilings } from './scenarios/ceilings.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import type { DispatchLatencyResult } from './scenarios/dispatch-latency.ts';
@@ -31,6 +32,8 @@ export interface BenchResult {
   roleRouting?: RoleRoutingResult;
   /** Time to ready of fresh API and worker processes. */
   startup?: StartupResult;
+  /** The capacity model held against 1, 2, 4 (`--workers`) worker processes on this host. */
+  capacity?: CapacityResult;
   /** Issue 16's targets (services/bench/targets.ts), each met, NO or n/a (met null). */
   targets: Target[];
   /** Guarantees checked beside the targets: ordering, exactly-once, recovery. */

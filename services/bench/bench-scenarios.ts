@@ -9,6 +9,7 @@ export const BENCH_SCENARIOS = [
   'long-turns',
   'role-routing',
   'startup',
+  'capacity',
 ] as const;
 export type BenchScenario = (typeof BENCH_SCENARIOS)[number];
 
@@ -22,4 +23,17 @@ export function parseScenarios(text: string): BenchScenario[] {
   if (names.length === 0 || unknown.length > 0)
     throw new Error(`unknown bench scenario ${JSON.stringify(unknown.join(',') || text)}; choose from ${BENCH_SCENARIOS.join(', ')}`);
   return names as BenchScenario[];
+}
+
+/**
+ * Parses `--workers`: worker process counts for the capacity runs, comma-separated (`1,2,4`),
+ * each a whole number from 1 to 64, no repeats; throws saying what is wrong.
+ */
+export function parseWorkerCounts(text: string): number[] {
+  const parts = text.split(',').map((n) => n.trim());
+  const counts = parts.map(Number);
+  if (parts.some((p) => !/^\d+$/.test(p)) || counts.some((n) => n < 1 || n > 64))
+    throw new Error(`--workers takes worker process counts from 1 to 64, comma-separated (e.g. 1,2,4), not ${JSON.stringify(text)}`);
+  if (new Set(counts).size !== counts.length) throw new Error(`--workers lists a count twice: ${JSON.stringify(text)}`);
+  return counts;
 }

@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import { percentile, round } from './measure.ts';
+import { latencyHistogram, type LatencyHistogram } from './plot-data.ts';
 
 export interface LoadResult {
   requests: number;
@@ -9,6 +10,8 @@ export interface LoadResult {
   p50Ms: number;
   p99Ms: number;
   statuses: Record<string, number>;
+  /** Every request's latency, counted per bucket (the HTML report's plot; absent in older results). */
+  latency?: LatencyHistogram;
 }
 
 /**
@@ -91,5 +94,6 @@ export async function runLoad(
     p50Ms: round(percentile(latencies, 50), 2),
     p99Ms: round(percentile(latencies, 99), 2),
     statuses,
+    latency: latencyHistogram(latencies),
   };
 }

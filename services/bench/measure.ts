@@ -64,7 +64,7 @@ export async function connectionsTo(pid: number, port: number): Promise<number> 
 
 export { Progress } from '../../libs/terminal/progress-bar.ts';
 
-const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
+export const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
 
 export interface ProcStat {
   ppid: number;

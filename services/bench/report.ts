@@ -1,4 +1,6 @@
 import type { BenchResult } from './bench-result.ts';
+import type { Band } from './capacity-model.ts';
+import type { CapacityResult } from './scenarios/capacity.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import type { LongTurnsResult } from './scenarios/long-turns.ts';
 import type { SendResults } from './scenarios/send.ts';
@@ -154,6 +156,7 @@ export function renderReport(r: BenchResult): string {
   if (rows.length > 1) sections.push('', table(rows));
   if (delivery.length > 0) sections.push('', table(costTable(delivery, r.send)));
   if (r.longTurns) sections.push('', table(longTurnsTable(r.longTurns)));
+  if (r.capacity) sections.push('', table(capacityTable(r.capacity)));
   const met = (m: boolean | null) => (m === null ? 'n/a' : m ? 'yes' : 'NO');
   if (r.targets.length > 0)
     sections.push(
@@ -200,6 +203,8 @@ function costTable(delivery: DeliveryRun[], send: SendResults | undefined): stri
   }
   cost.push(['Postgres statements per handoff', ...per((d) => d.perHandoff.postgresStatements)]);
   cost.push(['Redis commands per handoff', ...per((d) => d.perHandoff.redisCommands)]);
+  cost.push(['Postgres WAL bytes per handoff', ...per((d) => d.perHandoff.postgresWalBytes ?? null)]);
+  cost.push(['other work on the host: CPU ms per handoff', ...per((d) => d.perHandoff.otherProcessesCpuMs ?? null)]);
   // What the processes' first handoffs cost (JIT compiling the hot path among it), measured apart.
   if (delivery.some((d) => d.warmUp)) {
     cost.push([
@@ -252,5 +257,74 @@ function longTurnsTable(l: LongTurnsResult): string[][] {
   const warnings = Object.entries(l.workerWarnings).sort((a, b) => b[1] - a[1]);
   rows.push(['worker warnings logged', warnings.length === 0 ? 'none' : warnings.map(([msg, n]) => `${msg} x${n}`).join('; ')]);
   rows.push(['written exactly once', `${l.turns - l.handoffsNotWrittenOnce} of ${l.turns}, ${l.writeViolations} write violations`]);
+  return rows;
+}
+
+const scaleBand = (b: Band, k: number): Band => ({ low: b.low * k, mid: b.mid * k, high: b.high * k });
+const bandText = (b: Band, digits = 0, unit = '') => `${round(b.low, digits)}-${round(b.high, digits)}${unit}`;
+
+/** The capacity runs: measured throughput and Postgres load beside the model's predicted bands. */
+function capacityTable(c: CapacityResult): string[][] {
+  const cal = c.calibration.costs;
+  const rows: string[][] = [
+    [
+      `capacity model (docs/CAPACITY.md), ${c.runs[0]?.agents ?? '?'} agents, calibrated on ${c.calibration.workers} worker${c.calibration.workers === 1 ? '' : 's'}`,
+      'measured',
+      'predicted band',
+      'limited by',
+      'within',
+    ],
+  ];
+  const yes = (b: boolean | null) => (b === null ? 'n/a' : b ? 'yes' : 'NO');
+  for (const run of c.runs) {
+    const p = run.prediction;
+    const n = `${run.workers} worker${run.workers === 1 ? '' : 's'}`;
+    const other = run.otherCores === null ? '' : ` (other work ${run.otherCores} cores)`;
+    rows.push([
+      `${n}: to RETURNED${other}`,
+      `${run.returnedPerSec}/s`,
+      bandText(p.handoffsPerSec, 0, '/s'),
+      p.limitedBy,
+      yes(run.withinBand.throughput),
+    ]);
+    rows.push([
+      `${n}: Postgres cores busy`,
+      run.postgres.cores === null ? 'n/a' : String(run.postgres.cores),
+      bandText(p.postgres.cores, 2),
+      '',
+      yes(run.withinBand.postgres),
+    ]);
+    rows.push([
+      `${n}: Postgres statements/s, WAL/s`,
+      `${run.postgres.statementsPerSec ?? 'n/a'}, ${run.postgres.walBytesPerSec === null ? 'n/a' : `${round(run.postgres.walBytesPerSec / 1024 / 1024, 2)} MiB`}`,
+      `${p.postgres.statementsPerSec ? bandText(p.postgres.statementsPerSec) : 'n/a'}, ${p.postgres.walBytesPerSec ? bandText(scaleBand(p.postgres.walBytesPerSec, 1 / 1024 / 1024), 2, ' MiB') : 'n/a'}`,
+      '',
+      '',
+    ]);
+  }
+  rows.push([
+    'calibration: CPU ms per handoff',
+    `${round(
+      Object.values(cal.cpuMs).reduce((a, b) => a + b, 0),
+      3,
+    )}`,
+    `API ${cal.cpuMs.api}, workers ${cal.cpuMs.workers}, Postgres ${cal.cpuMs.postgres}, Redis ${cal.cpuMs.redis}, demo host ${cal.cpuMs.demoHost}, load generator ${cal.cpuMs.loadGenerator}`,
+    '',
+    '',
+  ]);
+  rows.push([
+    'calibration: per handoff',
+    '',
+    `${cal.postgresStatements ?? 'n/a'} statements, ${cal.postgresWalBytes ?? 'n/a'} WAL bytes, ${cal.redisCommands ?? 'n/a'} Redis commands (${c.redisMsPerCommand ?? 'n/a'} ms each)`,
+    '',
+    '',
+  ]);
+  rows.push([
+    'Redis memory per agent that had a turn (fence counter)',
+    c.redisBytesPerAgent === null ? 'n/a' : `${c.redisBytesPerAgent} bytes`,
+    '',
+    '',
+    '',
+  ]);
   return rows;
 }

@@ -3,8 +3,10 @@ import type { BatonConfig } from '../../libs/config/load-config.ts';
 import { BenchEnvironment, DEFAULT_TUNING } from './bench-environment.ts';
 import { Progress, round } from './measure.ts';
 import type { BenchResult } from './bench-result.ts';
-import { parseScenarios, type BenchScenario } from './bench-scenarios.ts';
+import { parseScenarios, parseWorkerCounts, type BenchScenario } from './bench-scenarios.ts';
+import { renderHtmlReport } from './html-report.ts';
 import { renderReport } from './report.ts';
+import { measureCapacity } from './scenarios/capacity.ts';
 import { measureBusyAgents } from './scenarios/busy-agents.ts';
 import { measureCeilings } from './scenarios/ceilings.ts';
 import { measureDelivery } from './scenarios/delivery.ts';
@@ -14,7 +16,8 @@ import { measureRecovery } from './scenarios/recovery.ts';
 import { measureSend } from './scenarios/send.ts';
 import { measureRoleRouting } from './scenarios/role-routing.ts';
 import { measureStartup } from './scenarios/startup.ts';
-import { evaluateGuarantees, evaluateTargets } from './targets.ts';
+import { evaluateTargets } from './targets.ts';
+import { evaluateGuarantees } from './guarantees.ts';
 
 export interface BenchOptions {
   quick: boolean;
@@ -24,6 +27,8 @@ export interface BenchOptions {
   tty: boolean;
   /** Run only these scenarios (`--only long-turns`); all of them when absent. */
   only?: readonly BenchScenario[];
+  /** Worker process counts of the capacity runs (`--workers 1,2,4`); the sizes' default when absent. */
+  workers?: readonly number[];
 }
 
 /** The role-routing scenario's ten agents: turns of 20 ms to 200 ms (uneven: the slowest is ten times the fastest). */
@@ -47,6 +52,7 @@ export function benchSizes(quick: boolean) {
         longTurns: { turns: 40, turnMs: 6_000, quietMs: 2_000 },
         roleRouting: { handoffs: 100, turnMs: ROLE_TURN_MS },
         starts: 1,
+        capacity: { workers: [1, 2], agents: 100, handoffs: 300, warmUp: 50 },
       }
     : {
         ceilingSeconds: 5,
@@ -66,6 +72,7 @@ export function benchSizes(quick: boolean) {
         longTurns: { turns: 1_000, turnMs: 30_000, quietMs: 5_000, workerConcurrency: 256 },
         roleRouting: { handoffs: 500, turnMs: ROLE_TURN_MS },
         starts: 5,
+        capacity: { workers: [1, 2, 4], agents: 1_000, handoffs: 5_000, warmUp: 1_000 },
       };
 }
 
@@ -86,7 +93,8 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
     (want('recovery') ? 2 : 0) +
     (want('long-turns') ? 3 : 0) +
     (want('role-routing') ? 3 : 0) +
-    (want('startup') ? 2 : 0);
+    (want('startup') ? 2 : 0) +
+    (want('capacity') ? (opts.workers ?? sizes.capacity.workers).length : 0);
   const progress = new Progress(steps, opts.progress, opts.tty, write);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -147,6 +155,12 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       progress.show('time to ready: API and worker starts');
       startup = await measureStartup(env, sizes.starts, (label) => progress.step(label));
     }
+    let capacity;
+    if (want('capacity')) {
+      const workers = opts.workers ?? sizes.capacity.workers;
+      progress.show(`capacity: ${workers.join(', ')} worker processes`);
+      capacity = await measureCapacity(env, { ...sizes.capacity, workers }, (label) => progress.step(label));
+    }
     const partial = {
       version: 1 as const,
       mode: opts.quick ? ('quick' as const) : ('full' as const),
@@ -170,6 +184,7 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
       ...(longTurns ? { longTurns } : {}),
       ...(roleRouting ? { roleRouting } : {}),
       ...(startup ? { startup } : {}),
+      ...(capacity ? { capacity } : {}),
     };
     return { ...partial, targets: evaluateTargets(partial), guarantees: evaluateGuarantees(partial) };
   } finally {
@@ -181,4 +196,4 @@ export async function runBench(config: BatonConfig, opts: BenchOptions, write: (
 }
 
 // The CLI's `bench` command loads this one module lazily, and reads these from it too.
-export { parseScenarios, renderReport };
+export { parseScenarios, parseWorkerCounts, renderHtmlReport, renderReport };

@@ -1,8 +1,8 @@
-import { ROLE_SHARE_GAP_BOUND } from './scenarios/role-routing.ts';
-import type { BenchResult, Guarantee, Target } from './bench-result.ts';
+import type { BenchResult, Target } from './bench-result.ts';
 import type { BenchScenario } from './bench-scenarios.ts';
 import type { DeliveryRun } from './scenarios/delivery.ts';
 import { round } from './measure.ts';
+import { offMid } from './capacity-model.ts';
 
 /** What a bench run measured, before its targets and guarantees are evaluated. */
 export type Measurements = Omit<BenchResult, 'targets' | 'guarantees'>;
@@ -26,6 +26,8 @@ export interface Reading {
   value: number | null;
   /** Appended to the target's name, e.g. "(10 agents)" or "(100 agents; full run: 10000)". */
   scale: string;
+  /** Printed after the measured value: what it was read from (a capacity run's figures beside their bands). */
+  detail?: string;
 }
 
 /** A target as data: evaluateTarget compares `read(m).value` with `goal` using `comparison`. */
@@ -45,13 +47,13 @@ export interface TargetSpec {
 const byAgents = (m: Measurements): DeliveryRun[] => [...(m.delivery ?? [])].sort((a, b) => a.agents - b.agents);
 
 /** The e2e run with the issue's 10 agents, else the smallest one measured. */
-function fewRun(m: Measurements): DeliveryRun | undefined {
+export function fewRun(m: Measurements): DeliveryRun | undefined {
   const runs = byAgents(m);
   return runs.find((d) => d.agents === FEW_AGENTS) ?? runs[0];
 }
 
 /** The e2e run with the most agents (10,000 in the full run), if it has more than fewRun. */
-function manyRun(m: Measurements): DeliveryRun | undefined {
+export function manyRun(m: Measurements): DeliveryRun | undefined {
   const few = fewRun(m);
   const most = byAgents(m).at(-1);
   return few && most && most.agents > few.agents ? most : undefined;
@@ -115,6 +117,36 @@ function warmUpRatio(d: DeliveryRun): number | null {
   const warm = allProcessesCpuMs({ ...d, perHandoff: d.warmUp.perHandoff });
   const steady = allProcessesCpuMs(d);
   return warm === null || steady === null || steady <= 0 ? null : warm / steady;
+}
+
+/**
+ * Issue 36, section 4: a capacity run's throughput and Postgres cores within the model's band,
+ * one row per worker count the run measured (`--workers`, default 1, 2, 4). The value is how
+ * far the farther of the two lies from its band's middle (the band is +-25%).
+ */
+export function capacityBand(workers: number): TargetSpec {
+  return {
+    id: `capacity-band-${workers}-workers`,
+    name: `Capacity model: throughput and Postgres load within the predicted band`,
+    needs: ['capacity'],
+    comparison: '<=',
+    goal: 25,
+    unit: '%',
+    goalNote: 'off the prediction',
+    read: (m) => {
+      const run = m.capacity?.runs.find((r) => r.workers === workers);
+      const scale = `(${workers} worker${workers === 1 ? '' : 's'})`;
+      if (!run || run.postgres.cores === null) return { value: null, scale };
+      const p = run.prediction;
+      const off = Math.max(offMid(run.returnedPerSec, p.handoffsPerSec), offMid(run.postgres.cores, p.postgres.cores));
+      const r0 = (n: number) => Math.round(n);
+      return {
+        value: round(off * 100, 1),
+        scale,
+        detail: `${run.returnedPerSec}/s in ${r0(p.handoffsPerSec.low)}-${r0(p.handoffsPerSec.high)}/s, Postgres ${run.postgres.cores} cores in ${round(p.postgres.cores.low, 2)}-${round(p.postgres.cores.high, 2)}`,
+      };
+    },
+  };
 }
 
 /** Issue 16's targets, in the order the issue lists them, then issue 36's. */
@@ -324,76 +356,23 @@ export function meets(comparison: TargetSpec['comparison'], value: number, goal:
 /** One target on one run's measurements; undefined when `--only` skipped a scenario it needs. */
 export function evaluateTarget(spec: TargetSpec, m: Measurements): Target | undefined {
   if (m.only && spec.needs.some((s) => !m.only!.includes(s))) return undefined;
-  const { value, scale } = spec.read(m);
+  const { value, scale, detail } = spec.read(m);
   const usable = value !== null && Number.isFinite(value);
   return {
     id: spec.id,
     name: `${spec.name} ${scale}`,
     goal: `${spec.comparison} ${format(spec.goal, spec.unit)}${spec.goalNote ? ` (${spec.goalNote})` : ''}`,
-    measured: usable ? format(value, spec.unit) : 'n/a',
+    measured: usable ? `${format(value, spec.unit)}${detail ? ` (${detail})` : ''}` : 'n/a',
     value: usable ? value : null,
     met: usable ? meets(spec.comparison, value, spec.goal) : null,
   };
 }
 
-/** Issue 16's targets on a result: every row of TARGETS, except those of scenarios `--only` skipped. */
+/**
+ * The targets on a result: every row of `specs` (issue 16's), except those of scenarios `--only`
+ * skipped, then one capacity row per worker count the capacity runs measured.
+ */
 export function evaluateTargets(m: Measurements, specs: readonly TargetSpec[] = TARGETS): Target[] {
-  return specs.map((s) => evaluateTarget(s, m)).filter((t): t is Target => t !== undefined);
-}
-
-/** The guarantees the bench checks beside the targets (those of the scenarios that ran). */
-export function evaluateGuarantees(m: Measurements): Guarantee[] {
-  const g: Guarantee[] = [];
-  const add = (name: string, goal: string, measured: string, met: boolean) => g.push({ name, goal, measured, met });
-  const few = fewRun(m);
-  const many = manyRun(m);
-  if (few && many) {
-    const a = few.cost.redisConnectionsPerWorker;
-    const b = many.cost.redisConnectionsPerWorker;
-    add(
-      `Redis connections per worker, ${many.agents} vs ${few.agents} agents`,
-      'the same',
-      `${b.join('/')} vs ${a.join('/')}`,
-      JSON.stringify(a) === JSON.stringify(b),
-    );
-  }
-  if (m.recovery) {
-    add('worker SIGKILL -> UNCERTAIN', '<= 5 s', `${m.recovery.killToUncertainSec} s`, m.recovery.killToUncertainSec <= 5);
-    add('Redis wipe -> all handoffs final', '<= 10 s', `${m.recovery.wipeToFinalSec} s`, m.recovery.wipeToFinalSec <= 10);
-  }
-  const b = m.busyAgents;
-  if (b) {
-    add(
-      'busy agents: no overlapping turns, order held, one write each',
-      'all 0',
-      `${b.overlappingTurns}/${b.agentsOutOfOrder}/${b.handoffsNotWrittenOnce}`,
-      b.overlappingTurns + b.agentsOutOfOrder + b.handoffsNotWrittenOnce === 0,
-    );
-  }
-  const rr = m.roleRouting;
-  if (rr) {
-    add(
-      `role routing: ${rr.handoffs} to a role of ${rr.turnMs.length} finish before round-robin at send time`,
-      'sooner',
-      `${rr.role.seconds} s vs ${rr.roundRobin.seconds} s`,
-      rr.role.seconds < rr.roundRobin.seconds,
-    );
-    add(
-      'role routing: each agent within the bound of its speed-proportional share, no overlap, one write each',
-      `<= ${ROLE_SHARE_GAP_BOUND * 100}% of all, 0, 0`,
-      `${round(rr.maxShareGap * 100, 1)}%, ${rr.overlappingTurns}, ${rr.handoffsNotWrittenOnce}`,
-      rr.maxShareGap <= ROLE_SHARE_GAP_BOUND && rr.overlappingTurns === 0 && rr.handoffsNotWrittenOnce === 0,
-    );
-  }
-  const l = m.longTurns;
-  if (l) {
-    const ok = l.returned === l.turns && l.handoffsNotWrittenOnce === 0 && l.writeViolations === 0;
-    add(
-      `long turns: ${l.turns} x ${l.turnSeconds} s all RETURNED, each written once, no violation`,
-      'all',
-      `${l.returned} returned, ${l.handoffsNotWrittenOnce} not once, ${l.writeViolations} violations`,
-      ok,
-    );
-  }
-  return g;
+  const capacity = (m.capacity?.runs ?? []).map((r) => capacityBand(r.workers));
+  return [...specs, ...capacity].map((s) => evaluateTarget(s, m)).filter((t): t is Target => t !== undefined);
 }

@@ -1,7 +1,7 @@
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchEnvironment } from './bench-environment.ts';
-import { cpuOf, procStat, round } from './measure.ts';
+import { cpuOf, procStat, round, TICK_MS } from './measure.ts';
 import { RedisNames } from '../../libs/queue/redis-names.ts';
 
 /** Marks the bench's own queries, so statement counts leave them out (the text is kept by pg_stat_statements). */
@@ -39,6 +39,12 @@ export interface UsageSnapshot {
   cpuMs: CpuByRole;
   postgresStatements: number | null;
   redisCommands: number | null;
+  /** When it was taken (performance.now()), ms. */
+  atMs: number;
+  /** The position in Postgres's WAL, bytes (null: a configured server, where others write WAL too). */
+  postgresWalBytes: number | null;
+  /** CPU time the whole host spent, every core, every process (/proc/stat), ms; null where unreadable. */
+  hostCpuMs: number | null;
 }
 
 /** What one handoff cost over a measured window, all processes of the run included. */
@@ -49,6 +55,29 @@ export interface UsagePerHandoff {
   postgresStatements: number | null;
   /** Commands Redis processed per handoff (null: a shared Redis, where others' commands count too). */
   redisCommands: number | null;
+  /** WAL bytes Postgres wrote per handoff (pg_current_wal_lsn before and after; null: a configured server). */
+  postgresWalBytes?: number | null;
+  /** How long the window lasted, s. */
+  windowSeconds?: number;
+  /**
+   * CPU the host spent in the window outside the processes measured (other users of a shared
+   * machine), per handoff, ms: the host's total (/proc/stat) minus the run's. null: unreadable.
+   */
+  otherProcessesCpuMs?: number | null;
+}
+
+/** Busy CPU time of the whole host (every core; /proc/stat's first line without idle and iowait), ms. */
+async function hostCpuMs(): Promise<number | null> {
+  try {
+    const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0] ?? '';
+    // cpu user nice system idle iowait irq softirq steal (guest time is inside user)
+    const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    if (f.length < 8 || f.some((v) => !Number.isFinite(v))) return null;
+    const [user, nice, system, , , irq, softirq, steal] = f as [number, number, number, number, number, number, number, number];
+    return (user + nice + system + irq + softirq + steal) * TICK_MS;
+  } catch {
+    return null;
+  }
 }
 
 /** Redis's used_memory, bytes. */
@@ -119,7 +148,15 @@ export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapsho
   }
   let redisCommands: number | null = null;
   if (env.embedded.redis) redisCommands = Number(/total_commands_processed:(\d+)/.exec(await env.redis.info('stats'))?.[1] ?? NaN);
+  let postgresWalBytes: number | null = null;
+  if (env.embedded.postgres) {
+    const { rows } = await env.pool.query<{ b: string }>(`${BENCH_SQL} SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`);
+    postgresWalBytes = Number(rows[0]?.b ?? NaN);
+  }
   return {
+    atMs: performance.now(),
+    postgresWalBytes,
+    hostCpuMs: await hostCpuMs(),
     cpuMs: {
       api,
       workers: workers.some((w) => w === null) ? null : workers.reduce<number>((a, b) => a + (b ?? 0), 0),
@@ -135,6 +172,21 @@ export async function usageSnapshot(env: BenchEnvironment): Promise<UsageSnapsho
 
 const perHandoff = (a: number | null, b: number | null, handoffs: number, digits: number) =>
   a === null || b === null ? null : round(Math.max(0, b - a) / handoffs, digits);
+
+/** The host's CPU in the window minus every measured process's (at least 0), per handoff; null when a part is unknown. */
+function otherProcesses(before: UsageSnapshot, after: UsageSnapshot, handoffs: number): number | null {
+  if (before.hostCpuMs === null || after.hostCpuMs === null) return null;
+  const roles = Object.keys(before.cpuMs) as Array<keyof CpuByRole>;
+  let measured = 0;
+  for (const role of roles) {
+    const a = before.cpuMs[role];
+    const b = after.cpuMs[role];
+    // A server the bench does not run (configured Postgres or Redis) may run elsewhere: unknown.
+    if (a === null || b === null) return null;
+    measured += b - a;
+  }
+  return round(Math.max(0, after.hostCpuMs - before.hostCpuMs - measured) / handoffs, 3);
+}
 
 export function usagePerHandoff(before: UsageSnapshot, after: UsageSnapshot, handoffs: number): UsagePerHandoff {
   const roles = Object.keys(before.cpuMs) as Array<keyof CpuByRole>;
@@ -152,6 +204,9 @@ export function usagePerHandoff(before: UsageSnapshot, after: UsageSnapshot, han
     postgresStatements: perHandoff(before.postgresStatements, after.postgresStatements, handoffs, 2),
     // The after snapshot's own INFO is not counted yet; the before one is.
     redisCommands: perHandoff(before.redisCommands === null ? null : before.redisCommands + 1, after.redisCommands, handoffs, 2),
+    postgresWalBytes: perHandoff(before.postgresWalBytes, after.postgresWalBytes, handoffs, 0),
+    windowSeconds: round((after.atMs - before.atMs) / 1000, 3),
+    otherProcessesCpuMs: otherProcesses(before, after, handoffs),
   };
 }
 

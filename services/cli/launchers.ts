@@ -47,17 +47,22 @@ export interface BenchRequest {
   readonly tty: boolean;
   /** `--only`, as given: comma-separated scenario names. */
   readonly only?: string | undefined;
+  /** `--workers`, as given: comma-separated worker process counts for the capacity runs. */
+  readonly workers?: string | undefined;
+  /** `--html`: also render the self-contained HTML page (returned as `html`). */
+  readonly html?: boolean | undefined;
 }
 
 /**
- * `baton bench`: runs the benchmark and renders its report. An unknown name in `only` rejects
- * with a UsageError before anything starts.
+ * `baton bench`: runs the benchmark and renders its report (and, with `html`, the HTML page).
+ * An unknown name in `only`, or a malformed `workers`, rejects with a UsageError before
+ * anything starts.
  */
 export type BenchLauncher = (
   config: BatonConfig,
   request: BenchRequest,
   write: (s: string) => void,
-) => Promise<{ readonly result: unknown; readonly report: string }>;
+) => Promise<{ readonly result: unknown; readonly report: string; readonly html?: string }>;
 
 export interface ChaosRequest {
   /** `--short`: the sizes the test suite uses, where `sizes` sets none. */

@@ -99,8 +99,23 @@ describe('baton bench --quick --json', () => {
     expect(l.workerRssKiBPerTurn === null || typeof l.workerRssKiBPerTurn === 'number').toBe(true);
     for (const k of ['redisTopCommands', 'postgresTopStatements'])
       expect(l[k] === null || Array.isArray(l[k]), `longTurns.${k}`).toBe(true);
-    // Issue 16's targets, every one of them (met, NO, or n/a where this run cannot measure it).
-    expect(r.targets.map((t: any) => t.id)).toEqual(TARGETS.map((t) => t.id));
+    // The capacity runs (--quick: 1 and 2 workers), each predicted from the 1-worker run's costs.
+    expect(r.capacity.calibration.workers).toBe(1);
+    expect(r.capacity.runs.map((c: any) => c.workers)).toEqual([1, 2]);
+    for (const c of r.capacity.runs) {
+      expect(isNumber(c.returnedPerSec), 'capacity.returnedPerSec').toBe(true);
+      expect(c.prediction.handoffsPerSec.low).toBeLessThanOrEqual(c.prediction.handoffsPerSec.high);
+      expect(typeof c.prediction.limitedBy).toBe('string');
+      expect(typeof c.withinBand.throughput).toBe('boolean');
+      expect(c.postgres.cores === null || isNumber(c.postgres.cores)).toBe(true);
+      expect(c.perHandoff.postgresWalBytes === null || isNumber(c.perHandoff.postgresWalBytes)).toBe(true);
+      expect(c.series.perSecond.returned.reduce((a: number, b: number) => a + b, 0)).toBe(c.handoffs);
+    }
+    // The plots' data: latency histograms and per-second counts of every handoff of the run.
+    for (const d of r.delivery) expect(d.series.latency.returned.counts.reduce((a: number, b: number) => a + b, 0)).toBe(d.handoffs);
+    expect(r.send.thirtyTwoClients.latency.counts.reduce((a: number, b: number) => a + b, 0)).toBe(r.send.thirtyTwoClients.requests);
+    // Issue 16's targets, every one of them (met, NO, or n/a where this run cannot measure it), then a capacity row per worker count.
+    expect(r.targets.map((t: any) => t.id)).toEqual([...TARGETS.map((t) => t.id), 'capacity-band-1-workers', 'capacity-band-2-workers']);
     for (const t of r.targets) {
       expect(t).toMatchObject({ name: expect.any(String), goal: expect.any(String), measured: expect.any(String) });
       expect(

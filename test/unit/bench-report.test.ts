@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { renderReport } from '../../services/bench/report.ts';
 import { BENCH_SCENARIOS, parseScenarios } from '../../services/bench/bench-scenarios.ts';
 import type { LongTurnsResult } from '../../services/bench/scenarios/long-turns.ts';
-import { evaluateGuarantees, evaluateTargets, type Measurements } from '../../services/bench/targets.ts';
+import { evaluateTargets, type Measurements } from '../../services/bench/targets.ts';
+import { evaluateGuarantees } from '../../services/bench/guarantees.ts';
 
 const longTurns: LongTurnsResult = {
   turns: 1000,

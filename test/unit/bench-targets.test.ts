@@ -2,13 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { renderReport } from '../../services/bench/report.ts';
 import type { DeliveryRun } from '../../services/bench/scenarios/delivery.ts';
 import type { Target } from '../../services/bench/bench-result.ts';
-import {
-  BASELINE_RETURNED_PER_SEC_10_AGENTS,
-  evaluateGuarantees,
-  evaluateTargets,
-  TARGETS,
-  type Measurements,
-} from '../../services/bench/targets.ts';
+import { BASELINE_RETURNED_PER_SEC_10_AGENTS, evaluateTargets, TARGETS, type Measurements } from '../../services/bench/targets.ts';
+import { evaluateGuarantees } from '../../services/bench/guarantees.ts';
 
 const load = (perSecond: number, p99Ms: number) => ({
   requests: 10_000,

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { JsonClient, LoadResult } from '../http-load.ts';
 import { runLoad } from '../http-load.ts';
 import { percentile, round } from '../measure.ts';
+import { latencyHistogram, perSecondCounts, type DeliverySeries } from '../plot-data.ts';
 import { BENCH_SQL } from '../usage.ts';
 import { stateList } from '../../../libs/db/handoff-sql/columns.ts';
 import { DISPATCHABLE_STATES, LIVE_TURN_STATES } from '../../../libs/domain/delivery-states.ts';
@@ -99,6 +100,11 @@ export interface DeliveryMetrics {
   returnedP99Ms: number;
   dispatchP50Ms: number;
   dispatchP99Ms: number;
+  /**
+   * The same handoffs' latency distributions and rates over time, for the HTML report's plots
+   * (absent in results of older bench versions).
+   */
+  series?: DeliverySeries;
 }
 
 /**
@@ -132,5 +138,18 @@ export async function deliveryMetrics(pool: pg.Pool, project: string, afterSeq =
     returnedP99Ms: percentile(returned, 99),
     dispatchP50Ms: percentile(dispatch, 50),
     dispatchP99Ms: percentile(dispatch, 99),
+    series: {
+      latency: { dispatch: latencyHistogram(dispatch), accepted: latencyHistogram(accepted), returned: latencyHistogram(returned) },
+      perSecond: {
+        sent: perSecondCounts(
+          rows.map((r) => r.created.getTime()),
+          first,
+        ),
+        returned: perSecondCounts(
+          rows.map((r) => r.finished?.getTime() ?? NaN),
+          first,
+        ),
+      },
+    },
   };
 }

@@ -1,4 +1,4 @@
-import type { BenchEnvironment } from '../bench-environment.ts';
+import type { BenchEnvironment, ProcessTuning } from '../bench-environment.ts';
 import type { LoadResult } from '../http-load.ts';
 import { connectionsTo, peakRssMiB, round } from '../measure.ts';
 import { BENCH_SQL, redisMemoryOfWaitingJobs, statementProfile, usagePerHandoff, usageSnapshot, type UsagePerHandoff } from '../usage.ts';
@@ -35,6 +35,16 @@ export interface DeliveryRun extends DeliveryMetrics {
   warmUp: { handoffs: number; perHandoff: UsagePerHandoff } | null;
 }
 
+/** Options of a delivery run beyond the standard e2e one (the capacity runs). */
+export interface DeliveryOptions {
+  /** The project, and the prefix of its agents' handles (default `e2e-<agents>`, `e<agents>`). */
+  project?: string;
+  /** The processes' settings for this run (`workers`: how many worker processes). */
+  tuning?: Partial<ProcessTuning>;
+  /** Runs once every handoff is RETURNED, before the processes stop and Redis is cleared. */
+  beforeRelease?: () => Promise<void>;
+}
+
 /**
  * End to end with API and two workers as separate processes and zero-think demo agents: send
  * `handoffs` over HTTP (32 clients) round-robin to `agents` agents, wait until every one is
@@ -50,16 +60,18 @@ export async function measureDelivery(
   fresh: boolean,
   warmUp: number,
   tick: (label: string) => void,
+  opts: DeliveryOptions = {},
 ): Promise<DeliveryRun> {
-  const project = `e2e-${agents}`;
+  const project = opts.project ?? `e2e-${agents}`;
+  const handlePrefix = opts.project ?? `e${agents}`;
   await env.createProject(project);
   await env.resetDemoHost();
-  const client = await env.processes(fresh);
-  const handles = Array.from({ length: agents }, (_, i) => `e${agents}-${i}`);
-  await registerAgents(client, project, [`e${agents}-sender`, ...handles], { thinkMs: 0 });
+  const client = await env.processes(fresh, opts.tuning);
+  const handles = Array.from({ length: agents }, (_, i) => `${handlePrefix}-${i}`);
+  await registerAgents(client, project, [`${handlePrefix}-sender`, ...handles], { thinkMs: 0 });
   tick(`e2e ${agents} agents: agents registered`);
   const body = (tag: string) => (i: number) => ({
-    from: `e${agents}-sender`,
+    from: `${handlePrefix}-sender`,
     to: handles[i % agents],
     title: `${tag} ${i}`,
     message: `End-to-end handoff ${i}`,
@@ -80,13 +92,14 @@ export async function measureDelivery(
   const queuedAtPeak = await openHandoffs(env, project);
   await waitSettled(env.pool, project, warmUp + handoffs, 300_000);
   const perHandoff = usagePerHandoff(before, await usageSnapshot(env), handoffs);
-  await profiled(`e2e-${agents}-agents`, handoffs);
+  await profiled(opts.project ?? `e2e-${agents}-agents`, handoffs);
   const cost: ProcessCost = {
     ...(await processCost(env)),
     redisBytesPerQueuedHandoff: queuedAtPeak > 0 ? round(memoryAtPeak / queuedAtPeak, 0) : null,
     queuedAtPeak,
   };
   const metrics = await deliveryMetrics(env.pool, project, afterSeq);
+  await opts.beforeRelease?.();
   await env.releaseProcesses(fresh);
   if (fresh) await env.clearRedis();
   tick(`e2e ${agents} agents: done`);

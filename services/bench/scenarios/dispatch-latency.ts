@@ -1,4 +1,5 @@
 import type { BenchEnvironment } from '../bench-environment.ts';
+import type { DeliverySeries } from '../plot-data.ts';
 import { BENCH_SQL } from '../usage.ts';
 import { deliveryMetrics, registerAgents, sendMany, waitSettled } from './common.ts';
 
@@ -14,6 +15,8 @@ export interface DispatchLatencyResult {
   acceptedP99Ms: number;
   returnedP50Ms: number;
   returnedP99Ms: number;
+  /** Latency distributions and rates over time, for the HTML report. */
+  series?: DeliverySeries;
 }
 
 /**
@@ -76,5 +79,6 @@ export async function measureDispatchLatency(
     acceptedP99Ms: m.acceptedP99Ms,
     returnedP50Ms: m.returnedP50Ms,
     returnedP99Ms: m.returnedP99Ms,
+    series: m.series,
   };
 }

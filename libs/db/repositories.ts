@@ -14,6 +14,7 @@ import { HeldHandoffs } from './held-handoffs.ts';
 import { UncertainDue } from './uncertain-due.ts';
 import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 import { SubscriptionRepository } from './subscription-repository.ts';
+import { UsageRepository } from './usage-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -38,6 +39,8 @@ export interface Repositories {
   readonly attemptHistory: AttemptHistoryRepository;
   /** Signed event subscriptions, their positions and dead letters. */
   readonly subscriptions: SubscriptionRepository;
+  /** Turn accounting: what each turn's runtime reported it used, per handoff and per agent over time. */
+  readonly usage: UsageRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -57,5 +60,6 @@ export function createRepositories(db: Database): Repositories {
     uncertainDue: new UncertainDue(db.pool),
     attemptHistory: new AttemptHistoryRepository(db.pool),
     subscriptions: new SubscriptionRepository(db.pool),
+    usage: new UsageRepository(db.pool),
   };
 }

@@ -15,6 +15,7 @@ import type { UncertainDue } from '../db/uncertain-due.ts';
 import type { AttemptHistoryRepository } from '../db/attempt-history-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
+import type { UsageRepository } from '../db/usage-repository.ts';
 import type { SubscriptionRepository } from '../db/subscription-repository.ts';
 import type { SubscriptionAddressPolicy } from '../domain/subscription-policy.ts';
 
@@ -90,6 +91,8 @@ export interface CoreDeps {
   readonly attemptHistory: AttemptHistoryRepository;
   /** Signed event subscriptions (manage-subscriptions.ts). */
   readonly subscriptions: SubscriptionRepository;
+  /** Turn accounting's reads (turn-usage.ts). */
+  readonly usage: UsageRepository;
   /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
   readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;

@@ -4,6 +4,8 @@ import { createAdapters } from '../../libs/adapters/create-adapters.ts';
 import { startClaudeCodeFixture, type ClaudeCodeFixture } from '../support/claude-code-fixture.ts';
 import { startCodexFixture, type CodexFixture } from '../support/codex-fixture.ts';
 import type { FakeBehaviour, FakeExchange, FakeModelServer, FakeUsage } from '../support/fake-models/fake-model-server.ts';
+import { captureCli } from '../support/capture-cli.ts';
+import { scratchDir } from '../support/scratch-dir.ts';
 import { startTestBaton, type TestBaton } from '../support/test-baton.ts';
 import { waitForState } from '../support/wait-for-state.ts';
 
@@ -165,6 +167,33 @@ describe.each(CLIS)('$name: turn accounting', ({ start }) => {
       expect(value(`baton_turn_tokens_total{${labels},kind="cache_read"}`)).toBe(sum('cacheReadTokens'));
       expect(value(`baton_turn_seconds_total{${labels}}`)).toBeGreaterThan(0);
       expect(value(`baton_turn_cost_usd_total{${labels}}`)).toBeCloseTo((total['costUsd'] as number | null) ?? 0, 9);
+
+      // Who sees it: the agent its own turns; another agent neither them nor a way to name them.
+      const asAgent = async (agent: string, path: string) =>
+        baton.app.inject({ method: 'GET', url: path, headers: { authorization: `Bearer ${await baton.tokenFor(agent)}` } });
+      const own = await asAgent('agent', '/v1/usage');
+      expect(own.statusCode).toBe(200);
+      expect(own.json().total.turns).toBe(2);
+      const other = await asAgent('lead', '/v1/usage');
+      expect(other.json()).toMatchObject({ agent: 'lead', rows: [], total: { turns: 0 } });
+      const named = await asAgent('lead', '/v1/usage?agent=agent');
+      expect(named.statusCode).toBe(403);
+      expect(named.json().error.code).toBe('forbidden');
+
+      // The CLI: `baton usage` as a table, `baton show` with each attempt's usage.
+      const env = { BATON_URL: await baton.listen(), BATON_TOKEN: baton.adminToken, BATON_HOME: scratchDir('baton-usage-cli-') };
+      const table = await captureCli(env, ['usage', '--agent', 'agent', '--since', '1h']);
+      expect(table.code, table.err).toBe(0);
+      const row = table.out.split('\n').find((l) => l.startsWith('agent '));
+      expect(row).toContain(cli.provider);
+      expect(row).toContain(models.at(-1));
+      expect(row).toContain(sum('inputTokens').toLocaleString('en-US'));
+      expect(row).toContain(sum('outputTokens').toLocaleString('en-US'));
+      const last = await baton.get('/v1/handoffs?limit=1');
+      const shown = await captureCli(env, ['show', last.body.items[0].id as string]);
+      expect(shown.code, shown.err).toBe(0);
+      expect(shown.out).toMatch(/ {2}usage\n {4}#1 \d+\.\ds, in [\d,]+, out [\d,]+, cache read [\d,]+, cache write [\d,]+, /);
+      expect(shown.out).toContain(`in ${cli.expected(TURNS[1]!).inputTokens.toLocaleString('en-US')}, out ${TURNS[1]!.output}`);
     } finally {
       await worker.stop();
     }

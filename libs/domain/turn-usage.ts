@@ -1,9 +1,8 @@
 /**
  * What a runtime reported a turn used: its model, tokens by kind and cost. Every field is
  * optional because runtimes report different parts (Claude Code: all of them, its cost computed
- * by the CLI; Codex: tokens and model, no cost; a webhook or command: what it says). Stored per
- * attempt (`delivery_attempts`), summed per handoff, agent and project when read. The wire shape
- * (a webhook callback's and a command's `usage`) is the same object: docs/API.md, "Turn usage".
+ * by the CLI; Codex: tokens and model, no cost). Stored per attempt (`delivery_attempts`),
+ * summed per handoff, agent and project when read (docs/API.md, "Turn usage").
  */
 export interface TurnUsage {
   readonly model?: string;
@@ -28,35 +27,6 @@ export const USAGE_LIMITS = { maxTokens: 1_000_000_000_000, maxCostUsd: 1_000_00
 /** Whether a usage reports anything at all. */
 export function reportsUsage(u: TurnUsage | undefined): u is TurnUsage {
   return u !== undefined && (u.model !== undefined || u.costUsd !== undefined || TOKEN_KINDS.some((k) => u[k] !== undefined));
-}
-
-/**
- * A reported usage object (a webhook callback's or a command's `usage`) checked field by field:
- * the usage, or the problems (unknown keys, a count that is not a whole number in range, a cost
- * that is negative or not finite, a model that is not a short string).
- */
-export function checkTurnUsage(value: unknown): { usage: TurnUsage } | { problems: string[] } {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problems: ['usage must be an object'] };
-  const problems: string[] = [];
-  const out: { -readonly [K in keyof TurnUsage]: TurnUsage[K] } = {};
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if ((TOKEN_KINDS as readonly string[]).includes(key)) {
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > USAGE_LIMITS.maxTokens)
-        problems.push(`usage.${key} must be a whole number from 0 to ${USAGE_LIMITS.maxTokens}`);
-      else out[key as TokenKind] = v;
-    } else if (key === 'costUsd') {
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > USAGE_LIMITS.maxCostUsd)
-        problems.push(`usage.costUsd must be a number from 0 to ${USAGE_LIMITS.maxCostUsd}`);
-      else out.costUsd = v;
-    } else if (key === 'model') {
-      if (typeof v !== 'string' || v.length === 0 || v.length > USAGE_LIMITS.modelName)
-        problems.push(`usage.model must be a string of 1 to ${USAGE_LIMITS.modelName} characters`);
-      else out.model = v;
-    } else {
-      problems.push(`usage.${key} is not a usage field`);
-    }
-  }
-  return problems.length > 0 ? { problems } : { usage: out };
 }
 
 /**

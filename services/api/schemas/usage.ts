@@ -1,28 +1,7 @@
 import { Type } from 'typebox';
-import { USAGE_LIMITS } from '../../../libs/domain/turn-usage.ts';
 import { Handle, NullableTimestamp, Timestamp } from './common.ts';
 
 /** Turn accounting (libs/domain/turn-usage.ts): a turn's reported usage, per handoff and per agent over time. */
-
-const Count = Type.Integer({ minimum: 0, maximum: USAGE_LIMITS.maxTokens });
-const Cost = Type.Number({ minimum: 0, maximum: USAGE_LIMITS.maxCostUsd });
-const Model = Type.String({ minLength: 1, maxLength: USAGE_LIMITS.modelName });
-
-/**
- * What a webhook callback (and a command's usage file) may report a turn used: the fields of
- * `TurnUsage`, each optional. Checked again by `checkTurnUsage`, which the adapters' readers use.
- */
-export const TurnUsageBody = Type.Object(
-  {
-    model: Type.Optional(Model),
-    inputTokens: Type.Optional(Count),
-    outputTokens: Type.Optional(Count),
-    cacheReadTokens: Type.Optional(Count),
-    cacheWriteTokens: Type.Optional(Count),
-    costUsd: Type.Optional(Cost),
-  },
-  { additionalProperties: false },
-);
 
 const Nullable = <T extends ReturnType<typeof Type.Number>>(t: T) => Type.Union([t, Type.Null()]);
 

@@ -6,6 +6,9 @@
  */
 
 import type { TurnFailure } from '../domain/turn-failure.ts';
+import type { TurnUsage } from '../domain/turn-usage.ts';
+
+export type { TurnUsage } from '../domain/turn-usage.ts';
 
 /** Where a turn goes: the agent and the session/endpoint it had when the handoff was enrolled. */
 export interface DeliveryTarget {
@@ -150,14 +153,19 @@ export type TurnObservation =
       readonly error?: string;
       /** For `failed`: what kind of failure, when the provider could tell. */
       readonly failure?: TurnFailure;
+      /** For an ended turn (returned, failed, interrupted): what the runtime reported it used, when it did. */
+      readonly usage?: TurnUsage;
     };
 
-/** How a watched turn ended, as far as Baton could see. */
+/**
+ * How a watched turn ended, as far as Baton could see. `usage`: what the runtime reported the
+ * turn used (model, tokens, cost), when it did; stored with the attempt in the turn end's statement.
+ */
 export type TurnEnd =
-  | { readonly status: 'returned'; readonly result: TurnResult }
+  | { readonly status: 'returned'; readonly result: TurnResult; readonly usage?: TurnUsage }
   /** `failure`: what kind, when the runtime said (absent: transient). */
-  | { readonly status: 'failed'; readonly error: string; readonly failure?: TurnFailure }
-  | { readonly status: 'interrupted'; readonly error: string }
+  | { readonly status: 'failed'; readonly error: string; readonly failure?: TurnFailure; readonly usage?: TurnUsage }
+  | { readonly status: 'interrupted'; readonly error: string; readonly usage?: TurnUsage }
   /** The recipient said, after the write, that it was busy and did nothing: resent later, no attempt budget spent. */
   | { readonly status: 'busy'; readonly detail: string }
   /** The recipient refused the turn after the write (nothing done): counted as a refusal. */
@@ -219,13 +227,14 @@ export interface ProviderAdapter {
  */
 export function endOfObservation(seen: TurnObservation): TurnEnd | null {
   if (!seen.found) return null;
+  const usage = seen.usage ? { usage: seen.usage } : {};
   switch (seen.status) {
     case 'returned':
-      return { status: 'returned', result: seen.result ?? { summary: '' } };
+      return { status: 'returned', result: seen.result ?? { summary: '' }, ...usage };
     case 'failed':
-      return { status: 'failed', error: seen.error ?? 'failed', ...(seen.failure ? { failure: seen.failure } : {}) };
+      return { status: 'failed', error: seen.error ?? 'failed', ...(seen.failure ? { failure: seen.failure } : {}), ...usage };
     case 'interrupted':
-      return { status: 'interrupted', error: seen.error ?? 'interrupted' };
+      return { status: 'interrupted', error: seen.error ?? 'interrupted', ...usage };
     case 'busy':
       return { status: 'busy', detail: seen.error ?? 'the recipient was busy and did nothing' };
     case 'rejected':

@@ -13,7 +13,32 @@ export interface TransitionRow {
   readonly pool: string;
   /** Milliseconds from the send (the handoff's creation) to this transition. */
   readonly sinceSendMs: number;
+  /** For an event that ended a turn that ran (TURN_END_EVENTS): its recipient and what its runtime reported. */
+  readonly turn?: TurnEndRow;
 }
+
+/** A turn's end as the metrics count it: by recipient and model, with its tokens, cost and wall time. */
+export interface TurnEndRow {
+  readonly agent: string;
+  readonly model: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheReadTokens: number;
+  readonly cacheWriteTokens: number;
+  readonly costUsd: number;
+  /** Accepted to finished; null when the attempt has no acceptance time. */
+  readonly turnMs: number | null;
+}
+
+/** The events that end a turn that ran (the attempt then carries what its runtime reported). */
+export const TURN_END_EVENTS = [
+  'turn_returned',
+  'observed_returned',
+  'turn_failed',
+  'turn_failed_resend',
+  'turn_interrupted',
+  'turn_interrupted_resend',
+] as const;
 
 export interface PoolCount {
   readonly provider: string;
@@ -45,14 +70,43 @@ export class MetricsRepository {
       provider: string | null;
       pool: string;
       since_ms: number;
+      turn_agent: string | null;
+      turn_ended: boolean;
+      turn_model: string | null;
+      input_tokens: number;
+      output_tokens: number;
+      cache_read_tokens: number;
+      cache_write_tokens: number;
+      cost_usd: number;
+      turn_ms: number | null;
     }>(
       `SELECT e.id::text AS id, e.from_state, e.to_state, e.work_to_state, h.provider, h.pool,
-              greatest(0, extract(epoch FROM (e.created_at - h.created_at)) * 1000)::float8 AS since_ms
+              greatest(0, extract(epoch FROM (e.created_at - h.created_at)) * 1000)::float8 AS since_ms,
+              r.handle AS turn_agent, a.id IS NOT NULL AS turn_ended, a.model AS turn_model,
+              coalesce(a.input_tokens, 0)::float8 AS input_tokens, coalesce(a.output_tokens, 0)::float8 AS output_tokens,
+              coalesce(a.cache_read_tokens, 0)::float8 AS cache_read_tokens, coalesce(a.cache_write_tokens, 0)::float8 AS cache_write_tokens,
+              coalesce(a.cost_usd, 0)::float8 AS cost_usd,
+              greatest(0, extract(epoch FROM (a.finished_at - a.accepted_at)) * 1000)::float8 AS turn_ms
          FROM handoff_events e JOIN handoffs h ON h.id = e.handoff_id
+         LEFT JOIN delivery_attempts a ON a.id = e.attempt_id AND e.event IN (${TURN_END_EVENTS.map((n) => `'${n}'`).join(', ')})
+         LEFT JOIN agents r ON r.id = h.recipient_id AND a.id IS NOT NULL
         WHERE e.id > $1 ORDER BY e.id LIMIT $2`,
       [afterId.toString(), limit],
     );
     return rows.map((r) => {
+      const turn: TurnEndRow | undefined =
+        r.turn_ended && r.turn_agent !== null
+          ? {
+              agent: r.turn_agent,
+              model: r.turn_model,
+              inputTokens: r.input_tokens,
+              outputTokens: r.output_tokens,
+              cacheReadTokens: r.cache_read_tokens,
+              cacheWriteTokens: r.cache_write_tokens,
+              costUsd: r.cost_usd,
+              turnMs: r.turn_ms,
+            }
+          : undefined;
       // A work move leaves the delivery state where it was and names the work's new state.
       const work = r.work_to_state !== null && r.from_state === r.to_state;
       return {
@@ -62,6 +116,7 @@ export class MetricsRepository {
         provider: r.provider,
         pool: r.pool,
         sinceSendMs: r.since_ms,
+        ...(turn ? { turn } : {}),
       };
     });
   }

@@ -15,6 +15,7 @@ import { UncertainDue } from './uncertain-due.ts';
 import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 import { SubscriptionRepository } from './subscription-repository.ts';
 import { RoleRouting } from './role-routing.ts';
+import { UsageRepository } from './usage-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -41,6 +42,8 @@ export interface Repositories {
   readonly subscriptions: SubscriptionRepository;
   /** Routing by role: bind a role handoff to an agent, reroute stale bindings, idle members. */
   readonly routing: RoleRouting;
+  /** Turn accounting: what each turn's runtime reported it used, per handoff and per agent over time. */
+  readonly usage: UsageRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -61,5 +64,6 @@ export function createRepositories(db: Database): Repositories {
     attemptHistory: new AttemptHistoryRepository(db.pool),
     subscriptions: new SubscriptionRepository(db.pool),
     routing: new RoleRouting(db.pool),
+    usage: new UsageRepository(db.pool),
   };
 }

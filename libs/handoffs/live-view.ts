@@ -5,6 +5,11 @@ import type { AgentRecord, HandoffView } from '../db/records.ts';
 import type { DeliveryTimeFigures, MinuteChart } from '../db/live-view-repository.ts';
 import type { CoreDeps } from './ports.ts';
 import { resolveProject } from './resolve-project.ts';
+import type { UsageTotals } from '../domain/turn-usage.ts';
+import { startOfDayUtc, totalOf } from './turn-usage.ts';
+
+/** The live page's "last hour" of usage. */
+export const LIVE_USAGE_RECENT_MS = 3_600_000;
 
 /** What an agent is doing, as far as the viewer can see: in a turn, needing a person, or neither. */
 export type AgentActivity = 'busy' | 'attention' | 'idle';
@@ -21,6 +26,11 @@ export interface LiveAgent {
   readonly queued: number;
   /** Visible handoffs to it that need attention (UNCERTAIN, HELD, overdue). */
   readonly attention: number;
+  /**
+   * What its turns used (turn accounting) since the start of today (UTC) and in the last hour;
+   * null for an agent whose usage the viewer may not see (an agent sees its own only).
+   */
+  readonly usage: { readonly today: UsageTotals; readonly lastHour: UsageTotals } | null;
 }
 
 export interface LiveView {
@@ -55,7 +65,7 @@ function reasonsFor(h: HandoffView, now: Date): AttentionReason[] {
 }
 
 /** What the first paint reads: the project's agents, handoff lists, the live-view figures, the clock. */
-export type LiveViewDeps = Pick<CoreDeps, 'agents' | 'handoffs' | 'liveView' | 'clock'>;
+export type LiveViewDeps = Pick<CoreDeps, 'agents' | 'handoffs' | 'liveView' | 'clock' | 'usage'>;
 
 /**
  * Everything the live page shows at first paint, for one caller: the project's agents with
@@ -71,14 +81,23 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
   // The log's head is read before the lists, so that everything after it reaches the page by
   // the event stream: read alongside them, it could land after a move the lists missed.
   const lastEventId = await deps.liveView.lastEventId();
-  const [agents, load, inFlight, recentlySettled, deliveryTimes, perMinute] = await Promise.all([
+  // Usage as GET /v1/usage shows it: an agent sees its own turns', an admin every agent's.
+  const ownOnly = !viewer.allOwners && viewer.agentId !== null ? { agentId: viewer.agentId } : {};
+  const usageSince = (since: Date) => deps.usage.byAgent({ projectId: project.id, ...ownOnly, since, until: new Date(now.getTime() + 1) });
+  const [agents, load, inFlight, recentlySettled, deliveryTimes, perMinute, today, lastHour] = await Promise.all([
     deps.agents.listActive(project.id),
     deps.liveView.recipientLoad(project.id, OPEN_STATES, now, viewer),
     deps.handoffs.list({ projectId: project.id, states: OPEN_STATES, viewer, limit: LIMITS.liveInFlight }),
     deps.handoffs.list({ projectId: project.id, states: [...SETTLED_STATES], viewer, limit: LIMITS.liveRecentlySettled }),
     deps.liveView.deliveryTimes(project.id, new Date(now.getTime() - LIMITS.liveDeliveryTimesMs), LIMITS.liveSample, viewer),
     deps.liveView.perMinute(project.id, now, LIMITS.liveChartMinutes, LIMITS.liveSample, viewer),
+    usageSince(startOfDayUtc(now)),
+    usageSince(new Date(now.getTime() - LIVE_USAGE_RECENT_MS)),
   ]);
+  const usageOf = (agentId: string) =>
+    ownOnly.agentId !== undefined && ownOnly.agentId !== agentId
+      ? null
+      : { today: totalOf(today.filter((r) => r.agentId === agentId)), lastHour: totalOf(lastHour.filter((r) => r.agentId === agentId)) };
   const recentFailures = recentlySettled.filter(
     (h) => h.deliveryState === 'FAILED' && now.getTime() - h.updatedAt.getTime() <= LIMITS.liveFailedAttentionMs,
   );
@@ -95,7 +114,14 @@ export async function getLiveView(deps: LiveViewDeps, projectSlug: string, viewe
       else queued += l.count;
       needs += ATTENTION_STATES.has(l.state) ? l.count : l.overdue;
     }
-    return { agent, activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle', live, queued, attention: needs };
+    return {
+      agent,
+      activity: needs > 0 ? 'attention' : live > 0 ? 'busy' : 'idle',
+      live,
+      queued,
+      attention: needs,
+      usage: usageOf(agent.id),
+    };
   });
   return {
     project: project.slug,

@@ -6,6 +6,7 @@ import type { UncertainCandidate } from '../db/uncertain-due.ts';
 import { JOB_IDS } from '../queue/redis-names.ts';
 import { applyTransition, applyTransitions, type HandoffAtRevision, type TransitionOptions } from './apply-transition.ts';
 import { endMoves } from './turn-end-moves.ts';
+import { reportsUsage } from '../domain/turn-usage.ts';
 import type { DispatchDeps } from './dispatch-deps.ts';
 import { SYSTEM_ACTOR } from './ports.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
@@ -76,7 +77,14 @@ export async function observeUncertain(deps: ObserveDeps, c: UncertainCandidate,
       await move('observed_returned', {
         reason: 'found in the session history: finished',
         patch: { resultSummary: seen.result?.summary ?? null, result: seen.result?.output ?? null, deliveryDetail: null },
-        updateAttempt: { id: c.attemptId, status: 'returned', finished: true, accepted: true, observed: true },
+        updateAttempt: {
+          id: c.attemptId,
+          status: 'returned',
+          finished: true,
+          accepted: true,
+          observed: true,
+          ...(reportsUsage(seen.usage) ? { usage: seen.usage } : {}),
+        },
         ...(c.handoff.workState === 'open' || c.handoff.workState === 'claimed'
           ? {
               moveWork: {

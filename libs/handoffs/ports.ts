@@ -15,6 +15,7 @@ import type { UncertainDue } from '../db/uncertain-due.ts';
 import type { AttemptHistoryRepository } from '../db/attempt-history-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import type { DispatchJob } from '../queue/dispatch-job.ts';
+import type { UsageRepository } from '../db/usage-repository.ts';
 import type { SubscriptionRepository } from '../db/subscription-repository.ts';
 import type { RoleRouting } from '../db/role-routing.ts';
 import type { SubscriptionAddressPolicy } from '../domain/subscription-policy.ts';
@@ -93,6 +94,8 @@ export interface CoreDeps {
   readonly subscriptions: SubscriptionRepository;
   /** Routing by role (route-by-role.ts): binding, rerouting, idle members. */
   readonly routing: RoleRouting;
+  /** Turn accounting's reads (turn-usage.ts). */
+  readonly usage: UsageRepository;
   /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
   readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;

@@ -8,6 +8,7 @@ import {
 import { assertNever } from '../domain/errors.ts';
 import type { DeliveryEvent } from '../domain/transitions.ts';
 import { FAILURE_HEADLINES } from '../domain/turn-failure.ts';
+import { reportsUsage } from '../domain/turn-usage.ts';
 import type { TurnEnd } from '../adapters/provider-adapter.ts';
 import type { HandoffRecord } from '../db/records.ts';
 import type { HandoffAtRevision, TransitionOptions } from './apply-transition.ts';
@@ -43,6 +44,11 @@ export function endMoves(
   windows: ResendWindows,
 ): Move[] {
   const finished = { finished: true, observed: true } as const;
+  // What the runtime reported the turn used goes with the attempt in the same statement.
+  const usage =
+    (end.status === 'returned' || end.status === 'failed' || end.status === 'interrupted') && reportsUsage(end.usage)
+      ? { usage: end.usage }
+      : {};
   switch (end.status) {
     case 'returned':
       return [
@@ -51,7 +57,7 @@ export function endMoves(
           {
             reason: end.result.summary.slice(0, 200),
             patch: { resultSummary: end.result.summary, result: end.result.output ?? null, deliveryDetail: null },
-            updateAttempt: { id: attemptId, status: 'returned', ...finished },
+            updateAttempt: { id: attemptId, status: 'returned', ...finished, ...usage },
             // Work the turn was about is returned with the turn's result, unless the agent
             // already returned (or the sender closed) it explicitly.
             ...(workState === 'open' || workState === 'claimed'
@@ -82,7 +88,7 @@ export function endMoves(
               ? { detail: { ...(end.failure ? { failure: end.failure } : {}), ...(resendInMs !== undefined ? { resendInMs } : {}) } }
               : {}),
             ...(resendInMs !== undefined ? { notBeforeInMs: resendInMs, increment: ['errorResends'] as const } : {}),
-            updateAttempt: { id: attemptId, status: 'failed', error: end.error, ...finished },
+            updateAttempt: { id: attemptId, status: 'failed', error: end.error, ...finished, ...usage },
           },
         ],
       ];
@@ -97,7 +103,7 @@ export function endMoves(
             reason: end.error,
             patch: { deliveryDetail: end.error },
             ...(resend ? { notBeforeInMs: windows.interruptResendDelayMs, increment: ['interruptResends'] as const } : {}),
-            updateAttempt: { id: attemptId, status: 'interrupted', error: end.error, ...finished },
+            updateAttempt: { id: attemptId, status: 'interrupted', error: end.error, ...finished, ...usage },
           },
         ],
       ];

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { MetricsRepository } from '../db/metrics-repository.ts';
+import type { MetricsRepository, TurnEndRow } from '../db/metrics-repository.ts';
 import type { Logger } from '../logging/create-logger.ts';
 import { DELIVERY_BUCKETS, type BatonMetrics } from './baton-metrics.ts';
 import { poolName } from '../domain/ids.ts';
@@ -47,6 +47,7 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
           transitions.inc({ kind: r.kind, state: r.state, provider, pool: poolName(r.pool) });
           if (r.kind === 'delivery' && r.state === 'ACCEPTED') toAccepted.observe({ provider }, r.sinceSendMs / 1000);
           if (r.kind === 'delivery' && r.state === 'RETURNED') toReturned.observe({ provider }, r.sinceSendMs / 1000);
+          if (r.turn) countTurn(provider, r.turn);
           cursor = r.id;
         }
         read += rows.length;
@@ -81,6 +82,50 @@ export async function installDeploymentMetrics(metrics: BatonMetrics, sources: D
     registers: [registry],
     collect: catchUp,
   });
+
+  // Turn accounting: each turn that ran and ended, by provider, recipient and model.
+  const usageLabels = ['provider', 'agent', 'model'] as const;
+  const turns = new Counter({
+    name: 'baton_turns_total',
+    help: 'Turns that ran and ended (returned, failed, interrupted) since this process started, by provider, recipient agent and model.',
+    labelNames: usageLabels,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const turnSeconds = new Counter({
+    name: 'baton_turn_seconds_total',
+    help: 'Wall time of those turns (accepted to ended), by provider, recipient agent and model.',
+    labelNames: usageLabels,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const tokens = new Counter({
+    name: 'baton_turn_tokens_total',
+    help: "Tokens those turns' runtimes reported, by provider, recipient agent, model and kind (input, output, cache_read, cache_write).",
+    labelNames: [...usageLabels, 'kind'] as const,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const cost = new Counter({
+    name: 'baton_turn_cost_usd_total',
+    help: "Cost in US dollars those turns' runtimes reported (Claude Code does; Codex does not), by provider, recipient agent and model.",
+    labelNames: usageLabels,
+    registers: [registry],
+    collect: catchUp,
+  });
+  const countTurn = (provider: string, t: TurnEndRow) => {
+    const labels = { provider, agent: t.agent, model: t.model ?? 'unknown' };
+    turns.inc(labels);
+    if (t.turnMs !== null) turnSeconds.inc(labels, t.turnMs / 1000);
+    const kinds = [
+      ['input', t.inputTokens],
+      ['output', t.outputTokens],
+      ['cache_read', t.cacheReadTokens],
+      ['cache_write', t.cacheWriteTokens],
+    ] as const;
+    for (const [kind, n] of kinds) tokens.inc({ ...labels, kind }, n);
+    cost.inc(labels, t.costUsd);
+  };
 
   installWorkGauges(metrics, sources);
 }

@@ -32,6 +32,7 @@ import { installOpenApi, installOpenApiRoutes } from './plugins/openapi.ts';
 import metricsRoutes from './routes/metrics/index.ts';
 import type { BatonMetrics } from '../../libs/metrics/baton-metrics.ts';
 import liveRoutes from './routes/live/index.ts';
+import usageRoutes from './routes/usage/index.ts';
 import subscriptionRoutes from './routes/subscriptions/index.ts';
 import uiRoutes from './routes/ui/index.ts';
 import { installAdminQueues } from './routes/admin-queues/index.ts';
@@ -137,6 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(sessionRoutes, routeOptions);
       await v1.register(eventRoutes, { ...routeOptions, feed: deps.feed, browser: deps.browser, limits: deps.eventStreamLimits });
       await v1.register(liveRoutes, routeOptions);
+      await v1.register(usageRoutes, routeOptions);
       await v1.register(subscriptionRoutes, routeOptions);
     },
     { prefix: '/v1' },

@@ -1,3 +1,4 @@
+import { handoffUsageLines, type AttemptUsageJson, type UsageTotalsJson } from './usage-format.ts';
 /**
  * Plain-text renderings for the terminal. `--json` prints the API's JSON instead (times in it
  * stay ISO 8601). Times for people have one format: local time, `YYYY-MM-DD HH:MM:SS`
@@ -33,6 +34,7 @@ export interface HandoffJson {
   result: { summary: string | null } | null;
   createdAt: string;
   attempts?: Array<{ number: number; requestId: string; status: string; error: string | null }>;
+  usage?: { attempts: AttemptUsageJson[]; total: UsageTotalsJson };
   events?: Array<{
     from: string | null;
     to: string;
@@ -139,6 +141,7 @@ export function handoffDetail(h: HandoffJson): string {
     for (const a of h.attempts)
       lines.push(`    #${a.number} ${a.status.padEnd(11)} request ${a.requestId}${a.error ? `  ${a.error}` : ''}`);
   }
+  lines.push(...handoffUsageLines(h.usage));
   if (h.events && h.events.length > 0) {
     lines.push('  timeline');
     for (const e of h.events) {

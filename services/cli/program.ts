@@ -19,6 +19,7 @@ import { registerSubscriptionCommands } from './commands/subscriptions.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
+import { registerUsageCommand } from './commands/usage.ts';
 import { batonVersion } from '../../libs/processes/package-files.ts';
 import { NO_LAUNCHERS, type Launchers } from './launchers.ts';
 
@@ -70,6 +71,7 @@ export function buildProgram(
   registerSendCommand(program, ctx);
   registerWatchCommand(program, ctx);
   registerReadCommands(program, ctx);
+  registerUsageCommand(program, ctx);
   registerActionCommands(program, ctx);
   registerWorkCommands(program, ctx);
   registerSessionCommands(program, ctx);

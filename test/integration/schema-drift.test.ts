@@ -63,6 +63,8 @@ function expectedType(f: DmmfField): string {
         return 'bool';
       case 'Json':
         return 'jsonb';
+      case 'Float':
+        return 'float8';
       case 'DateTime':
         return native === 'Timestamptz' ? `timestamptz(${f.nativeType?.[1][0] ?? 6})` : 'timestamp(3)';
       default:

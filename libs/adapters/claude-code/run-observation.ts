@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { readBounded, type RunView } from '../command/run-record.ts';
 import type { SendResult, TurnObservation } from '../provider-adapter.ts';
 import { claudeErrorText, claudeFailure, type ClaudeErrorReport } from './claude-failure.ts';
-import { readStreamEnd, streamErrorReport } from './stream-end.ts';
+import { reportsUsage } from '../../domain/turn-usage.ts';
+import { readStreamEnd, streamErrorReport, streamUsage } from './stream-end.ts';
 import { scanTranscript } from './transcript.ts';
 
 /** A binary or working directory that cannot be used never will be until the settings change. */
@@ -73,10 +74,13 @@ export async function observationOf(dir: string, view: RunView, transcript: stri
   const end = readStreamEnd(await readBounded(join(dir, 'stdout'), bytes));
   if (exit.kind === 'exited' && end) {
     const result = end.result;
-    if (result.is_error) return failedWith(streamErrorReport(end));
+    const usage = streamUsage(end);
+    const used = reportsUsage(usage) ? { usage } : {};
+    if (result.is_error) return { ...failedWith(streamErrorReport(end)), ...used };
     return {
       found: true,
       status: 'returned',
+      ...used,
       result: {
         summary: result.result ?? '',
         output: {

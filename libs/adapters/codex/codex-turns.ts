@@ -75,13 +75,14 @@ export function endOf(
 }
 
 export function observationOf(end: TurnEnd): TurnObservation {
+  const usage = 'usage' in end && end.usage ? { usage: end.usage } : {};
   switch (end.status) {
     case 'returned':
-      return { found: true, status: 'returned', result: end.result };
+      return { found: true, status: 'returned', result: end.result, ...usage };
     case 'failed':
-      return { found: true, status: 'failed', error: end.error, ...(end.failure ? { failure: end.failure } : {}) };
+      return { found: true, status: 'failed', error: end.error, ...(end.failure ? { failure: end.failure } : {}), ...usage };
     case 'interrupted':
-      return { found: true, status: 'interrupted', error: end.error };
+      return { found: true, status: 'interrupted', error: end.error, ...usage };
     case 'busy':
       return { found: true, status: 'busy', error: end.detail };
     case 'rejected':

@@ -13,6 +13,7 @@ import { endOfObservation } from '../provider-adapter.ts';
 import { AppServerError, isSpawnError, type AppServerClient, type Notification } from './app-server-client.ts';
 import { AppServerPool, DaemonEnvBusy } from './app-server-pool.ts';
 import type { CodexErrorNotice } from './codex-errors.ts';
+import { TOKEN_USAGE_METHOD, addTokenUsage, newTokenTally, turnUsage, withUsage, type TokenTally } from './codex-usage.ts';
 import {
   CODEX_APPROVAL_POLICY,
   CODEX_DEFAULTS,
@@ -51,6 +52,9 @@ interface Followed {
   readonly agentTexts: string[];
   /** The turn's `error` notifications, for the failure's text and kind. */
   readonly notices: CodexErrorNotice[];
+  /** The turn's tokens, summed over its `thread/tokenUsage/updated` notifications (each one model request's `last`). */
+  readonly tokens: TokenTally;
+  readonly model: string | undefined;
   /** Ends the turn's hold on its thread (thread-holds.ts). */
   readonly release: ReleaseHold;
   readonly wake: Set<() => void>;
@@ -58,7 +62,7 @@ interface Followed {
 
 const settingsOf = (target: DeliveryTarget) => parseCodexSettings(target.settings);
 /** The notifications a followed turn is read from. */
-const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed', 'error']);
+const FOLLOWED_METHODS = new Set(['turn/started', 'item/completed', 'turn/completed', 'error', TOKEN_USAGE_METHOD]);
 const errMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
@@ -122,8 +126,11 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     } else if (method === 'error') {
       if (f.notices.length < 100) f.notices.push(params as unknown as CodexErrorNotice);
       return;
+    } else if (method === TOKEN_USAGE_METHOD) {
+      addTokenUsage(f.tokens, params);
+      return;
     } else if (method === 'turn/completed' && turn) {
-      f.end = endOf(turn, f.threadId, f.agentTexts, f.notices) ?? undefined;
+      f.end = withUsage(endOf(turn, f.threadId, f.agentTexts, f.notices), turnUsage(f.tokens, f.model)) ?? undefined;
       if (f.end) f.release();
     } else return;
     wake(f);
@@ -148,6 +155,13 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
     if (isThreadId(target.target)) return target.target;
     return bindings.find(codexHomeOf(settings, options.baseEnv), target.agentId);
   }
+
+  /** The model each thread was last started or resumed with, as the daemon answered (for the turns' usage). */
+  const threadModels = new Map<string, string>();
+  const noteModel = (threadId: string, answer: unknown) => {
+    const model = (answer as { model?: unknown } | null)?.model;
+    if (typeof model === 'string' && model !== '') threadModels.set(threadId, model);
+  };
 
   const threadParams = (s: CodexSettings) => ({
     cwd: s.cwd,
@@ -190,6 +204,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
           const started = (await client.call('thread/start', threadParams(s), signal)) as { thread?: { id?: string } };
           const id = started.thread?.id;
           if (!isThreadId(id ?? null)) return { outcome: 'not_sent', error: 'thread/start returned no thread id' };
+          noteModel(id!, started);
           const adopted = holds.adopt(client, id!);
           known = await bindings.bind(home, target.agentId, id!);
           // Another worker bound its thread first: let go of ours and use that one.
@@ -198,7 +213,7 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
         }
         threadId = known;
         release ??= await holds.take(client, threadId, async () => {
-          await client.call('thread/resume', { threadId, excludeTurns: true, ...threadParams(s) }, signal);
+          noteModel(threadId, await client.call('thread/resume', { threadId, excludeTurns: true, ...threadParams(s) }, signal));
         });
         const busy = await busyReason(client, threadId, s, endedHere, signal);
         if (busy) return { outcome: 'busy', detail: busy };
@@ -236,6 +251,8 @@ export function createCodexAdapter(options: CodexAdapterOptions): ProviderAdapte
           orphaned: false,
           agentTexts: [],
           notices: [],
+          tokens: newTokenTally(),
+          model: s.model ?? threadModels.get(threadId),
           release,
           wake: new Set(),
         };

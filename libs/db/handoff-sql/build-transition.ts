@@ -1,6 +1,7 @@
 import { reservationParams, reservedColumns, reserveHeadSql } from './head-reservation.ts';
 import { nextWorkSql } from './next-work.ts';
 import type { HandoffCounter, HandoffPatch, TransitionWrite } from './transition-write.ts';
+import { TOKEN_KINDS, type TokenKind } from '../../domain/turn-usage.ts';
 import { GROUP_COMMIT_DEFAULTS, STATEMENT_CACHE_DEFAULTS } from '../../config/component-defaults.ts';
 
 /** Transition texts kept per shape; a process uses a few dozen (STATEMENT_CACHE_DEFAULTS.transitionTexts bounds a surprise). */
@@ -38,6 +39,14 @@ const PATCH_COLUMNS: Record<keyof HandoffPatch, { column: string; cast: string }
   result: { column: 'result', cast: 'jsonb' },
   settledAt: { column: 'settled_at', cast: 'timestamptz' },
   inProgressKey: { column: 'in_progress_key', cast: 'text' },
+};
+
+/** The attempt's column of each token count (the same names in every statement that reads them). */
+export const USAGE_COLUMNS: Record<TokenKind, string> = {
+  inputTokens: 'input_tokens',
+  outputTokens: 'output_tokens',
+  cacheReadTokens: 'cache_read_tokens',
+  cacheWriteTokens: 'cache_write_tokens',
 };
 
 const COUNTER_COLUMNS: Record<HandoffCounter, string> = {
@@ -164,6 +173,7 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
     !!u?.finished,
     !!u?.observed,
     !!u?.absentScan,
+    !!u?.usage,
   );
   shape.push('more', !!w.moveOthers, !!w.thenNextWork, !!w.thenNextWork?.reserve);
   // A batch's input rows say n >= 0 AND n < GROUP_COMMIT_DEFAULTS.turnEndMaxBatch, which is true, so that the
@@ -209,6 +219,11 @@ export function buildTransition(w: TransitionWrite, many: boolean): BuiltTransit
     if (u.finished) attemptSets.push(`finished_at = ${at}`);
     if (u.observed) attemptSets.push(`last_observed_at = ${at}`);
     if (u.absentScan) attemptSets.push('absent_scans = absent_scans + 1', `first_absent_at = COALESCE(first_absent_at, ${at})`);
+    if (u.usage) {
+      const usage = u.usage;
+      attemptSets.push(`model = ${p(usage.model ?? null, 'text')}`, `cost_usd = ${p(usage.costUsd ?? null, 'float8')}`);
+      for (const kind of TOKEN_KINDS) attemptSets.push(`${USAGE_COLUMNS[kind]} = ${p(usage[kind] ?? null, 'bigint')}`);
+    }
     sql += `, upd AS (
         UPDATE delivery_attempts SET ${attemptSets.join(', ')}${updateFromX}
         WHERE delivery_attempts.id = ${attemptId} AND EXISTS (${movedForRow})

@@ -77,8 +77,21 @@ export const EVENT_FIELDS = fieldsOf<EventRecord>()([
 export const LEFT_OUT: Readonly<Record<'Handoff' | 'DeliveryAttempt' | 'HandoffEvent', readonly string[]>> = {
   /** The duplicate guard's key: written by enrollment, cleared by a transition's patch, never read back. */
   Handoff: ['inProgressKey'],
-  /** The fence is checked in the reservation statement; the scan bookkeeping by the UNCERTAIN scans (uncertain-due.ts). */
-  DeliveryAttempt: ['fence', 'firstAbsentAt', 'lastObservedAt'],
+  /**
+   * The fence is checked in the reservation statement; the scan bookkeeping by the UNCERTAIN scans
+   * (uncertain-due.ts); the usage a turn's runtime reported by turn accounting (usage-repository.ts).
+   */
+  DeliveryAttempt: [
+    'fence',
+    'firstAbsentAt',
+    'lastObservedAt',
+    'model',
+    'inputTokens',
+    'outputTokens',
+    'cacheReadTokens',
+    'cacheWriteTokens',
+    'costUsd',
+  ],
   HandoffEvent: [],
 };
 

@@ -1,6 +1,7 @@
 import type { DeliveryState } from '../../domain/delivery-states.ts';
 import type { ActorKind } from '../../domain/transitions.ts';
 import type { WorkResultEffect } from '../../domain/work-states.ts';
+import type { TurnUsage } from '../../domain/turn-usage.ts';
 import type { AttemptStatus } from '../records.ts';
 import type { HeadReservation } from './head-reservation.ts';
 import type { WorkItem } from './next-work.ts';
@@ -54,6 +55,8 @@ export interface AttemptUpdate {
   observed?: boolean;
   /** A complete history scan missed the request id: count it (and remember the first). */
   absentScan?: boolean;
+  /** What the runtime reported the turn used: sets the attempt's usage columns (a field it did not report is NULL). */
+  usage?: TurnUsage;
 }
 
 /** One move of a chain: the state it leaves, the state it reaches, and its event row. */

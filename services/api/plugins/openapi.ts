@@ -45,7 +45,7 @@ export const OPENAPI_TAGS = [
   { name: 'sessions', description: 'Shared sessions and their facts.' },
   { name: 'identity', description: 'Who the caller is, tokens, projects and the audit log.' },
   { name: 'events', description: 'The transitions the caller may see, as server-sent events.' },
-  { name: 'views', description: "Read-only summaries: the status and the live page's first paint." },
+  { name: 'views', description: "Read-only summaries: the status, turn usage and the live page's first paint." },
   { name: 'settings', description: 'Runtime settings and connection rules.' },
   { name: 'subscriptions', description: 'Signed event subscriptions: handoff events POSTed to a URL, their dead letters and replay.' },
   { name: 'webhooks', description: 'Turn reports from webhook agents (signed, no token).' },

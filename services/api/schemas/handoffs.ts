@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { LIMITS } from '../../../libs/domain/limits.ts';
+import { HandoffUsageJson } from './usage.ts';
 import { AllOwners, DeliveryStateSchema, Handle, HandoffJson, Hidden, NullableText, NullableTimestamp, Text, Timestamp } from './common.ts';
 
 /** The handoffs area (routes/handoffs): send, list, read, acknowledge and release. */
@@ -102,6 +103,8 @@ export const HandoffDetailJson = Type.Intersect([
   HandoffJson,
   Type.Object({
     attempts: Type.Array(AttemptJson),
+    /** Turn accounting: what each attempt's runtime reported it used, and the sum. */
+    usage: HandoffUsageJson,
     events: Type.Array(EventJson),
     notifications: Type.Array(Type.Object({ kind: Type.String(), text: Type.String(), to: Type.String(), createdAt: Timestamp })),
   }),

@@ -50,6 +50,13 @@ async function api(path) {
   return res.json();
 }
 
+/** What an agent's turns used (GET /v1/live `usage`): turns, time, tokens, cost. */
+function usageText(u) {
+  const tokens = u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+  const cost = u.costUsd === null ? '' : ` · $${u.costUsd.toFixed(4)}`;
+  return `${u.turns} turn${u.turns === 1 ? '' : 's'} · ${u.turnSeconds.toFixed(1)} s · ${tokens.toLocaleString('en-US')} tokens (${u.inputTokens.toLocaleString('en-US')} in, ${u.outputTokens.toLocaleString('en-US')} out)${cost}`;
+}
+
 function renderAgents(agents) {
   $('agents').replaceChildren(
     ...agents.map((a) =>
@@ -59,6 +66,12 @@ function renderAgents(agents) {
         el('div', { class: 'name' }, a.displayName || a.id),
         el('div', { class: 'dim' }, `${a.activity} · ${a.provider}${a.pool !== 'default' ? ` · ${a.pool}` : ''}`),
         el('div', { class: 'dim' }, `${a.live} in turn · ${a.queued} waiting${a.attention ? ` · ${a.attention} need attention` : ''}`),
+        ...(a.usage
+          ? [
+              el('div', { class: 'dim usage', 'data-usage': 'today' }, `today: ${usageText(a.usage.today)}`),
+              el('div', { class: 'dim usage', 'data-usage': 'last-hour' }, `last hour: ${usageText(a.usage.lastHour)}`),
+            ]
+          : []),
       ),
     ),
   );

@@ -163,7 +163,19 @@ export const anthropicProtocol: ProtocolHandler = {
       res.end();
       return;
     }
-    const m = message(behaviour.text, model);
+    const base = message(behaviour.text, model);
+    const u = behaviour.usage;
+    const m = u
+      ? {
+          ...base,
+          usage: {
+            input_tokens: u.input,
+            output_tokens: u.output,
+            cache_read_input_tokens: u.cacheRead ?? 0,
+            cache_creation_input_tokens: u.cacheWrite ?? 0,
+          },
+        }
+      : base;
     if (!streaming) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(m));
       return;
@@ -171,7 +183,7 @@ export const anthropicProtocol: ProtocolHandler = {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     sse(res, 'message_start', {
       type: 'message_start',
-      message: { ...m, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } },
+      message: { ...m, content: [], stop_reason: null, usage: { ...m.usage, output_tokens: 1 } },
     });
     sse(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     sse(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: behaviour.text } });

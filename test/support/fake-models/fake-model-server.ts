@@ -15,7 +15,14 @@ export type FakeBehaviour =
    * A final assistant message with this text, after `delayMs` and, when given, once `until`
    * settles (a test holds a turn running until it says so).
    */
-  | { readonly kind: 'reply'; readonly text: string; readonly delayMs?: number; readonly until?: Promise<unknown> }
+  | {
+      readonly kind: 'reply';
+      readonly text: string;
+      readonly delayMs?: number;
+      readonly until?: Promise<unknown>;
+      /** The usage the reply reports (default: 10 input tokens, about a token per 4 characters out, no cache). */
+      readonly usage?: FakeUsage;
+    }
   /** A call of the tool `name` (the model asks the CLI to run it), e.g. `mcp__baton__send`. */
   | { readonly kind: 'tool_use'; readonly name: string; readonly input: Record<string, unknown> }
   /**
@@ -39,6 +46,19 @@ export type FakeBehaviour =
   | { readonly kind: 'stream_error'; readonly message?: string; readonly code?: string }
   /** Accept the request and never answer (until the server closes). */
   | { readonly kind: 'hang' };
+
+/**
+ * Token counts a reply reports, in each protocol's own fields: Anthropic's `input_tokens` (not
+ * cached), `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`; the Responses
+ * API's `input_tokens` (which counts the cached part too: `input + cacheRead`),
+ * `input_tokens_details.cached_tokens` (`cacheRead`) and `output_tokens`.
+ */
+export interface FakeUsage {
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead?: number;
+  readonly cacheWrite?: number;
+}
 
 /** One model request as the fake received it. */
 export interface FakeExchange {

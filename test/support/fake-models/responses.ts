@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { FakeBehaviour, ProtocolHandler } from './fake-model-server.ts';
+import type { FakeBehaviour, FakeUsage, ProtocolHandler } from './fake-model-server.ts';
 
 /**
  * The OpenAI Responses API as the real `codex` CLI (0.171.0) speaks it: `POST <base_url>/responses`
@@ -106,18 +106,25 @@ export const responsesProtocol: ProtocolHandler = {
         status: 'completed',
         model,
         output: [item],
-        usage: {
-          input_tokens: 10,
-          input_tokens_details: { cached_tokens: 0 },
-          output_tokens: 5,
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: 15,
-        },
+        usage: usageOf(behaviour.kind === 'reply' ? behaviour.usage : undefined),
       },
     });
     res.end();
   },
 };
+
+/** The Responses API's usage of a reply: `input_tokens` counts the cached part too. */
+function usageOf(u: FakeUsage | undefined) {
+  const input = u ? u.input + (u.cacheRead ?? 0) : 10;
+  const output = u ? u.output : 5;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: u?.cacheRead ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
+}
 
 /**
  * Replies held until the test says so (a `slow` turn that ends at `finish`), for any protocol:

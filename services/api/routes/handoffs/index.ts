@@ -7,6 +7,8 @@ import { getHandoff, listHandoffs } from '../../../../libs/handoffs/query-handof
 import { acknowledgeHandoff, releaseHandoff } from '../../../../libs/handoffs/act-on-handoff.ts';
 import { sendHandoff } from '../../../../libs/handoffs/send-handoff.ts';
 import { presentAttempt, presentEvent, presentHandoff } from '../../present.ts';
+import { presentHandoffUsage } from '../../present-usage.ts';
+import { handoffUsage } from '../../../../libs/handoffs/turn-usage.ts';
 import { actingAs, actorOf, callerOf, pageLimit, projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, ErrorBody, HandoffJson, HandoffParams, ProjectHeader } from '../../schemas/common.ts';
 import {
@@ -118,9 +120,11 @@ const handoffRoutes: FastifyPluginAsyncTypebox<RouteOptions> = async (app, opts)
     },
     async (request) => {
       const d = await getHandoff(core, projectOf(request, defaultProject), request.params.id, viewerOf(request, request.query.all_owners));
+      const usage = await handoffUsage(core, d.handoff.id);
       return {
         ...presentHandoff(d.handoff),
         attempts: d.attempts.map(presentAttempt),
+        usage: presentHandoffUsage(usage),
         events: d.events.map(presentEvent),
         notifications: d.notifications.map((n) => ({
           kind: n.kind,

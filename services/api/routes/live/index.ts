@@ -7,6 +7,8 @@ import { projectOf, viewerOf, type RouteOptions } from '../../route-context.ts';
 import { AllOwnersQuery, DeliveryStateSchema, ErrorBody, ProjectHeader } from '../../schemas/common.ts';
 import { poolName } from '../../../../libs/domain/ids.ts';
 import { tagRoutes } from '../../plugins/openapi.ts';
+import { UsageTotalsJson } from '../../schemas/usage.ts';
+import { presentUsageTotals } from '../../present-usage.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
@@ -43,6 +45,10 @@ const LiveJson = Type.Object({
       live: Type.Integer(),
       queued: Type.Integer(),
       attention: Type.Integer(),
+      usage: Type.Union([Type.Object({ today: UsageTotalsJson, lastHour: UsageTotalsJson }), Type.Null()], {
+        description:
+          'what its turns used today (UTC) and in the last hour; null where the caller may not see it (an agent sees its own only)',
+      }),
     }),
   ),
   inFlight: Type.Array(LiveHandoffJson),
@@ -124,6 +130,7 @@ const liveRoutes: FastifyPluginAsyncTypebox<RouteOptions<LiveViewDeps>> = async 
           live: a.live,
           queued: a.queued,
           attention: a.attention,
+          usage: a.usage ? { today: presentUsageTotals(a.usage.today), lastHour: presentUsageTotals(a.usage.lastHour) } : null,
         })),
         inFlight: v.inFlight.map(presentLiveHandoff),
         recentlySettled: v.recentlySettled.map(presentLiveHandoff),

@@ -190,7 +190,9 @@ function capacitySection(r: BenchResult): string {
     .map((run) => {
       const p = run.prediction;
       const pg = run.postgres.cores;
-      return `<tr><td>${run.workers}</td><td>${run.returnedPerSec}/s</td><td>${fix(p.handoffsPerSec.low)}-${fix(p.handoffsPerSec.high)}/s (${fix(p.handoffsPerSec.mid)})</td><td>${escapeHtml(p.limitedBy)}</td><td>${pg === null ? 'n/a' : fix(pg, 2)}</td><td>${fix(p.postgres.cores.low, 2)}-${fix(p.postgres.cores.high, 2)}</td><td>${run.otherCores === null ? 'n/a' : fix(run.otherCores, 2)}</td>${metCell(run.withinBand.postgres === null ? run.withinBand.throughput : run.withinBand.throughput && run.withinBand.postgres)}</tr>`;
+      if (!p)
+        return `<tr><td>${run.workers}</td><td>${run.returnedPerSec}/s</td><td colspan="5">n/a (a shared Postgres or Redis: CPU unknown)</td><td class="met na">n/a</td></tr>`;
+      return `<tr><td>${run.workers}</td><td>${run.returnedPerSec}/s</td><td>${fix(p.handoffsPerSec.low)}-${fix(p.handoffsPerSec.high)}/s (${fix(p.handoffsPerSec.mid)})</td><td>${escapeHtml(p.limitedBy)}</td><td>${pg === null ? 'n/a' : fix(pg, 2)}</td><td>${fix(p.postgres.cores.low, 2)}-${fix(p.postgres.cores.high, 2)}</td><td>${run.otherCores === null ? 'n/a' : fix(run.otherCores, 2)}</td>${metCell(run.withinBand.postgres === null ? run.withinBand.throughput : run.withinBand.throughput === true && run.withinBand.postgres)}</tr>`;
     })
     .join('');
   return `<section id="capacity"><h2>Capacity model on this host</h2><p class="note">${escapeHtml(

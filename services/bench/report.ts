@@ -279,6 +279,10 @@ function capacityTable(c: CapacityResult): string[][] {
   for (const run of c.runs) {
     const p = run.prediction;
     const n = `${run.workers} worker${run.workers === 1 ? '' : 's'}`;
+    if (!p) {
+      rows.push([`${n}: to RETURNED`, `${run.returnedPerSec}/s`, 'n/a (a shared Postgres or Redis: CPU unknown)', '', 'n/a']);
+      continue;
+    }
     const other = run.otherCores === null ? '' : ` (other work ${run.otherCores} cores)`;
     rows.push([
       `${n}: to RETURNED${other}`,
@@ -302,6 +306,7 @@ function capacityTable(c: CapacityResult): string[][] {
       '',
     ]);
   }
+  if (!cal) return rows;
   rows.push([
     'calibration: CPU ms per handoff',
     `${round(

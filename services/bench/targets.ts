@@ -136,8 +136,8 @@ export function capacityBand(workers: number): TargetSpec {
     read: (m) => {
       const run = m.capacity?.runs.find((r) => r.workers === workers);
       const scale = `(${workers} worker${workers === 1 ? '' : 's'})`;
-      if (!run || run.postgres.cores === null) return { value: null, scale };
-      const p = run.prediction;
+      const p = run?.prediction;
+      if (!run || !p || run.postgres.cores === null) return { value: null, scale };
       const off = Math.max(offMid(run.returnedPerSec, p.handoffsPerSec), offMid(run.postgres.cores, p.postgres.cores));
       const r0 = (n: number) => Math.round(n);
       return {

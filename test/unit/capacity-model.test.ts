@@ -203,5 +203,8 @@ describe('the capacity target rows (issue 36, one per worker count measured)', (
     expect(rows[1]!.name).toBe('Capacity model: throughput and Postgres load within the predicted band (2 workers)');
     expect(rows[1]!.measured).toMatch(/^30% \(\d+\/s in \d+-\d+\/s, Postgres [\d.]+ cores in [\d.]+-[\d.]+\)$/);
     expect(evaluateTargets(m([]), [])).toEqual([]);
+    // A shared Postgres or Redis: no prediction, so n/a rather than a verdict.
+    const shared = evaluateTargets(m([{ ...capacityRun(2, Math.round(mid), pg), prediction: null } as never]), []);
+    expect(shared.map((r) => [r.id, r.met, r.measured])).toEqual([['capacity-band-2-workers', null, 'n/a']]);
   });
 });

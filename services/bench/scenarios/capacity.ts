@@ -27,17 +27,20 @@ export interface CapacityRun {
   redis: { commandsPerSec: number | null; cores: number | null };
   /** Cores other work on the host kept busy during the run (a shared machine); null: unreadable. */
   otherCores: number | null;
-  /** The model's prediction for this run, from the calibration run's costs and this run's free cores. */
-  prediction: HostPrediction;
+  /**
+   * The model's prediction for this run, from the calibration run's costs and this run's free
+   * cores; null: a shared Postgres or Redis, whose CPU is not known.
+   */
+  prediction: HostPrediction | null;
   /** Measured throughput and Postgres load (cores) inside the predicted bands. null: Postgres not measurable. */
-  withinBand: { throughput: boolean; postgres: boolean | null };
+  withinBand: { throughput: boolean | null; postgres: boolean | null };
   series?: DeliverySeries;
 }
 
 export interface CapacityResult {
   cores: number;
-  /** The run whose per-handoff costs every prediction uses. */
-  calibration: { workers: number; costs: HandoffCosts };
+  /** The run whose per-handoff costs every prediction uses (costs null: a shared Postgres or Redis). */
+  calibration: { workers: number; costs: HandoffCosts | null };
   runs: CapacityRun[];
   /** Redis CPU per command in the calibration run, ms (null: a shared Redis). */
   redisMsPerCommand: number | null;
@@ -104,8 +107,7 @@ export async function measureCapacity(
   }
   const calibration = measured[0];
   const costs = calibration ? handoffCosts(calibration.perHandoff) : null;
-  if (!calibration || !costs)
-    throw new Error('the capacity runs need the CPU of every process: run them on the bench’s own Postgres and Redis');
+  if (!calibration) throw new Error('the capacity scenario needs at least one worker count');
   const runs = measured.map((m): CapacityRun => {
     const u = m.perHandoff;
     const seconds = u.windowSeconds ?? 0;
@@ -114,7 +116,8 @@ export async function measureCapacity(
       u.otherProcessesCpuMs === null || u.otherProcessesCpuMs === undefined || seconds <= 0
         ? null
         : round((u.otherProcessesCpuMs * total) / seconds / 1000, 2);
-    const prediction = predictOnHost(costs, { cores, otherCores: otherCores ?? 0, workers: m.workers, apiProcesses: 1 });
+    // Without every process's CPU (a configured Postgres or Redis) there is nothing to predict from.
+    const prediction = costs ? predictOnHost(costs, { cores, otherCores: otherCores ?? 0, workers: m.workers, apiProcesses: 1 }) : null;
     const pgCores = rate(u.cpuMs.postgres === null ? null : u.cpuMs.postgres / 1000, m.returnedPerSec, 3);
     return {
       workers: m.workers,
@@ -134,8 +137,8 @@ export async function measureCapacity(
       otherCores,
       prediction,
       withinBand: {
-        throughput: withinBand(m.returnedPerSec, prediction.handoffsPerSec),
-        postgres: pgCores === null ? null : withinBand(pgCores, prediction.postgres.cores),
+        throughput: prediction ? withinBand(m.returnedPerSec, prediction.handoffsPerSec) : null,
+        postgres: pgCores === null || !prediction ? null : withinBand(pgCores, prediction.postgres.cores),
       },
       ...(m.series ? { series: m.series } : {}),
     };

@@ -14,6 +14,7 @@ import { HeldHandoffs } from './held-handoffs.ts';
 import { UncertainDue } from './uncertain-due.ts';
 import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 import { SubscriptionRepository } from './subscription-repository.ts';
+import { BudgetRepository } from './budget-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -38,6 +39,8 @@ export interface Repositories {
   readonly attemptHistory: AttemptHistoryRepository;
   /** Signed event subscriptions, their positions and dead letters. */
   readonly subscriptions: SubscriptionRepository;
+  /** Budgets and what their turns spent (budget-repository.ts). */
+  readonly budgets: BudgetRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -57,5 +60,6 @@ export function createRepositories(db: Database): Repositories {
     uncertainDue: new UncertainDue(db.pool),
     attemptHistory: new AttemptHistoryRepository(db.pool),
     subscriptions: new SubscriptionRepository(db.pool),
+    budgets: new BudgetRepository(db.pool),
   };
 }

@@ -3,6 +3,7 @@ import type { ActorKind } from '../domain/transitions.ts';
 import type { AgentRepository } from '../db/agent-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { SettingsRepository } from '../db/settings-repository.ts';
+import type { BudgetRepository } from '../db/budget-repository.ts';
 import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
 import type { TokenRepository } from '../db/token-repository.ts';
@@ -90,6 +91,8 @@ export interface CoreDeps {
   readonly attemptHistory: AttemptHistoryRepository;
   /** Signed event subscriptions (manage-subscriptions.ts). */
   readonly subscriptions: SubscriptionRepository;
+  /** Budgets per project and agent, and what their turns spent (manage-budgets.ts, budget-gate.ts). */
+  readonly budgets: BudgetRepository;
   /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
   readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;

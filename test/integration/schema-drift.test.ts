@@ -61,6 +61,8 @@ function expectedType(f: DmmfField): string {
         return 'int8';
       case 'Boolean':
         return 'bool';
+      case 'Float':
+        return 'float8';
       case 'Json':
         return 'jsonb';
       case 'DateTime':

@@ -184,8 +184,7 @@ export const ERROR_CATALOG = {
   invalid_budget: {
     status: 400,
     retryable: false,
-    summary:
-      'A budget sets neither `tokensPerDay` nor `usdPerDay`, or one out of range (whole tokens 1 to 10^12, USD above 0 up to 10^6).',
+    summary: 'A budget sets neither `tokensPerDay` nor `usdPerDay`, or one out of range (whole tokens 1 to 10^12, USD above 0 up to 10^6).',
   },
   budget_not_found: { status: 404, retryable: false, summary: 'The project, or the agent named, has no budget to clear.' },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },

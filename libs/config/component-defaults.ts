@@ -78,6 +78,8 @@ export const TURN_LOCK_DEFAULTS = componentDefaults('turn lock', {
 export const DELIVERY_WORKER_DEFAULTS = componentDefaults('delivery worker', {
   /** How stale the runtime settings a worker acts on may be. */
   settingsMaxAgeMs: 1_000,
+  /** How stale a worker's view of the budgets and what their turns spent may be (budget-gate.ts). */
+  budgetMaxAgeMs: 1_000,
   /** Back-off before asking a busy session again (the first wait; DELIVERY_POLICY grows it). */
   busyRetryMs: 1_000,
   /** Back-off after the provider could not be reached (the first wait; DELIVERY_POLICY grows it). */

@@ -16,6 +16,7 @@ import { AttemptHistoryRepository } from './attempt-history-repository.ts';
 import { SubscriptionRepository } from './subscription-repository.ts';
 import { RoleRouting } from './role-routing.ts';
 import { UsageRepository } from './usage-repository.ts';
+import { BudgetRepository } from './budget-repository.ts';
 
 export interface Repositories {
   readonly handoffs: HandoffRepository;
@@ -44,6 +45,8 @@ export interface Repositories {
   readonly routing: RoleRouting;
   /** Turn accounting: what each turn's runtime reported it used, per handoff and per agent over time. */
   readonly usage: UsageRepository;
+  /** Budgets and what their turns spent (budget-repository.ts). */
+  readonly budgets: BudgetRepository;
 }
 
 export function createRepositories(db: Database): Repositories {
@@ -65,5 +68,6 @@ export function createRepositories(db: Database): Repositories {
     subscriptions: new SubscriptionRepository(db.pool),
     routing: new RoleRouting(db.pool),
     usage: new UsageRepository(db.pool),
+    budgets: new BudgetRepository(db.pool),
   };
 }

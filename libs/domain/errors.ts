@@ -186,6 +186,12 @@ export const ERROR_CATALOG = {
     retryable: false,
     summary: 'The A2A task has LIMITS.pushConfigsPerTask push-notification configs already: delete one first.',
   },
+  invalid_budget: {
+    status: 400,
+    retryable: false,
+    summary: 'A budget sets neither `tokensPerDay` nor `usdPerDay`, or one out of range (whole tokens 1 to 10^12, USD above 0 up to 10^6).',
+  },
+  budget_not_found: { status: 404, retryable: false, summary: 'The project, or the agent named, has no budget to clear.' },
   internal_error: { status: 500, retryable: false, summary: 'An unexpected error; details are in the server log only.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

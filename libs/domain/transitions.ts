@@ -80,7 +80,7 @@ export const TRANSITIONS: readonly TransitionRule[] = [
     event: 'held',
     to: 'HELD',
     actors: SYS,
-    note: 'a deliberate block: connection blocked or delivery paused',
+    note: 'a deliberate block: connection blocked, delivery paused, or a budget spent',
   },
   { from: ['HELD'], event: 'hold_lifted', to: 'WAITING', actors: ['system', 'operator'], note: 'the block is gone' },
   {

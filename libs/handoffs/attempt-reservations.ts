@@ -49,7 +49,10 @@ const RESERVED_TO = (() => {
 
 /** What reserving and settling touch. */
 export type ReservationDeps = MoveDeps &
-  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unwritten' | 'workerId' | 'deployment' | 'scheduler' | 'timing'>;
+  Pick<
+    DispatchDeps,
+    'adapters' | 'settingsReader' | 'budgetGate' | 'outage' | 'unwritten' | 'workerId' | 'deployment' | 'scheduler' | 'timing'
+  >;
 
 /**
  * The turn lock a delivery runs under, as far as a write needs it, and the run's reservations.
@@ -121,6 +124,8 @@ export class AttemptReservations {
     };
     if (!passing.none && passing.rules.length === 0) return undefined;
     if ((await this.deps.outage.check(adapter.provider, settings.outageGuard[adapter.provider])).down) return undefined;
+    // A budget's agent: `deliver` asks the budget once the turn before committed what it used.
+    if (await this.deps.budgetGate.covers(this.run.agentId)) return undefined;
     const requestId = this.begin(now);
     return {
       attemptId: newId(now.getTime()),

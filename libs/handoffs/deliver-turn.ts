@@ -26,7 +26,7 @@ import { endTurn, watch, type FollowDeps } from './follow-turn.ts';
 
 /** What delivering a turn touches: following it, and what its write reads and is checked against. */
 export type DeliverDeps = FollowDeps &
-  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'outage' | 'unwritten' | 'hooks' | 'sessions' | 'sessionTurns'>;
+  Pick<DispatchDeps, 'adapters' | 'settingsReader' | 'budgetGate' | 'outage' | 'unwritten' | 'hooks' | 'sessions' | 'sessionTurns'>;
 
 /** One new turn for the head of the agent's queue. */
 export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSignal, lock: WriteLock): Promise<Step> {
@@ -63,6 +63,12 @@ export async function deliver(deps: DeliverDeps, item: WorkItem, stop: AbortSign
   const hold = holdReason(settings, record.connectionRule, deps.clock.now());
   if (hold) {
     await move(deps, h, [['held', { reason: hold, patch: { deliveryDetail: hold } }]]);
+    return { kind: 'next' };
+  }
+  // A budget spent (libs/domain/budgets.ts): HELD the same way, until the next window or a higher budget.
+  const budget = record.recipientId ? await deps.budgetGate.holdFor(record.recipientId) : null;
+  if (budget) {
+    await move(deps, h, [['held', { reason: budget, detail: { hold: 'budget' }, patch: { deliveryDetail: budget } }]]);
     return { kind: 'next' };
   }
   // Provider outage: stay WAITING with the explanation, no attempt spent, look again later.

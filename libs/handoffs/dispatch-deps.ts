@@ -4,6 +4,7 @@ import type { OutageGuardSpec, RuntimeSettings } from '../domain/runtime-setting
 import type { LockRelease } from '../locks/turn-locks.ts';
 import type { CoreDeps } from './ports.ts';
 import type { UnwrittenReservations } from './unwritten-reservations.ts';
+import type { BudgetGate } from './budget-gate.ts';
 
 /*
  * What a delivery run is given: the dependencies, the turn lock and the scheduler's signals.
@@ -41,6 +42,8 @@ export interface DispatchDeps extends CoreDeps {
   readonly locks: { acquire(agentId: string): Promise<LockAttempt>; backOff(agentId: string, ms: number): Promise<void> };
   readonly adapters: { get(provider: string): ProviderAdapter | undefined };
   readonly settingsReader: { get(): Promise<RuntimeSettings> };
+  /** Whether a budget holds a new turn to an agent (budget-gate.ts; the worker's one gate). */
+  readonly budgetGate: Pick<BudgetGate, 'covers' | 'holdFor'>;
   readonly outage: { check(provider: string, spec: OutageGuardSpec | undefined): Promise<{ down: boolean; detail: string | null }> };
   readonly workerId: string;
   /** The reconciliation windows (unobservable turn, interrupted resend, absence scans). */

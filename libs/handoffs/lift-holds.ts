@@ -6,6 +6,8 @@ import { SYSTEM_ACTOR, type CoreDeps, type TransitionDeps } from './ports.ts';
 import { hasErrorCode } from '../domain/errors.ts';
 import { routeOf } from '../queue/dispatch-job.ts';
 import { RECONCILER_DEFAULTS } from '../config/component-defaults.ts';
+import { isBudgetHold } from '../domain/budgets.ts';
+import { BudgetGate } from './budget-gate.ts';
 
 /** HELD handoffs read per statement: one keyset page. */
 export const HOLDS_PAGE_SIZE = RECONCILER_DEFAULTS.holdsPageSize;
@@ -24,7 +26,9 @@ export interface LiftHoldsOptions {
  * move, the wake-up on this deployment's queues, the log.
  */
 export type LiftHoldsDeps = TransitionDeps &
-  Pick<CoreDeps, 'heldHandoffs' | 'deployment' | 'scheduler' | 'logger'> & { readonly settingsReader: { get(): Promise<RuntimeSettings> } };
+  Pick<CoreDeps, 'heldHandoffs' | 'budgets' | 'deployment' | 'scheduler' | 'logger'> & {
+    readonly settingsReader: { get(): Promise<RuntimeSettings> };
+  };
 
 /**
  * Re-evaluates every HELD handoff to an agent of this deployment against the current settings
@@ -38,7 +42,10 @@ export type LiftHoldsDeps = TransitionDeps &
  * with those rules are read: holds that are still blocked cost nothing, however many there are.
  * Those are read in keyset pages on `seq` (HeldHandoffs.page, `pageSize` rows per statement),
  * each starting after the last one read, until a short page; every row is still checked with
- * `holdReason` before it moves.
+ * `holdReason` before it moves. A budget's hold (its detail starts `budget:`) stays while a
+ * budget covering the recipient is still spent in today's window (one look per recipient per
+ * call); any other hold that ended is lifted even when a budget is now spent, and the worker
+ * then holds it again with the budget's reason, so the timeline says why it waits.
  * @returns how many holds were lifted.
  */
 export async function liftHolds(deps: LiftHoldsDeps, opts: LiftHoldsOptions = {}): Promise<number> {
@@ -50,11 +57,13 @@ export async function liftHolds(deps: LiftHoldsDeps, opts: LiftHoldsOptions = {}
   const noRule = holdReason(settings, null, now) === null;
   if (rules.length === 0 && !noRule) return 0;
   let lifted = 0;
+  const budgets = new BudgetGate(deps, Infinity);
   let after: bigint | string = '0';
   for (let page = 0; page < maxPages; page++) {
     const held = await deps.heldHandoffs.page({ after, limit: pageSize, deployment: deps.deployment, rules, noRule });
     for (const h of held) {
       if (holdReason(settings, h.connectionRule, deps.clock.now()) !== null) continue;
+      if (isBudgetHold(h.deliveryDetail) && h.recipientId && (await budgets.holdFor(h.recipientId)) !== null) continue;
       try {
         const moved = await applyTransition(deps, h, 'hold_lifted', SYSTEM_ACTOR, {
           reason: 'the block is gone',

@@ -3,6 +3,7 @@ import type { ActorKind } from '../domain/transitions.ts';
 import type { AgentRepository } from '../db/agent-repository.ts';
 import type { HandoffRepository } from '../db/handoff-repository.ts';
 import type { SettingsRepository } from '../db/settings-repository.ts';
+import type { BudgetRepository } from '../db/budget-repository.ts';
 import type { SessionRepository } from '../db/session-repository.ts';
 import type { WorkRepository } from '../db/work-repository.ts';
 import type { TokenRepository } from '../db/token-repository.ts';
@@ -96,6 +97,8 @@ export interface CoreDeps {
   readonly routing: RoleRouting;
   /** Turn accounting's reads (turn-usage.ts). */
   readonly usage: UsageRepository;
+  /** Budgets per project and agent, and what their turns spent (manage-budgets.ts, budget-gate.ts). */
+  readonly budgets: BudgetRepository;
   /** Which addresses a subscription URL may name (BATON_SUBSCRIPTION_ADDRESSES); absent: `no-private`. */
   readonly subscriptionAddresses?: SubscriptionAddressPolicy | undefined;
   readonly scheduler: DispatchScheduler;

@@ -17,6 +17,7 @@ import webhookRoutes from './routes/webhooks/index.ts';
 import type { TurnReportRepository } from '../../libs/db/turn-report-repository.ts';
 import statusRoutes from './routes/status/index.ts';
 import settingsRoutes from './routes/settings/index.ts';
+import budgetRoutes from './routes/budgets/index.ts';
 import workRoutes from './routes/work/index.ts';
 import sessionRoutes from './routes/sessions/index.ts';
 import identityRoutes from './routes/identity/index.ts';
@@ -134,6 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(handoffRoutes, routeOptions);
       await v1.register(statusRoutes, routeOptions);
       await v1.register(settingsRoutes, routeOptions);
+      await v1.register(budgetRoutes, routeOptions);
       await v1.register(workRoutes, routeOptions);
       await v1.register(sessionRoutes, routeOptions);
       await v1.register(eventRoutes, { ...routeOptions, feed: deps.feed, browser: deps.browser, limits: deps.eventStreamLimits });

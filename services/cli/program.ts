@@ -16,6 +16,7 @@ import { registerActionCommands } from './commands/act.ts';
 import { registerWorkCommands } from './commands/work.ts';
 import { registerSessionCommands } from './commands/sessions.ts';
 import { registerSubscriptionCommands } from './commands/subscriptions.ts';
+import { registerBudgetCommands } from './commands/budget.ts';
 import { registerIdentityCommands } from './commands/identity.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
@@ -76,6 +77,7 @@ export function buildProgram(
   registerWorkCommands(program, ctx);
   registerSessionCommands(program, ctx);
   registerSubscriptionCommands(program, ctx);
+  registerBudgetCommands(program, ctx);
   registerIdentityCommands(program, ctx);
   registerMcpCommands(program, ctx);
   registerDoctorCommand(program, ctx);

@@ -61,10 +61,10 @@ function expectedType(f: DmmfField): string {
         return 'int8';
       case 'Boolean':
         return 'bool';
-      case 'Json':
-        return 'jsonb';
       case 'Float':
         return 'float8';
+      case 'Json':
+        return 'jsonb';
       case 'DateTime':
         return native === 'Timestamptz' ? `timestamptz(${f.nativeType?.[1][0] ?? 6})` : 'timestamp(3)';
       default:

@@ -12,6 +12,7 @@ import type { Logger } from '../../libs/logging/create-logger.ts';
 import { TurnLocks } from '../../libs/locks/turn-locks.ts';
 import { createProviderStatusCheck, type ProviderStatusCheck } from '../../libs/adapters/provider-status.ts';
 import { RuntimeSettingsReader } from '../../libs/handoffs/runtime-settings-reader.ts';
+import { BudgetGate } from '../../libs/handoffs/budget-gate.ts';
 import { UnwrittenReservations } from '../../libs/handoffs/unwritten-reservations.ts';
 import { DEFAULT_DELIVERY_WINDOWS, type DeliveryWindows } from '../../libs/domain/delivery-policy.ts';
 import { DELIVERY_JOBS_KEPT, DeliveryQueues } from '../../libs/queue/delivery-queues.ts';
@@ -110,6 +111,7 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): RunningDeliver
     locks,
     adapters: opts.adapters,
     settingsReader: settings,
+    budgetGate: new BudgetGate({ budgets: opts.repos.budgets, clock: opts.clock }),
     outage: opts.outage ?? createProviderStatusCheck(),
     workerId: opts.workerId,
     scope: { providers: opts.adapters.providers(), pools: opts.pools ?? [''] },

@@ -47,6 +47,7 @@ export const OPENAPI_TAGS = [
   { name: 'events', description: 'The transitions the caller may see, as server-sent events.' },
   { name: 'views', description: "Read-only summaries: the status, turn usage and the live page's first paint." },
   { name: 'settings', description: 'Runtime settings and connection rules.' },
+  { name: 'budgets', description: 'What a project, or one agent, may spend a UTC day on delivered turns; a spent budget holds new turns.' },
   { name: 'subscriptions', description: 'Signed event subscriptions: handoff events POSTed to a URL, their dead letters and replay.' },
   { name: 'webhooks', description: 'Turn reports from webhook agents (signed, no token).' },
   { name: 'mcp', description: "Baton's MCP tools over streamable HTTP." },

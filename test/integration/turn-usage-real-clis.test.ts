@@ -198,4 +198,36 @@ describe.each(CLIS)('$name: turn accounting', ({ start }) => {
       await worker.stop();
     }
   }, 240_000);
+
+  it('a budget the turns reach holds the next handoff HELD with no attempt spent, counted from what the runtime reported; a higher budget lets it go', async () => {
+    const tokensOf = (u: Record<string, number>) => u['inputTokens']! + u['outputTokens']! + u['cacheReadTokens']! + u['cacheWriteTokens']!;
+    const before = tokensOf((await baton.get('/v1/usage?agent=agent')).body.total as Record<string, number>);
+    cli.script(() => ({ kind: 'reply', text: 'within budget', usage: TURNS[0]! }));
+    // One token left today: the next turn reaches the budget, and the one queued behind it waits.
+    expect((await baton.put('/v1/budgets', { agent: 'agent', tokensPerDay: before + 1 })).status).toBe(200);
+    const worker = baton.startWorker({ adapters: cli.adapters() });
+    try {
+      const first = await baton.post('/v1/handoffs', { from: 'lead', to: 'agent', message: 'reaches the budget' });
+      const second = await baton.post('/v1/handoffs', { from: 'lead', to: 'agent', message: 'waits for a higher budget' });
+      await waitForState(baton, first.body.id as string, 'RETURNED', 90_000);
+      const held = await waitForState(baton, second.body.id as string, 'HELD', 30_000);
+      expect(held.attemptCount).toBe(0);
+      const spent = before + tokensOf(cli.expected(TURNS[0]!));
+      expect(held.detail).toBe(
+        `budget: agent agent spent ${spent} of ${before + 1} tokens today (UTC); held until ${nextUtcMidnight()} or a higher budget`,
+      );
+      const budgets = (await baton.get('/v1/budgets?agent=agent')).body.items as Array<{ agent: string; spentToday: { tokens: number } }>;
+      expect(budgets.find((b) => b.agent === 'agent')?.spentToday.tokens).toBe(spent);
+      expect((await baton.put('/v1/budgets', { agent: 'agent', tokensPerDay: spent * 2 })).status).toBe(200);
+      await waitForState(baton, second.body.id as string, 'RETURNED', 90_000);
+    } finally {
+      await worker.stop();
+      await baton.del('/v1/budgets?agent=agent');
+    }
+  }, 240_000);
 });
+
+function nextUtcMidnight(): string {
+  const now = new Date();
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
+}

@@ -18,7 +18,8 @@ export function registerBenchCommand(program: Command, ctx: CliContext, bench: B
     .option('--no-progress', 'no progress bar')
     .option(
       '--only <scenarios>',
-      'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns, role-routing, startup, capacity)',
+      'run only these scenarios, comma-separated (ceilings, send, delivery, dispatch-latency, busy-agents, recovery, long-turns, ' +
+        'role-routing, startup, capacity)',
     )
     .option('--workers <counts>', 'worker process counts of the capacity runs, comma-separated (default 1,2,4; --quick 1,2)')
     .option('--html <file>', 'also write a self-contained HTML page with the run’s plots and targets to this file')

@@ -23,7 +23,7 @@ export type TurnReportWrite = Omit<TurnReport, 'receivedAt'> & { readonly attemp
  */
 export type RecordOutcome = { readonly kind: 'recorded' | 'repeated' | 'stale' | 'conflict'; readonly report: TurnReport };
 
-const COLUMNS = `request_id AS "requestId", status, summary, output, error, received_at AS "receivedAt"`;
+const COLUMNS = `request_id AS "requestId", status, summary, output, error, usage, received_at AS "receivedAt"`;
 
 /** Raw SQL over `turn_reports`: what webhook agents reported about their turns. */
 export class TurnReportRepository {
@@ -49,24 +49,27 @@ export class TurnReportRepository {
   /** Stores a report unless a final one is already there (one statement; concurrent callbacks serialise on the row). */
   async record(r: TurnReportWrite): Promise<RecordOutcome> {
     const output = r.output === undefined || r.output === null ? null : JSON.stringify(r.output);
+    const usage = r.usage === null ? null : JSON.stringify(r.usage);
     const written = await prepared<TurnReport>(
       this.pool,
-      `INSERT INTO turn_reports (request_id, attempt_id, status, summary, output, error, received_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+      `INSERT INTO turn_reports (request_id, attempt_id, status, summary, output, error, usage, received_at)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $8::jsonb, $7)
        ON CONFLICT (request_id) DO UPDATE
-         SET status = EXCLUDED.status, summary = EXCLUDED.summary, output = EXCLUDED.output, error = EXCLUDED.error, received_at = EXCLUDED.received_at
+         SET status = EXCLUDED.status, summary = EXCLUDED.summary, output = EXCLUDED.output, error = EXCLUDED.error,
+             usage = EXCLUDED.usage, received_at = EXCLUDED.received_at
          WHERE turn_reports.status = 'running' AND EXCLUDED.status <> 'running'
        RETURNING ${COLUMNS}`,
-      [r.requestId, r.attemptId, r.status, r.summary, output, r.error, r.receivedAt],
+      [r.requestId, r.attemptId, r.status, r.summary, output, r.error, r.receivedAt, usage],
     );
     const stored = written.rows[0];
     if (stored) return { kind: 'recorded', report: stored };
     const { rows } = await prepared<TurnReport & { same: boolean }>(
       this.pool,
       `SELECT ${COLUMNS},
-              (status = $2 AND summary IS NOT DISTINCT FROM $3 AND output IS NOT DISTINCT FROM $4::jsonb AND error IS NOT DISTINCT FROM $5) AS same
+              (status = $2 AND summary IS NOT DISTINCT FROM $3 AND output IS NOT DISTINCT FROM $4::jsonb AND error IS NOT DISTINCT FROM $5
+               AND usage IS NOT DISTINCT FROM $6::jsonb) AS same
        FROM turn_reports WHERE request_id = $1`,
-      [r.requestId, r.status, r.summary, output, r.error],
+      [r.requestId, r.status, r.summary, output, r.error, usage],
     );
     const existing = rows[0];
     if (!existing) throw new Error(`turn report ${r.requestId} neither written nor found`);

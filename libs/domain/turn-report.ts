@@ -1,3 +1,5 @@
+import type { TurnUsage } from './turn-usage.ts';
+
 /**
  * What a recipient reported about one turn after the write, by request id: a webhook agent's
  * signed callback (services/api `POST /v1/webhooks/callback`), stored in `turn_reports` and read
@@ -13,6 +15,8 @@ export interface TurnReport {
   readonly summary: string | null;
   readonly output: unknown;
   readonly error: string | null;
+  /** What the agent reported the turn used (a final report's `usage`), or null. */
+  readonly usage: TurnUsage | null;
   readonly receivedAt: Date;
 }
 

@@ -98,3 +98,35 @@ export function sumUsage(items: readonly AttemptUsage[]): UsageTotals {
 export function roundCost(usd: number): number {
   return Math.round(usd * 1e9) / 1e9;
 }
+
+/** The fields of a reported usage (a webhook's `usage`), in the order they are documented. */
+const REPORTED_FIELDS: readonly (keyof TurnUsage)[] = ['model', ...TOKEN_KINDS, 'costUsd'];
+
+/**
+ * A usage as an agent reported it over the wire (a webhook callback's `usage`: docs/API.md,
+ * "Turn usage"), checked field by field: the usage, or what is wrong with it (an unknown field, a
+ * count that is not a whole number from 0 to 10^12, a cost that is not a number from 0 to 10^6, a
+ * model that is not a string of 1 to 200 characters).
+ */
+export function checkReportedUsage(value: unknown): { readonly usage: TurnUsage } | { readonly problem: string } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { problem: 'usage must be an object' };
+  const v = value as Record<string, unknown>;
+  const unknown = Object.keys(v).filter((k) => !(REPORTED_FIELDS as readonly string[]).includes(k));
+  if (unknown.length > 0) return { problem: `usage has unknown fields: ${unknown.join(', ')} (known: ${REPORTED_FIELDS.join(', ')})` };
+  const usage = usageOf(v);
+  for (const k of REPORTED_FIELDS) {
+    if (v[k] !== undefined && usage[k] === undefined) {
+      const what =
+        k === 'model'
+          ? `a string of 1 to ${USAGE_LIMITS.modelName} characters`
+          : k === 'costUsd'
+            ? `a number from 0 to ${USAGE_LIMITS.maxCostUsd}`
+            : `a whole number from 0 to ${USAGE_LIMITS.maxTokens}`;
+      return { problem: `usage.${k} must be ${what}` };
+    }
+  }
+  if (typeof v['model'] === 'string' && v['model'].length > USAGE_LIMITS.modelName) {
+    return { problem: `usage.model must be a string of 1 to ${USAGE_LIMITS.modelName} characters` };
+  }
+  return { usage };
+}

@@ -2,6 +2,7 @@ import { verifySignature } from '../adapters/webhook/webhook-signature.ts';
 import { BatonError } from '../domain/errors.ts';
 import { isUuid } from '../domain/ids.ts';
 import type { TurnReport, TurnReportStatus } from '../domain/turn-report.ts';
+import { checkReportedUsage, type TurnUsage } from '../domain/turn-usage.ts';
 import type { TurnReportRepository } from '../db/turn-report-repository.ts';
 import type { CoreDeps } from './ports.ts';
 
@@ -17,6 +18,8 @@ export interface SignedTurnReport {
     readonly status: TurnReportStatus;
     readonly summary?: string | undefined;
     readonly output?: unknown;
+    /** What the turn used (docs/API.md, "Turn usage"); taken with a final status only. */
+    readonly usage?: unknown;
     readonly error?: string | undefined;
   };
 }
@@ -55,6 +58,13 @@ export async function recordTurnReport(
   }
   if (check === 'stale_timestamp') throw new BatonError('stale_timestamp', "Baton-Timestamp is more than 5 minutes from Baton's clock");
   const { status, summary, output, error } = input.report;
+  let usage: TurnUsage | null = null;
+  if (input.report.usage !== undefined && input.report.usage !== null) {
+    if (status === 'running') throw new BatonError('validation_failed', 'usage is reported with a final status, not with running');
+    const checked = checkReportedUsage(input.report.usage);
+    if ('problem' in checked) throw new BatonError('validation_failed', checked.problem);
+    usage = checked.usage;
+  }
   const outcome = await deps.turnReports.record({
     requestId,
     attemptId: turn.attemptId,
@@ -62,6 +72,7 @@ export async function recordTurnReport(
     summary: summary ?? null,
     output: output ?? null,
     error: error ?? null,
+    usage,
     receivedAt: deps.clock.now(),
   });
   if (outcome.kind === 'conflict') {

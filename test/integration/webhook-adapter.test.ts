@@ -281,6 +281,7 @@ describe('webhook adapter: observing a turn', () => {
       summary: null,
       output: null,
       error: 'tests failed',
+      usage: null,
       receivedAt: new Date(),
     });
     const agent = await agentServer((_req, res) => json(res, 500, {}));
@@ -301,6 +302,7 @@ describe('webhook adapter: observing a turn', () => {
       summary: null,
       output: null,
       error: 'still on the last task',
+      usage: null,
       receivedAt: new Date(),
     });
     reports.set(b.requestId, {
@@ -309,6 +311,7 @@ describe('webhook adapter: observing a turn', () => {
       summary: null,
       output: null,
       error: 'not my repo',
+      usage: null,
       receivedAt: new Date(),
     });
     const settings = target({ url: 'http://127.0.0.1:9' });
@@ -437,6 +440,53 @@ describe('webhook agents through Baton: registration, the callback route, a real
       expect(agent.received).toHaveLength(2);
       expect(agent.received[1]!.at - agent.received[0]!.at).toBeGreaterThanOrEqual(1_900);
       expect(h.attempts.map((a: any) => a.status)).toEqual(['busy', 'returned']);
+    } finally {
+      await worker.stop();
+      await agent.close();
+    }
+  });
+
+  it("records the turn's usage a webhook agent reports: with its answer to the write, or with its signed callback (checked: 400 validation_failed)", async () => {
+    const used = { model: 'hook-model-1', inputTokens: 1200, outputTokens: 34, cacheReadTokens: 500, costUsd: 0.0123 };
+    const agent = await agentServer((_req, res, body) => {
+      const turnBody = JSON.parse(body) as { message?: string };
+      if (turnBody.message?.includes('answer now'))
+        return json(res, 200, { summary: 'answered', usage: { ...used, cacheWriteTokens: 'lots' } });
+      return json(res, 202, {});
+    });
+    expect(
+      (await baton.post('/v1/agents', { id: 'metered', provider: 'webhook', settings: { url: agent.url, secret: SECRET } })).status,
+    ).toBe(201);
+    const worker = baton.startWorker({
+      adapters: createAdapters(['webhook'], { demoHost: baton.host, turnReports: baton.repos.turnReports }),
+    });
+    try {
+      // In the answer: the usable parts are kept (an unusable count is left out).
+      const now = await baton.post('/v1/handoffs', { from: 'sender', to: 'metered', message: 'answer now' });
+      await waitForState(baton, now.body.id, 'RETURNED', 15_000);
+      const answered = (await baton.get(`/v1/handoffs/${now.body.id as string}`)).body.usage;
+      expect(answered.attempts[0]).toMatchObject(used);
+      expect(answered.attempts[0].cacheWriteTokens ?? null).toBeNull();
+
+      // In the signed callback: checked, then stored with the report and the attempt.
+      const later = await baton.post('/v1/handoffs', { from: 'sender', to: 'metered', message: 'report later' });
+      await waitForState(baton, later.body.id, 'ACCEPTED', 15_000);
+      const requestId = (await baton.get(`/v1/handoffs/${later.body.id as string}`)).body.attempts[0].requestId as string;
+      const post = (body: string) =>
+        baton.app.inject({ method: 'POST', url: '/v1/webhooks/callback', payload: body, headers: signedBy(SECRET, body) });
+      for (const usage of [{ inputTokens: -1 }, { tokens: 5 }, { costUsd: 'free' }, 'all of it']) {
+        const bad = await post(JSON.stringify({ requestId, status: 'returned', summary: 'done', usage }));
+        expect(bad.statusCode, JSON.stringify(usage)).toBe(400);
+        expect(bad.json().error.code).toBe('validation_failed');
+        expect(bad.json().error.message).toMatch(/^usage/);
+      }
+      const reported = { ...used, cacheWriteTokens: 7 };
+      const ok = await post(JSON.stringify({ requestId, status: 'returned', summary: 'done', usage: reported }));
+      expect(ok.statusCode, ok.body).toBe(200);
+      await waitForState(baton, later.body.id, 'RETURNED', 15_000);
+      const recorded = (await baton.get(`/v1/handoffs/${later.body.id as string}`)).body.usage;
+      expect(recorded.attempts[0]).toMatchObject(reported);
+      expect((await baton.repos.turnReports.find(requestId))?.usage).toEqual(reported);
     } finally {
       await worker.stop();
       await agent.close();

@@ -1,6 +1,7 @@
 import { LIMITS } from '../../domain/limits.ts';
 import { unstorableTextAt } from '../../domain/storable-text.ts';
 import type { TurnReport } from '../../domain/turn-report.ts';
+import { reportsUsage, usageOf, type TurnUsage } from '../../domain/turn-usage.ts';
 import type { ObservedStatus, TurnObservation } from '../provider-adapter.ts';
 
 const STATUSES: readonly ObservedStatus[] = ['accepted', 'running', 'returned', 'failed', 'interrupted', 'busy', 'rejected'];
@@ -14,12 +15,25 @@ export function boundedError(text: string): string {
   return storable(text, LIMITS.focus);
 }
 
-function observation(status: ObservedStatus, summary: unknown, output: unknown, error: unknown): TurnObservation {
+/**
+ * The usable parts of a `usage` a webhook agent answered with (its answer to the write or its
+ * status URL: not checked as strictly as a signed callback's, so what is not a usable count, cost
+ * or model is left out rather than refused), or undefined when it reported none.
+ */
+function answeredUsage(value: unknown): TurnUsage | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const usage = usageOf(value);
+  return reportsUsage(usage) ? usage : undefined;
+}
+
+function observation(status: ObservedStatus, summary: unknown, output: unknown, error: unknown, usage?: TurnUsage): TurnObservation {
+  const used = usage ? { usage } : {};
   switch (status) {
     case 'returned':
       return {
         found: true,
         status,
+        ...used,
         result: {
           summary: typeof summary === 'string' ? storable(summary, LIMITS.contextSummary) : '',
           // An output Postgres cannot store would fail the transition that records the turn.
@@ -33,6 +47,7 @@ function observation(status: ObservedStatus, summary: unknown, output: unknown, 
       return {
         found: true,
         status,
+        ...(status === 'failed' || status === 'interrupted' ? used : {}),
         error: boundedError(
           typeof error === 'string' && error !== '' ? error : typeof summary === 'string' && summary !== '' ? summary : status,
         ),
@@ -45,7 +60,7 @@ function observation(status: ObservedStatus, summary: unknown, output: unknown, 
 
 /**
  * Reads what a webhook agent answered about a turn: the body of a 200 to the write, or of its
- * status URL: `{ "status"?, "summary"?, "output"?, "error"? }`. A missing status means returned.
+ * status URL: `{ "status"?, "summary"?, "output"?, "error"?, "usage"? }`. A missing status means returned.
  * @returns null when the body is not such an object.
  */
 export function observationFromBody(text: string): TurnObservation | null {
@@ -59,9 +74,9 @@ export function observationFromBody(text: string): TurnObservation | null {
   const b = body as Record<string, unknown>;
   const status = b['status'] === undefined ? 'returned' : b['status'];
   if (typeof status !== 'string' || !(STATUSES as readonly string[]).includes(status)) return null;
-  return observation(status as ObservedStatus, b['summary'], b['output'], b['error']);
+  return observation(status as ObservedStatus, b['summary'], b['output'], b['error'], answeredUsage(b['usage']));
 }
 
 export function observationFromReport(report: TurnReport): TurnObservation {
-  return observation(report.status, report.summary, report.output, report.error);
+  return observation(report.status, report.summary, report.output, report.error, report.usage ?? undefined);
 }

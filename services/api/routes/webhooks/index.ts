@@ -17,6 +17,8 @@ const CallbackBody = Type.Object(
     summary: Type.Optional(Type.String({ maxLength: LIMITS.contextSummary })),
     output: Type.Optional(Type.Unknown()),
     error: Type.Optional(Type.String({ maxLength: LIMITS.focus })),
+    /** What the turn used, with a final status (checked by libs/domain/turn-usage.ts: 400 validation_failed). */
+    usage: Type.Optional(Type.Unknown()),
   },
   { additionalProperties: false },
 );

@@ -142,7 +142,7 @@ describe('the real Claude Code CLI with Baton as its MCP server', () => {
     // The tool's answer reached the model: the last request carried Baton's result.
     expect(fake.exchanges.length).toBeGreaterThanOrEqual(2);
     expect(fake.exchanges.at(-1)!.allText, fake.exchanges.at(-1)!.allText.slice(-1500)).toMatch(
-      /"from":"writer","to":"reviewer","title":"Review the login form"/,
+      /"from":"writer","to":"reviewer","toRole":null,"routedAt":null,"title":"Review the login form"/,
     );
 
     // Stored under the token's agent, and delivered by Baton as a turn of the reviewer.

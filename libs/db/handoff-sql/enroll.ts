@@ -113,7 +113,7 @@ export const ENROLL_SQL = `WITH x AS (
      LEFT JOIN LATERAL (
        SELECT jsonb_agg(jsonb_build_object('id', a.id, 'provider', a.provider, 'pool', a.pool, 'deployment', a.deployment,
          'idle', NOT EXISTS (SELECT 1 FROM handoffs o WHERE o.recipient_id = a.id AND o.delivery_state IN (${stateList(OPEN_STATES)})))) AS members
-       FROM agents a WHERE x.role IS NOT NULL AND a.project_id = p.id AND x.role = ANY(a.roles) AND a.removed_at IS NULL AND a.id <> s.id
+       FROM agents a WHERE x.role IS NOT NULL AND a.project_id = p.id AND a.roles @> ARRAY[x.role] AND a.removed_at IS NULL AND a.id <> s.id
      ) m ON true
      LEFT JOIN LATERAL (
        SELECT true AS busy FROM handoffs y

@@ -63,7 +63,8 @@ export function reachedLimits(limits: BudgetLimits, spent: BudgetSpent): Array<'
   return reached;
 }
 
-const usd = (n: number) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
+/** Dollars as budgets show them: cents, or four places below a cent. */
+export const formatUsd = (n: number): string => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 
 /**
  * Why a turn to an agent this budget covers is HELD, or null while the budget is not spent:
@@ -74,7 +75,9 @@ export function budgetHoldReason(scope: BudgetScope, limits: BudgetLimits, spent
   const reached = reachedLimits(limits, spent);
   if (reached.length === 0) return null;
   const what = reached
-    .map((r) => (r === 'tokens' ? `${spent.tokens} of ${limits.tokensPerDay} tokens` : `${usd(spent.usd)} of ${usd(limits.usdPerDay!)}`))
+    .map((r) =>
+      r === 'tokens' ? `${spent.tokens} of ${limits.tokensPerDay} tokens` : `${formatUsd(spent.usd)} of ${formatUsd(limits.usdPerDay!)}`,
+    )
     .join(' and ');
   const who = scope.kind === 'project' ? `project ${scope.project}` : `agent ${scope.agent}`;
   return `budget: ${who} spent ${what} today (UTC); held until ${budgetWindow(now).end.toISOString()} or a higher budget`;

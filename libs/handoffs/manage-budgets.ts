@@ -1,9 +1,9 @@
 import { budgetHoldReason, budgetWindow, checkBudgetLimits, type BudgetLimits, type BudgetSpent } from '../domain/budgets.ts';
 import { BatonError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
-import { settingsFrom } from '../domain/runtime-settings.ts';
 import type { BudgetRecord } from '../db/budget-repository.ts';
 import { liftHolds, type LiftHoldsDeps } from './lift-holds.ts';
+import { getSettings } from './manage-settings.ts';
 import type { CoreDeps } from './ports.ts';
 import { findAgents, resolveProject } from './resolve-project.ts';
 
@@ -95,5 +95,5 @@ export async function clearBudget(deps: BudgetChangeDeps, input: { project: stri
 }
 
 async function liftAfterChange(deps: BudgetChangeDeps): Promise<void> {
-  await liftHolds({ ...deps, settingsReader: { get: async () => settingsFrom(await deps.settings.all()) } }, { maxPages: 1 });
+  await liftHolds({ ...deps, settingsReader: { get: () => getSettings(deps) } }, { maxPages: 1 });
 }

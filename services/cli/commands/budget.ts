@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError, type CliContext } from '../cli-context.ts';
 import { renderTable, type Column } from '../table.ts';
+import { formatUsd as usd } from '../../../libs/domain/budgets.ts';
 
 interface BudgetJson {
   agent: string | null;
@@ -11,8 +12,6 @@ interface BudgetJson {
   resetsAt: string;
   updatedAt: string;
 }
-
-const usd = (n: number) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 
 const COLUMNS: readonly Column<BudgetJson>[] = [
   { header: 'BUDGET', value: (b) => (b.agent === null ? '(project)' : b.agent), max: 32 },
